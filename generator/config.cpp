@@ -1,0 +1,91 @@
+#include "generator/config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "generator/error.hpp"
+
+namespace tessera {
+
+namespace {
+constexpr std::int64_t kMaxWorkspaceBytes = 256 << 20;
+
+int round_down(std::int64_t value, int multiple) {
+  return static_cast<int>(std::max<std::int64_t>(multiple, value / multiple * multiple));
+}
+}  // namespace
+
+CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem&, const Target& target) {
+  CpuGemmConfig c;
+  const int lanes = target.vector_lanes();
+  if (target.isa == CpuIsa::Avx512) {
+    c.mr = 8;
+    c.nr = 2 * lanes;
+  } else {
+    c.mr = 6;
+    c.nr = 2 * lanes;
+  }
+  // A KC×NR sliver of B and an MR×KC sliver of A share L1; the MC×KC block of A lives in half of L2.
+  c.kc = std::clamp(round_down(target.l1d_bytes / (4 * (c.nr + c.mr)), 32), 64, 512);
+  c.mc = std::clamp(round_down(target.l2_bytes / 2 / (4 * c.kc), c.mr), c.mr, 16 * c.mr);
+  c.nc = 16 * c.nr;
+  c.k_unroll = 4;
+  return c;
+}
+
+nlohmann::json CpuGemmConfig::to_json() const {
+  return {{"mr", mr}, {"nr", nr}, {"kc", kc}, {"mc", mc}, {"nc", nc}, {"k_unroll", k_unroll}};
+}
+
+CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
+  CpuGemmConfig c;
+  c.mr = j.at("mr").get<int>();
+  c.nr = j.at("nr").get<int>();
+  c.kc = j.at("kc").get<int>();
+  c.mc = j.at("mc").get<int>();
+  c.nc = j.at("nc").get<int>();
+  c.k_unroll = j.at("k_unroll").get<int>();
+  return c;
+}
+
+std::int64_t CpuGemmConfig::workspace_bytes() const {
+  const std::int64_t floats = std::int64_t{mc} * kc + std::int64_t{kc} * nc + std::int64_t{mc} * nc;
+  return floats * 4 + 3 * 64;  // each region starts on a cache line
+}
+
+void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& target) {
+  const auto fail = [](const std::string& rule) { throw ConfigError(rule); };
+  for (const auto& [name, dtype] : {std::pair{"A", s.a.dtype}, std::pair{"B", s.b.dtype}, std::pair{"C", s.c.dtype},
+                                    std::pair{"D", s.d.dtype}, std::pair{"accumulator", s.accumulator}})
+    if (dtype != DType::f32)
+      fail(fmt::format("{} dtype {} is not supported on {} (f32 only)", name, dtype_name(dtype), target.str()));
+  for (const auto& in : s.inputs)
+    if (in.operand.dtype != DType::f32)
+      fail(fmt::format("epilogue tensor '{}' dtype {} is not supported on {} (f32 only)", in.name,
+                       dtype_name(in.operand.dtype), target.str()));
+  if (!s.a.layout.reads_memory() || !s.b.layout.reads_memory()) fail("A and B cannot have the zero layout");
+  if (s.d.layout.kind() != LayoutKind::RowMajor && s.d.layout.kind() != LayoutKind::ColMajor)
+    fail(fmt::format("D layout must be row or col, not {}", s.d.layout.name()));
+
+  const int lanes = target.vector_lanes();
+  if (c.mr < 1 || c.mr > 32) fail(fmt::format("MR ({}) must be in 1..32", c.mr));
+  if (c.nr < lanes || c.nr % lanes != 0)
+    fail(fmt::format("NR ({}) must be a positive multiple of the vector width ({}) on {}", c.nr, lanes, target.str()));
+  const int vectors = c.nr / lanes;
+  const int registers = c.mr * vectors + vectors + 1;
+  if (registers > target.vector_registers())
+    fail(fmt::format("MR×NR register tile {}x{} needs {} vector registers ({} accumulators + {} B + 1 broadcast), "
+                     "{} has {}",
+                     c.mr, c.nr, registers, c.mr * vectors, vectors, target.str(), target.vector_registers()));
+  if (c.kc < 1 || c.kc > 4096) fail(fmt::format("KC ({}) must be in 1..4096", c.kc));
+  if (c.k_unroll != 1 && c.k_unroll != 2 && c.k_unroll != 4 && c.k_unroll != 8)
+    fail(fmt::format("K unroll ({}) must be 1, 2, 4 or 8", c.k_unroll));
+  if (c.mc < c.mr || c.mc % c.mr != 0) fail(fmt::format("MC ({}) must be a positive multiple of MR ({})", c.mc, c.mr));
+  if (c.nc < c.nr || c.nc % c.nr != 0) fail(fmt::format("NC ({}) must be a positive multiple of NR ({})", c.nc, c.nr));
+  if (c.workspace_bytes() > kMaxWorkspaceBytes)
+    fail(fmt::format("workspace of {} bytes for MC={}, NC={}, KC={} exceeds {} bytes", c.workspace_bytes(), c.mc, c.nc,
+                     c.kc, kMaxWorkspaceBytes));
+}
+
+}  // namespace tessera

@@ -1,0 +1,388 @@
+#include "generator/emit_llvm.hpp"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <cstddef>
+
+#include "generator/error.hpp"
+#include "generator/expr_llvm.hpp"
+#include "generator/gemm_abi.hpp"
+#include "generator/llvm_loops.hpp"
+
+namespace tessera {
+
+namespace {
+
+// The IR struct types below mirror these C layouts field by field.
+static_assert(offsetof(TensorArg, bs) == 24 && sizeof(TensorArg) == 32);
+static_assert(offsetof(GemmKernelArgs, a) == 32 && offsetof(GemmKernelArgs, inputs) == 160 &&
+              offsetof(GemmKernelArgs, alpha) == 168 && offsetof(GemmKernelArgs, beta) == 172);
+enum ArgsField : unsigned { kM, kN, kK, kBatch, kA, kB, kC, kD, kInputs, kAlpha, kBeta };
+
+struct TensorFields {
+  llvm::Value* data;
+  llvm::Value* rs;
+  llvm::Value* cs;
+  llvm::Value* bs;
+};
+
+std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+class CpuGemmEmitter {
+ public:
+  CpuGemmEmitter(const KernelSpec& spec, llvm::LLVMContext& ctx)
+      : spec_(spec),
+        sig_(spec.signature),
+        cfg_(spec.config),
+        lanes_(spec.target.vector_lanes()),
+        ctx_(ctx),
+        module_(std::make_unique<llvm::Module>(spec.name(), ctx)),
+        b_(ctx) {
+    f32_ = b_.getFloatTy();
+    i64_ = b_.getInt64Ty();
+    ptr_ = b_.getPtrTy();
+    vec_ = llvm::FixedVectorType::get(f32_, lanes_);
+    tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_}, "tessera.TensorArg");
+    args_ty_ = llvm::StructType::create(
+        ctx, {i64_, i64_, i64_, i64_, tensor_ty_, tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_},
+        "tessera.GemmKernelArgs");
+  }
+
+  std::unique_ptr<llvm::Module> emit() {
+    const bool a_unit_rows = sig_.a.layout.row_stride("a")->op == ExprOp::Const &&
+                             sig_.a.layout.row_stride("a")->value == 1;
+    const bool b_unit_cols = sig_.b.layout.col_stride("b")->op == ExprOp::Const &&
+                             sig_.b.layout.col_stride("b")->value == 1;
+    llvm::Function* pack_a = emit_pack("pack_a", cfg_.mr, a_unit_rows);
+    llvm::Function* pack_b = emit_pack("pack_b", cfg_.nr, b_unit_cols);
+    llvm::Function* micro = emit_micro_kernel();
+    emit_entry(pack_a, pack_b, micro);
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_llvm produced invalid IR: " + error);
+    return std::move(module_);
+  }
+
+ private:
+  llvm::Function* make_function(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
+                                bool external) {
+    auto* fn = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
+                                      external ? llvm::Function::ExternalLinkage : llvm::Function::InternalLinkage,
+                                      name, module_.get());
+    const bool avx512 = spec_.target.isa == CpuIsa::Avx512;
+    fn->addFnAttr("target-cpu", avx512 ? "x86-64-v4" : "x86-64-v3");
+    fn->addFnAttr("tune-cpu", llvm::sys::getHostCPUName());
+    fn->addFnAttr("min-legal-vector-width", avx512 ? "512" : "256");
+    fn->addFnAttr("prefer-vector-width", avx512 ? "512" : "256");
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::BasicBlock::Create(ctx_, "entry", fn);
+    b_.SetInsertPoint(&fn->getEntryBlock());
+    return fn;
+  }
+
+  llvm::Value* i64c(std::int64_t v) { return b_.getInt64(v); }
+  llvm::Value* gep(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(f32_, base, index); }
+  llvm::Value* smin(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y); }
+
+  llvm::Constant* lane_indices(int n) {
+    std::vector<llvm::Constant*> v;
+    for (int i = 0; i < n; ++i) v.push_back(b_.getInt64(i));
+    return llvm::ConstantVector::get(v);
+  }
+
+  // Lanes i with i + first < limit.
+  llvm::Value* lane_mask(int n, llvm::Value* limit, std::int64_t first = 0) {
+    llvm::Value* lanes = b_.CreateAdd(lane_indices(n), b_.CreateVectorSplat(n, i64c(first)));
+    return b_.CreateICmpSLT(lanes, b_.CreateVectorSplat(n, limit));
+  }
+
+  TensorFields load_tensor(llvm::Value* tensor_ptr) {
+    const auto field = [&](unsigned i, llvm::Type* t) {
+      return b_.CreateLoad(t, b_.CreateStructGEP(tensor_ty_, tensor_ptr, i));
+    };
+    return {field(0, ptr_), field(1, i64_), field(2, i64_), field(3, i64_)};
+  }
+
+  llvm::Value* args_field(llvm::Value* args, unsigned field, llvm::Type* t) {
+    return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args, field));
+  }
+
+  // Packs an nrows×depth block (element (r, p) at (r0 + r)·rs + (c0 + p)·cs) into slivers of R rows:
+  // dst[s·R·depth + p·R + r], zero-filled past nrows, so the micro-kernel never tests edges.
+  llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride) {
+    llvm::Function* fn =
+        make_function(name, b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    auto arg = fn->arg_begin();
+    llvm::Value *src = arg++, *r0 = arg++, *c0 = arg++, *nrows = arg++, *depth = arg++, *rs = arg++, *cs = arg++,
+                *dst = arg++;
+    auto* sliver_ty = llvm::FixedVectorType::get(f32_, R);
+    llvm::Value* zero = llvm::Constant::getNullValue(sliver_ty);
+    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(nrows, i64c(R - 1)), i64c(R));
+    emit_for(b_, i64c(0), slivers, i64c(1), [&](llvm::Value* s) {
+      llvm::Value* first_row = b_.CreateMul(s, i64c(R));
+      llvm::Value* mask = lane_mask(R, b_.CreateSub(nrows, first_row));
+      llvm::Value* row_offset = b_.CreateMul(b_.CreateAdd(r0, first_row), rs);
+      llvm::Value* row_offsets =
+          unit_row_stride ? nullptr
+                          : b_.CreateAdd(b_.CreateVectorSplat(R, row_offset),
+                                         b_.CreateMul(lane_indices(R), b_.CreateVectorSplat(R, rs)));
+      llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
+      emit_for(b_, i64c(0), depth, i64c(1), [&](llvm::Value* p) {
+        llvm::Value* col_offset = b_.CreateMul(b_.CreateAdd(c0, p), cs);
+        llvm::Value* values;
+        if (unit_row_stride) {
+          values = b_.CreateMaskedLoad(sliver_ty, gep(src, b_.CreateAdd(row_offset, col_offset)), llvm::Align(4),
+                                       mask, zero);
+        } else {
+          llvm::Value* ptrs = gep(src, b_.CreateAdd(row_offsets, b_.CreateVectorSplat(R, col_offset)));
+          values = b_.CreateMaskedGather(sliver_ty, ptrs, llvm::Align(4), mask, zero);
+        }
+        b_.CreateAlignedStore(values, gep(sliver_dst, b_.CreateMul(p, i64c(R))), llvm::Align(4));
+      }, "pack.k");
+    }, "pack.sliver");
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  // The MR×NR register tile: acc += A sliver ⊗ B sliver over kc, then either the partial sums go to the
+  // workspace tile (more K slabs follow) or the epilogue is applied and D stored with edge masks.
+  llvm::Function* emit_micro_kernel() {
+    llvm::Function* fn = make_function(
+        "micro_kernel", b_.getVoidTy(),
+        {ptr_, ptr_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    auto arg = fn->arg_begin();
+    llvm::Value *ap = arg++, *bp = arg++, *kc = arg++, *acc_tile = arg++, *first = arg++, *last = arg++,
+                *row0 = arg++, *col0 = arg++, *rows = arg++, *cols = arg++, *batch = arg++, *args = arg++;
+    const int mr = cfg_.mr, nv = cfg_.nr / lanes_;
+    const auto acc_index = [&](int r, int v) { return static_cast<std::size_t>(r * nv + v); };
+    const auto tile_ptr = [&](int r, int v) { return gep(acc_tile, i64c(static_cast<std::int64_t>(r) * cfg_.nr + v * lanes_)); };
+    const llvm::Align vec_align(static_cast<std::uint64_t>(lanes_) * 4);
+
+    // Initial accumulators: zero on the first K slab, else the saved partial sums.
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    llvm::BasicBlock* resume = llvm::BasicBlock::Create(ctx_, "resume", fn);
+    llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+    b_.CreateCondBr(first, start, resume);
+    b_.SetInsertPoint(resume);
+    LoopValues saved;
+    for (int r = 0; r < mr; ++r)
+      for (int v = 0; v < nv; ++v) saved.push_back(b_.CreateAlignedLoad(vec_, tile_ptr(r, v), llvm::Align(4)));
+    b_.CreateBr(start);
+    b_.SetInsertPoint(start);
+    LoopValues acc;
+    for (std::size_t i = 0; i < saved.size(); ++i) {
+      llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
+      phi->addIncoming(llvm::Constant::getNullValue(vec_), entry);
+      phi->addIncoming(saved[i], resume);
+      acc.push_back(phi);
+    }
+
+    const auto step = [&](llvm::Value* p, LoopValues values) {
+      std::vector<llvm::Value*> bv;
+      llvm::Value* b_row = gep(bp, b_.CreateMul(p, i64c(cfg_.nr)));
+      for (int v = 0; v < nv; ++v) bv.push_back(b_.CreateAlignedLoad(vec_, gep(b_row, i64c(v * lanes_)), vec_align));
+      llvm::Value* a_col = gep(ap, b_.CreateMul(p, i64c(mr)));
+      for (int r = 0; r < mr; ++r) {
+        llvm::Value* a = b_.CreateAlignedLoad(f32_, gep(a_col, i64c(r)), llvm::Align(4));
+        llvm::Value* splat = b_.CreateVectorSplat(lanes_, a);
+        for (int v = 0; v < nv; ++v)
+          values[acc_index(r, v)] =
+              b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {splat, bv[v], values[acc_index(r, v)]});
+      }
+      return values;
+    };
+    const int unroll = cfg_.k_unroll;
+    llvm::Value* k_main = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(unroll - 1)));
+    acc = emit_for(b_, i64c(0), k_main, i64c(unroll), acc, [&](llvm::Value* p, const LoopValues& carried) {
+      LoopValues values = carried;
+      for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values);
+      return values;
+    }, "k");
+    acc = emit_for(b_, k_main, kc, i64c(1), acc, [&](llvm::Value* p, const LoopValues& carried) {
+      return step(p, carried);
+    }, "k.tail");
+
+    llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
+    llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
+    b_.CreateCondBr(last, epilogue, save);
+    b_.SetInsertPoint(save);
+    for (int r = 0; r < mr; ++r)
+      for (int v = 0; v < nv; ++v) b_.CreateAlignedStore(acc[acc_index(r, v)], tile_ptr(r, v), llvm::Align(4));
+    b_.CreateRetVoid();
+
+    b_.SetInsertPoint(epilogue);
+    emit_epilogue(args, acc, row0, col0, rows, cols, batch);
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  // Loads `lanes_` values of a tensor along the output row: lane i at offset(row, col + i).
+  llvm::Value* load_lanes(const TensorFields& t, llvm::Value* offset, const Expr& col_stride, llvm::Value* stride,
+                          llvm::Value* mask) {
+    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+    if (is_constant(col_stride, 0))
+      return b_.CreateVectorSplat(lanes_, b_.CreateAlignedLoad(f32_, gep(t.data, offset), llvm::Align(4)));
+    if (is_constant(col_stride, 1))
+      return b_.CreateMaskedLoad(vec_, gep(t.data, offset), llvm::Align(4), mask, zero);
+    return b_.CreateMaskedGather(vec_, lane_pointers(t.data, offset, stride), llvm::Align(4), mask, zero);
+  }
+
+  llvm::Value* lane_pointers(llvm::Value* base, llvm::Value* offset, llvm::Value* stride) {
+    return gep(base, b_.CreateAdd(b_.CreateVectorSplat(lanes_, offset),
+                                  b_.CreateMul(lane_indices(lanes_), b_.CreateVectorSplat(lanes_, stride))));
+  }
+
+  void emit_epilogue(llvm::Value* args, const LoopValues& acc, llvm::Value* row0, llvm::Value* col0,
+                     llvm::Value* rows, llvm::Value* cols, llvm::Value* batch) {
+    const int nv = cfg_.nr / lanes_;
+    llvm::Value* alpha = b_.CreateVectorSplat(lanes_, args_field(args, kAlpha, f32_));
+    llvm::Value* beta = b_.CreateVectorSplat(lanes_, args_field(args, kBeta, f32_));
+    const TensorFields c = load_tensor(b_.CreateStructGEP(args_ty_, args, kC));
+    const TensorFields d = load_tensor(b_.CreateStructGEP(args_ty_, args, kD));
+    llvm::Value* inputs_ptr = args_field(args, kInputs, ptr_);
+    std::vector<TensorFields> inputs;
+    for (std::size_t i = 0; i < sig_.inputs.size(); ++i)
+      inputs.push_back(load_tensor(b_.CreateGEP(tensor_ty_, inputs_ptr, i64c(static_cast<std::int64_t>(i)))));
+
+    // Integer leaves of layout index expressions.
+    llvm::Value *row = nullptr, *col = nullptr;
+    const auto fields_of = [&](const std::string& prefix) -> const TensorFields& {
+      if (prefix == "c") return c;
+      if (prefix == "d") return d;
+      for (std::size_t i = 0; i < sig_.inputs.size(); ++i)
+        if (prefix == "in." + sig_.inputs[i].name) return inputs[i];
+      throw std::logic_error("emit_llvm: unknown tensor " + prefix);
+    };
+    const auto int_leaf = [&](const ExprNode& node) -> llvm::Value* {
+      if (node.name == "row") return row;
+      if (node.name == "col") return col;
+      if (node.name == "batch") return batch;
+      const auto dot = node.name.rfind('.');
+      const TensorFields& t = fields_of(node.name.substr(0, dot));
+      const std::string field = node.name.substr(dot + 1);
+      return field == "rs" ? t.rs : field == "cs" ? t.cs : t.bs;
+    };
+    const auto index = [&](const Expr& e) { return emit_expr(b_, e, f32_, int_leaf); };
+    const Expr row_e = var("row", ExprType::Int), col_e = var("col", ExprType::Int),
+               batch_e = var("batch", ExprType::Int), zero_e = int_constant(0);
+
+    for (int r = 0; r < cfg_.mr; ++r) {
+      emit_if(b_, b_.CreateICmpSLT(i64c(r), rows), [&] {
+        row = b_.CreateAdd(row0, i64c(r));
+        for (int v = 0; v < nv; ++v) {
+          col = b_.CreateAdd(col0, i64c(v * lanes_));
+          llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
+          const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
+            if (node.op == ExprOp::Var) {
+              if (node.name == "acc") return acc[static_cast<std::size_t>(r * nv + v)];
+              if (node.name == "alpha") return alpha;
+              if (node.name == "beta") return beta;
+              if (!sig_.c.layout.reads_memory()) return llvm::Constant::getNullValue(vec_);
+              const Layout& l = sig_.c.layout;
+              return load_lanes(c, index(l.offset("c", row_e, col_e, batch_e)), l.col_stride("c"),
+                                index(l.col_stride("c")), mask);
+            }
+            std::size_t i = 0;
+            while (sig_.inputs[i].name != node.name) ++i;
+            const EpilogueInput& in = sig_.inputs[i];
+            const std::string prefix = "in." + in.name;
+            const Layout& l = in.operand.layout;
+            switch (in.form) {
+              case IndexForm::M: return load_lanes(inputs[i], index(l.offset(prefix, row_e, zero_e, batch_e)), zero_e, nullptr, mask);
+              case IndexForm::N:
+                return load_lanes(inputs[i], index(l.offset(prefix, zero_e, col_e, batch_e)), l.col_stride(prefix),
+                                  index(l.col_stride(prefix)), mask);
+              case IndexForm::MN: break;
+            }
+            return load_lanes(inputs[i], index(l.offset(prefix, row_e, col_e, batch_e)), l.col_stride(prefix),
+                              index(l.col_stride(prefix)), mask);
+          };
+          llvm::Value* value = emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
+          const Layout& dl = sig_.d.layout;
+          llvm::Value* offset = index(dl.offset("d", row_e, col_e, batch_e));
+          if (is_constant(dl.col_stride("d"), 1))
+            b_.CreateMaskedStore(value, gep(d.data, offset), llvm::Align(4), mask);
+          else
+            b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4), mask);
+        }
+      }, "row");
+    }
+  }
+
+  // The external entry: walks macro-tiles [begin, end); per tile, per KC slab: pack B, pack A, micro-tiles.
+  void emit_entry(llvm::Function* pack_a, llvm::Function* pack_b, llvm::Function* micro) {
+    llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
+    auto arg = fn->arg_begin();
+    llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
+    llvm::Value* m = args_field(args, kM, i64_);
+    llvm::Value* n = args_field(args, kN, i64_);
+    llvm::Value* k = args_field(args, kK, i64_);
+    const TensorFields a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
+    const TensorFields bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
+    const std::int64_t MC = cfg_.mc, NC = cfg_.nc, KC = cfg_.kc, MR = cfg_.mr, NR = cfg_.nr;
+
+    llvm::Value* tiles_m = b_.CreateSDiv(b_.CreateAdd(m, i64c(MC - 1)), i64c(MC));
+    llvm::Value* tiles_n = b_.CreateSDiv(b_.CreateAdd(n, i64c(NC - 1)), i64c(NC));
+    llvm::Value* per_batch = b_.CreateMul(tiles_m, tiles_n);
+    llvm::Value* ws_a = ws;
+    llvm::Value* ws_b = b_.CreateGEP(b_.getInt8Ty(), ws, i64c(align64(MC * KC * 4)));
+    llvm::Value* ws_acc = b_.CreateGEP(b_.getInt8Ty(), ws_b, i64c(align64(KC * NC * 4)));
+    // K = 0 still runs one (empty) slab so that the epilogue writes D.
+    llvm::Value* k_slabs = b_.CreateSDiv(b_.CreateAdd(k, i64c(KC - 1)), i64c(KC));
+    k_slabs = b_.CreateSelect(b_.CreateICmpSLT(k_slabs, i64c(1)), i64c(1), k_slabs);
+
+    emit_for(b_, begin, end, i64c(1), [&](llvm::Value* t) {
+      llvm::Value* batch = b_.CreateSDiv(t, per_batch);
+      llvm::Value* rest = b_.CreateSRem(t, per_batch);
+      llvm::Value* i0 = b_.CreateMul(b_.CreateSDiv(rest, tiles_n), i64c(MC));
+      llvm::Value* j0 = b_.CreateMul(b_.CreateSRem(rest, tiles_n), i64c(NC));
+      llvm::Value* mc = smin(i64c(MC), b_.CreateSub(m, i0));
+      llvm::Value* nc = smin(i64c(NC), b_.CreateSub(n, j0));
+      llvm::Value* a_src = gep(a.data, b_.CreateMul(batch, a.bs));
+      llvm::Value* b_src = gep(bm.data, b_.CreateMul(batch, bm.bs));
+      emit_for(b_, i64c(0), k_slabs, i64c(1), [&](llvm::Value* q) {
+        llvm::Value* p0 = b_.CreateMul(q, i64c(KC));
+        llvm::Value* kc = smin(i64c(KC), b_.CreateSub(k, p0));
+        llvm::Value* first = b_.CreateICmpEQ(q, i64c(0));
+        llvm::Value* last = b_.CreateICmpEQ(q, b_.CreateSub(k_slabs, i64c(1)));
+        // B is packed as Bᵀ (N rows, K deep): its row stride is B's column stride.
+        b_.CreateCall(pack_b, {b_src, j0, p0, nc, kc, bm.cs, bm.rs, ws_b});
+        b_.CreateCall(pack_a, {a_src, i0, p0, mc, kc, a.rs, a.cs, ws_a});
+        emit_for(b_, i64c(0), nc, i64c(NR), [&](llvm::Value* jr) {
+          emit_for(b_, i64c(0), mc, i64c(MR), [&](llvm::Value* ir) {
+            llvm::Value* tile = b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(MC / MR)),
+                                             b_.CreateSDiv(ir, i64c(MR)));
+            b_.CreateCall(micro, {gep(ws_a, b_.CreateMul(ir, kc)), gep(ws_b, b_.CreateMul(jr, kc)), kc,
+                                  gep(ws_acc, b_.CreateMul(tile, i64c(MR * NR))), first, last, b_.CreateAdd(i0, ir),
+                                  b_.CreateAdd(j0, jr), smin(i64c(MR), b_.CreateSub(mc, ir)),
+                                  smin(i64c(NR), b_.CreateSub(nc, jr)), batch, args});
+          }, "ir");
+        }, "jr");
+      }, "slab");
+    }, "tile");
+    b_.CreateRetVoid();
+  }
+
+  const KernelSpec& spec_;
+  const GemmSignature& sig_;
+  const CpuGemmConfig& cfg_;
+  const int lanes_;
+  llvm::LLVMContext& ctx_;
+  std::unique_ptr<llvm::Module> module_;
+  llvm::IRBuilder<> b_;
+  llvm::Type *f32_, *i64_, *ptr_;
+  llvm::FixedVectorType* vec_;
+  llvm::StructType *tensor_ty_, *args_ty_;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> emit_llvm(const KernelSpec& spec, llvm::LLVMContext& context) {
+  validate(spec.signature, spec.config, spec.target);
+  return CpuGemmEmitter(spec, context).emit();
+}
+
+}  // namespace tessera

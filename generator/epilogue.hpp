@@ -1,0 +1,55 @@
+// The epilogue: an expression over acc, c, alpha, beta and user-named tensors, with its text parser.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generator/expr.hpp"
+
+namespace tessera {
+
+// How a user tensor is indexed by the output coordinates.
+enum class IndexForm : unsigned char {
+  M,   // scale[m]: one value per output row
+  N,   // bias[n]: one value per output column
+  MN,  // residual[m,n]: a matrix shaped like the output
+};
+std::string_view index_form_name(IndexForm form);  // "m", "n", "m,n"
+
+struct EpilogueTensor {
+  std::string name;
+  IndexForm form;
+  friend bool operator==(const EpilogueTensor&, const EpilogueTensor&) = default;
+};
+
+class Epilogue {
+ public:
+  // Parses user text; throws EpilogueError naming the column.
+  static Epilogue parse(std::string_view text);
+  // Checks a tree built in code by the same rules as parsed text.
+  static Epilogue from_tree(Expr tree);
+  // The BLAS default, alpha*acc + beta*c.
+  static Epilogue linear_combination();
+
+  const Expr& tree() const { return tree_; }
+  std::string text() const { return to_string(tree_); }  // canonical
+  // Named tensors, sorted by name.
+  const std::vector<EpilogueTensor>& tensors() const { return tensors_; }
+  bool reads_c() const { return reads_c_; }
+  bool reads_alpha() const { return reads_alpha_; }
+  bool reads_beta() const { return reads_beta_; }
+  // True when every c appears inside a product with beta (as in beta*c), so beta = 0 means C is never read.
+  bool c_scaled_by_beta() const;
+
+ private:
+  explicit Epilogue(Expr tree);
+  Expr tree_;
+  std::vector<EpilogueTensor> tensors_;
+  bool reads_c_ = false, reads_alpha_ = false, reads_beta_ = false;
+};
+
+// Names with a fixed meaning in epilogue text.
+bool is_reserved_epilogue_name(std::string_view name);
+
+}  // namespace tessera

@@ -1,0 +1,79 @@
+// The small expression IR shared by layouts, transforms and epilogues; each back-end prints it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+enum class ExprOp : unsigned char {
+  Const,
+  Var,   // a named scalar: acc, c, alpha, beta, or an index/stride variable
+  Read,  // a named tensor read at index expressions: bias[n]
+  Neg,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Min,
+  Max,
+  Clamp,
+  Abs,
+  Relu,
+  Exp,
+  Tanh,
+  Sigmoid,
+  Silu,
+  Gelu,
+  GeluTanh,
+};
+
+// Float expressions are elementwise math; Int expressions are index math (64-bit).
+enum class ExprType : unsigned char { Float, Int };
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct ExprNode {
+  ExprOp op;
+  ExprType type;
+  double value = 0;  // Const
+  std::string name;  // Var, Read
+  std::vector<Expr> args;
+};
+
+// A callable function of the epilogue language.
+struct FunctionInfo {
+  std::string_view name;
+  ExprOp op;
+  int arity;
+};
+const FunctionInfo* find_function(std::string_view name);
+const std::vector<FunctionInfo>& functions();
+
+Expr constant(double value, ExprType type = ExprType::Float);
+Expr int_constant(long long value);
+Expr var(std::string name, ExprType type = ExprType::Float);
+Expr read(std::string tensor, std::vector<Expr> indices);
+Expr call(ExprOp op, std::vector<Expr> args);
+
+// Arithmetic; Int operands are folded (x*1, x*0, x+0, constants) so index math prints small.
+Expr operator+(const Expr& a, const Expr& b);
+Expr operator-(const Expr& a, const Expr& b);
+Expr operator*(const Expr& a, const Expr& b);
+Expr operator/(const Expr& a, const Expr& b);
+Expr operator-(const Expr& a);
+
+bool is_constant(const Expr& e, double value);
+bool structurally_equal(const Expr& a, const Expr& b);
+
+// Canonical text: re-parses to the same tree, e.g. "gelu(alpha*acc + bias[n])".
+std::string to_string(const Expr& e);
+
+// Calls f on every node, parents before children.
+void visit(const Expr& e, const std::function<void(const ExprNode&)>& f);
+
+}  // namespace tessera

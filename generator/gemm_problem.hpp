@@ -1,0 +1,52 @@
+// GemmProblem: what to compute, D = epilogue(A·B, C, ...), independent of how.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/dtype.hpp"
+#include "generator/epilogue.hpp"
+#include "generator/layout.hpp"
+
+namespace tessera {
+
+struct OperandSignature {
+  DType dtype = DType::f32;
+  Layout layout = Layout::row_major();
+  friend bool operator==(const OperandSignature&, const OperandSignature&) = default;
+};
+
+// A user tensor the epilogue reads, as the kernel sees it. Vectors are matrices with one coordinate:
+// bias[n] is a 1×N row (RowMajor when contiguous), scale[m] an M×1 column (ColMajor when contiguous).
+struct EpilogueInput {
+  std::string name;
+  IndexForm form = IndexForm::N;
+  OperandSignature operand;
+  friend bool operator==(const EpilogueInput&, const EpilogueInput&) = default;
+};
+
+// Everything that changes the generated code. Runtime sizes and strides are arguments, not part of it.
+struct GemmSignature {
+  OperandSignature a, b, c, d;
+  DType accumulator = DType::f32;
+  Epilogue epilogue = Epilogue::linear_combination();
+  std::vector<EpilogueInput> inputs;  // one per epilogue tensor, in epilogue.tensors() order
+
+  // Throws InvalidArgument if inputs do not match the epilogue's tensors.
+  void check() const;
+  nlohmann::json to_json() const;
+  static GemmSignature from_json(const nlohmann::json& j);
+  friend bool operator==(const GemmSignature& x, const GemmSignature& y);
+};
+
+struct GemmProblem {
+  std::int64_t m = 1, n = 1, k = 1, batch = 1;
+  GemmSignature signature;
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                                static_cast<double>(batch); }
+};
+
+}  // namespace tessera

@@ -1,0 +1,15 @@
+// Vectorised f32 math for generated CPU code (LLVM has no vector exp/erf/tanh that avoid libm calls).
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace tessera {
+
+// Each works on float or <N x float> and is accurate to a few ulp (erf-based functions to ~1e-7 absolute).
+llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* emit_sigmoid(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
+
+}  // namespace tessera

@@ -1,0 +1,33 @@
+// Target: where a kernel runs, with the numbers the generator and the cost model need.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tessera {
+
+enum class CpuIsa : unsigned char { Avx2, Avx512 };
+
+struct Target {
+  CpuIsa isa = CpuIsa::Avx2;
+  int cores = 1;
+  std::int64_t l1d_bytes = 32 << 10;
+  std::int64_t l2_bytes = 1 << 20;
+  std::int64_t l3_bytes = 32 << 20;
+
+  // f32 lanes per vector register and how many vector registers there are.
+  int vector_lanes() const { return isa == CpuIsa::Avx512 ? 16 : 8; }
+  int vector_registers() const { return isa == CpuIsa::Avx512 ? 32 : 16; }
+  // The canonical text, "cpu:avx512" or "cpu:avx2"; it is what kernel specs record.
+  std::string str() const;
+
+  // The host CPU with its best ISA and its caches.
+  static Target host();
+  // "cpu" (the host), "cpu:avx512" or "cpu:avx2"; throws InvalidArgument for unknown text and Unavailable
+  // when the host cannot run the requested ISA.
+  static Target parse(std::string_view text);
+  static bool host_supports(CpuIsa isa);
+};
+
+}  // namespace tessera

@@ -1,0 +1,31 @@
+// The reference GEMM: plain loops with double accumulation, read straight from the tensors' shapes and strides.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/tessera.hpp"
+
+namespace tessera {
+
+struct GemmReference {
+  std::int64_t batch = 0, m = 0, n = 0;
+  std::vector<double> values;     // [batch][m][n]
+  std::vector<double> tolerance;  // per element: f32 rounding over K terms plus the epilogue's math
+};
+
+struct GemmComparison {
+  double max_abs_err = 0;
+  double max_rel_err = 0;  // max |error| / max |reference| (normwise, so exact zeros do not blow it up)
+  std::int64_t mismatches = 0;
+  std::string first_mismatch;  // "d[0, 3, 5] = 1.5, expected 2 ± 1e-6"
+  bool ok() const { return mismatches == 0; }
+};
+
+// Computes what args.d must hold. Call it before the kernel when d aliases an input.
+GemmReference reference_gemm(const GemmArgs& args);
+// Compares d's contents with the reference; exact = true demands bitwise-equal values (small-integer inputs).
+GemmComparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact = false);
+
+}  // namespace tessera

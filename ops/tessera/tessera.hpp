@@ -1,0 +1,89 @@
+// tessera's public C++ API: a Runtime that JIT-compiles, caches and runs GEMM kernels described by their parts.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "generator/config.hpp"
+#include "generator/epilogue.hpp"
+#include "generator/error.hpp"
+#include "generator/gemm_problem.hpp"
+#include "generator/kernel_spec.hpp"
+#include "generator/target.hpp"
+#include "jit/kernel_cache.hpp"
+#include "tessera/tensor.hpp"
+
+namespace tessera {
+
+// D[b] = epilogue(A[b]·B[b], C[b], inputs...) for b < batch. A is M×K, B is K×N, C and D are M×N; 2-D operands
+// are shared by every batch. C is not read when the epilogue does not name c, or when beta = 0 and c only
+// appears as beta*c (the BLAS convention, so NaNs in C do not leak).
+struct GemmArgs {
+  Tensor a, b, c, d;
+  float alpha = 1, beta = 0;
+  Epilogue epilogue = Epilogue::linear_combination();
+  std::map<std::string, Tensor> inputs;  // the tensors the epilogue names: bias[n] → inputs["bias"]
+  int threads = 0;                       // 0: every thread of the runtime's pool
+
+  GemmArgs& set_epilogue(std::string_view text) {
+    epilogue = Epilogue::parse(text);
+    return *this;
+  }
+};
+
+struct RuntimeOptions {
+  std::string target = "cpu";  // "cpu" (the host's best ISA), "cpu:avx512", "cpu:avx2"
+  int threads = 0;             // pool size; 0: one per hardware thread
+  int ir_opt_level = 0;        // LLVM IR pipeline before the backend: 0 (none, the default), 2 or 3
+};
+
+class Runtime;
+
+// Validates GEMM arguments and states the problem they describe (shapes, layouts, epilogue inputs).
+GemmProblem describe_gemm(const GemmArgs& args);
+
+// A compiled kernel for one signature; it runs any sizes whose arguments match that signature.
+class GemmKernel {
+ public:
+  const KernelSpec& spec() const;
+  std::string name() const { return spec().name(); }
+  double compile_ms() const;
+  void run(const GemmArgs& args) const;
+
+ private:
+  friend class Runtime;
+  struct Compiled;
+  GemmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime);
+  std::shared_ptr<const Compiled> compiled_;
+  std::shared_ptr<void> runtime_;  // keeps the JIT session and the pool alive
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Target& target() const;
+  int threads() const;
+
+  GemmProblem describe(const GemmArgs& args) const { return describe_gemm(args); }
+  // A kernel for the problem's signature: from the cache, or generated and compiled now.
+  GemmKernel compile(const GemmProblem& problem);
+  GemmKernel compile(const GemmProblem& problem, const CpuGemmConfig& config);
+  // describe + compile + run.
+  void gemm(const GemmArgs& args);
+
+  CacheStats cache_stats() const;
+
+ private:
+  friend class GemmKernel;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

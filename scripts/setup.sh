@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tessera needs to build and test; idempotent (does nothing when all are present).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  llvm-19-dev libzstd-dev zlib1g-dev libedit-dev libffi-dev libxml2-dev libcurl4-openssl-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,127 @@
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <random>
+
+namespace tessera::cli {
+
+namespace {
+Layout layout_option(const std::string& text, const std::string& option) {
+  auto layout = Layout::parse(text);
+  if (!layout || (layout->kind() != LayoutKind::RowMajor && layout->kind() != LayoutKind::ColMajor))
+    throw InvalidArgument(option, "must be row or col, got '" + text + "'");
+  return *layout;
+}
+
+void fill(std::vector<float>& v, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& x : v) x = dist(rng);
+}
+
+std::size_t count(std::int64_t a, std::int64_t b, std::int64_t c = 1) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(0, a) * std::max<std::int64_t>(0, b) *
+                                  std::max<std::int64_t>(0, c));
+}
+}  // namespace
+
+void add_gemm_options(CLI::App& app, GemmRequest& r) {
+  app.add_option("M", r.m, "rows of A and D")->required();
+  app.add_option("N", r.n, "columns of B and D")->required();
+  app.add_option("K", r.k, "columns of A, rows of B")->required();
+  app.add_option("--batch", r.batch, "number of matrices in the batch");
+  app.add_option("--layout-a", r.layout_a, "row or col");
+  app.add_option("--layout-b", r.layout_b, "row or col");
+  app.add_option("--layout-c", r.layout_c, "row or col (C and D)");
+  app.add_option("--alpha", r.alpha, "scalar alpha");
+  app.add_option("--beta", r.beta, "scalar beta");
+  app.add_option("--epilogue", r.epilogue, "e.g. 'gelu(alpha*acc + bias[n])' (default alpha*acc + beta*c)");
+  app.add_option("--threads", r.threads, "threads to run on (0: all)");
+  app.add_option("--target", r.target, "cpu, cpu:avx512 or cpu:avx2");
+  app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
+}
+
+GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
+  if (r.m < 0 || r.n < 0 || r.k < 0) throw InvalidArgument("M/N/K", "must be >= 0");
+  if (r.batch < 0) throw InvalidArgument("--batch", "must be >= 0");
+  if (r.threads < 0) throw InvalidArgument("--threads", "must be >= 0");
+  const std::int64_t limit = std::int64_t{1} << 31;
+  if (r.m * r.k > limit || r.k * r.n > limit || r.m * r.n > limit || r.batch * r.m * std::max(r.n, r.k) > limit)
+    throw InvalidArgument("M/N/K", "this command allocates at most 2^31 elements per operand");
+  const Layout la = layout_option(r.layout_a, "--layout-a");
+  const Layout lb = layout_option(r.layout_b, "--layout-b");
+  const Layout lc = layout_option(r.layout_c, "--layout-c");
+  GemmBuffers buf;
+  GemmArgs& g = buf.args;
+  if (!r.epilogue.empty()) g.epilogue = Epilogue::parse(r.epilogue);
+  g.alpha = r.alpha;
+  g.beta = r.beta;
+  g.threads = r.threads;
+  std::mt19937 rng(seed);
+  const bool batched = r.batch != 1;
+  const auto operand = [&](std::vector<float>& v, std::int64_t rows, std::int64_t cols, Layout l) {
+    v.resize(std::max<std::size_t>(1, count(r.batch, rows, cols)));
+    fill(v, rng);
+    return batched ? Tensor::batched(v.data(), r.batch, rows, cols, l) : Tensor::matrix(v.data(), rows, cols, l);
+  };
+  g.a = operand(buf.a, r.m, r.k, la);
+  g.b = operand(buf.b, r.k, r.n, lb);
+  g.c = operand(buf.c, r.m, r.n, lc);
+  g.d = operand(buf.d, r.m, r.n, lc);
+  for (const auto& t : g.epilogue.tensors()) {
+    auto& v = buf.inputs[t.name];
+    switch (t.form) {
+      case IndexForm::N:
+        v.resize(std::max<std::size_t>(1, count(r.n, 1)));
+        fill(v, rng);
+        g.inputs[t.name] = Tensor::vector(v.data(), r.n);
+        break;
+      case IndexForm::M:
+        v.resize(std::max<std::size_t>(1, count(r.m, 1)));
+        fill(v, rng);
+        g.inputs[t.name] = Tensor::vector(v.data(), r.m);
+        break;
+      case IndexForm::MN: g.inputs[t.name] = operand(v, r.m, r.n, Layout::row_major()); break;
+    }
+  }
+  return buf;
+}
+
+double median_ms(int repeat, const std::function<void()>& fn) {
+  fn();
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, repeat); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+int guarded(const std::function<int()>& body) {
+  const auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  try {
+    return body();
+  } catch (const InvalidArgument& e) {
+    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
+    return kBadArguments;
+  } catch (const EpilogueError& e) {
+    std::cerr << "tessera: error: --" << first_line(e.what()) << "\n";
+    return kBadArguments;
+  } catch (const ConfigError& e) {
+    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
+    return kBadArguments;
+  } catch (const Error& e) {
+    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
+    return kUnavailable;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tessera: error: out of memory\n";
+    return kUnavailable;
+  }
+}
+
+}  // namespace tessera::cli

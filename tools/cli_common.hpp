@@ -1,0 +1,46 @@
+// Shared pieces of the tessera command: GEMM requests with owned random buffers, timing, errors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tessera/tessera.hpp"
+
+namespace tessera::cli {
+
+// Exit codes: 0 success, 1 verification failed, 2 bad arguments, 3 tessera could not do it here.
+enum Exit : int { kOk = 0, kVerifyFailed = 1, kBadArguments = 2, kUnavailable = 3 };
+
+struct GemmRequest {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::string layout_a = "row", layout_b = "row", layout_c = "row";
+  float alpha = 1, beta = 0;
+  std::string epilogue;
+  int threads = 0;
+  std::string target = "cpu";
+  int ir_opt_level = 0;
+};
+
+// Adds M N K and the GEMM options shared by `gemm` and `emit gemm`.
+void add_gemm_options(CLI::App& app, GemmRequest& request);
+
+// Buffers for every operand the request needs, filled with random values, and the GemmArgs viewing them.
+struct GemmBuffers {
+  std::vector<float> a, b, c, d;
+  std::map<std::string, std::vector<float>> inputs;
+  GemmArgs args;
+};
+GemmBuffers make_gemm_buffers(const GemmRequest& request, std::uint32_t seed = 42);
+
+// Median wall time of `repeat` calls in milliseconds, after one warm-up call.
+double median_ms(int repeat, const std::function<void()>& fn);
+
+// Runs a subcommand body, turning tessera errors into a one-line message and an exit code.
+int guarded(const std::function<int()>& body);
+
+}  // namespace tessera::cli

@@ -1,0 +1,12 @@
+// The subcommands of the tessera program; each registers itself on the app and returns its exit code via `result`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+void add_demo_command(CLI::App& app, int& result);
+void add_gemm_command(CLI::App& app, int& result);
+void add_emit_command(CLI::App& app, int& result);
+
+}  // namespace tessera::cli

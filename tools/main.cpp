@@ -1,0 +1,25 @@
+// The tessera command line: demo, gemm, emit.
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: JIT-generated GEMM kernels"};
+  app.require_subcommand(1);
+  int result = 0;
+  tessera::cli::add_demo_command(app, result);
+  tessera::cli::add_gemm_command(app, result);
+  tessera::cli::add_emit_command(app, result);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";
+    return tessera::cli::kBadArguments;
+  }
+  return result;
+}
