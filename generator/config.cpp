@@ -75,9 +75,10 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& targ
   const int vectors = c.nr / lanes;
   const int registers = c.mr * vectors + vectors + 1;
   if (registers > target.vector_registers())
-    fail(fmt::format("MR×NR register tile {}x{} needs {} vector registers ({} accumulators + {} B + 1 broadcast), "
-                     "{} has {}",
-                     c.mr, c.nr, registers, c.mr * vectors, vectors, target.str(), target.vector_registers()));
+    fail(
+        fmt::format("MR×NR register tile {}x{} needs {} vector registers ({} accumulators + {} B + 1 broadcast), "
+                    "{} has {}",
+                    c.mr, c.nr, registers, c.mr * vectors, vectors, target.str(), target.vector_registers()));
   if (c.kc < 1 || c.kc > 4096) fail(fmt::format("KC ({}) must be in 1..4096", c.kc));
   if (c.k_unroll != 1 && c.k_unroll != 2 && c.k_unroll != 4 && c.k_unroll != 8)
     fail(fmt::format("K unroll ({}) must be 1, 2, 4 or 8", c.k_unroll));

@@ -52,10 +52,10 @@ class CpuGemmEmitter {
   }
 
   std::unique_ptr<llvm::Module> emit() {
-    const bool a_unit_rows = sig_.a.layout.row_stride("a")->op == ExprOp::Const &&
-                             sig_.a.layout.row_stride("a")->value == 1;
-    const bool b_unit_cols = sig_.b.layout.col_stride("b")->op == ExprOp::Const &&
-                             sig_.b.layout.col_stride("b")->value == 1;
+    const bool a_unit_rows =
+        sig_.a.layout.row_stride("a")->op == ExprOp::Const && sig_.a.layout.row_stride("a")->value == 1;
+    const bool b_unit_cols =
+        sig_.b.layout.col_stride("b")->op == ExprOp::Const && sig_.b.layout.col_stride("b")->value == 1;
     llvm::Function* pack_a = emit_pack("pack_a", cfg_.mr, a_unit_rows);
     llvm::Function* pack_b = emit_pack("pack_b", cfg_.nr, b_unit_cols);
     llvm::Function* micro = emit_micro_kernel();
@@ -113,36 +113,41 @@ class CpuGemmEmitter {
   // Packs an nrows×depth block (element (r, p) at (r0 + r)·rs + (c0 + p)·cs) into slivers of R rows:
   // dst[s·R·depth + p·R + r], zero-filled past nrows, so the micro-kernel never tests edges.
   llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride) {
-    llvm::Function* fn =
-        make_function(name, b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    llvm::Function* fn = make_function(name, b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
     auto arg = fn->arg_begin();
     llvm::Value *src = arg++, *r0 = arg++, *c0 = arg++, *nrows = arg++, *depth = arg++, *rs = arg++, *cs = arg++,
                 *dst = arg++;
     auto* sliver_ty = llvm::FixedVectorType::get(f32_, R);
     llvm::Value* zero = llvm::Constant::getNullValue(sliver_ty);
     llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(nrows, i64c(R - 1)), i64c(R));
-    emit_for(b_, i64c(0), slivers, i64c(1), [&](llvm::Value* s) {
-      llvm::Value* first_row = b_.CreateMul(s, i64c(R));
-      llvm::Value* mask = lane_mask(R, b_.CreateSub(nrows, first_row));
-      llvm::Value* row_offset = b_.CreateMul(b_.CreateAdd(r0, first_row), rs);
-      llvm::Value* row_offsets =
-          unit_row_stride ? nullptr
-                          : b_.CreateAdd(b_.CreateVectorSplat(R, row_offset),
-                                         b_.CreateMul(lane_indices(R), b_.CreateVectorSplat(R, rs)));
-      llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
-      emit_for(b_, i64c(0), depth, i64c(1), [&](llvm::Value* p) {
-        llvm::Value* col_offset = b_.CreateMul(b_.CreateAdd(c0, p), cs);
-        llvm::Value* values;
-        if (unit_row_stride) {
-          values = b_.CreateMaskedLoad(sliver_ty, gep(src, b_.CreateAdd(row_offset, col_offset)), llvm::Align(4),
-                                       mask, zero);
-        } else {
-          llvm::Value* ptrs = gep(src, b_.CreateAdd(row_offsets, b_.CreateVectorSplat(R, col_offset)));
-          values = b_.CreateMaskedGather(sliver_ty, ptrs, llvm::Align(4), mask, zero);
-        }
-        b_.CreateAlignedStore(values, gep(sliver_dst, b_.CreateMul(p, i64c(R))), llvm::Align(4));
-      }, "pack.k");
-    }, "pack.sliver");
+    emit_for(
+        b_, i64c(0), slivers, i64c(1),
+        [&](llvm::Value* s) {
+          llvm::Value* first_row = b_.CreateMul(s, i64c(R));
+          llvm::Value* mask = lane_mask(R, b_.CreateSub(nrows, first_row));
+          llvm::Value* row_offset = b_.CreateMul(b_.CreateAdd(r0, first_row), rs);
+          llvm::Value* row_offsets = unit_row_stride
+                                         ? nullptr
+                                         : b_.CreateAdd(b_.CreateVectorSplat(R, row_offset),
+                                                        b_.CreateMul(lane_indices(R), b_.CreateVectorSplat(R, rs)));
+          llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
+          emit_for(
+              b_, i64c(0), depth, i64c(1),
+              [&](llvm::Value* p) {
+                llvm::Value* col_offset = b_.CreateMul(b_.CreateAdd(c0, p), cs);
+                llvm::Value* values;
+                if (unit_row_stride) {
+                  values = b_.CreateMaskedLoad(sliver_ty, gep(src, b_.CreateAdd(row_offset, col_offset)),
+                                               llvm::Align(4), mask, zero);
+                } else {
+                  llvm::Value* ptrs = gep(src, b_.CreateAdd(row_offsets, b_.CreateVectorSplat(R, col_offset)));
+                  values = b_.CreateMaskedGather(sliver_ty, ptrs, llvm::Align(4), mask, zero);
+                }
+                b_.CreateAlignedStore(values, gep(sliver_dst, b_.CreateMul(p, i64c(R))), llvm::Align(4));
+              },
+              "pack.k");
+        },
+        "pack.sliver");
     b_.CreateRetVoid();
     return fn;
   }
@@ -154,11 +159,13 @@ class CpuGemmEmitter {
         "micro_kernel", b_.getVoidTy(),
         {ptr_, ptr_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_}, false);
     auto arg = fn->arg_begin();
-    llvm::Value *ap = arg++, *bp = arg++, *kc = arg++, *acc_tile = arg++, *first = arg++, *last = arg++,
-                *row0 = arg++, *col0 = arg++, *rows = arg++, *cols = arg++, *batch = arg++, *args = arg++;
+    llvm::Value *ap = arg++, *bp = arg++, *kc = arg++, *acc_tile = arg++, *first = arg++, *last = arg++, *row0 = arg++,
+                *col0 = arg++, *rows = arg++, *cols = arg++, *batch = arg++, *args = arg++;
     const int mr = cfg_.mr, nv = cfg_.nr / lanes_;
     const auto acc_index = [&](int r, int v) { return static_cast<std::size_t>(r * nv + v); };
-    const auto tile_ptr = [&](int r, int v) { return gep(acc_tile, i64c(static_cast<std::int64_t>(r) * cfg_.nr + v * lanes_)); };
+    const auto tile_ptr = [&](int r, int v) {
+      return gep(acc_tile, i64c(static_cast<std::int64_t>(r) * cfg_.nr + v * lanes_));
+    };
     const llvm::Align vec_align(static_cast<std::uint64_t>(lanes_) * 4);
 
     // Initial accumulators: zero on the first K slab, else the saved partial sums.
@@ -196,14 +203,17 @@ class CpuGemmEmitter {
     };
     const int unroll = cfg_.k_unroll;
     llvm::Value* k_main = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(unroll - 1)));
-    acc = emit_for(b_, i64c(0), k_main, i64c(unroll), acc, [&](llvm::Value* p, const LoopValues& carried) {
-      LoopValues values = carried;
-      for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values);
-      return values;
-    }, "k");
-    acc = emit_for(b_, k_main, kc, i64c(1), acc, [&](llvm::Value* p, const LoopValues& carried) {
-      return step(p, carried);
-    }, "k.tail");
+    acc = emit_for(
+        b_, i64c(0), k_main, i64c(unroll), acc,
+        [&](llvm::Value* p, const LoopValues& carried) {
+          LoopValues values = carried;
+          for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values);
+          return values;
+        },
+        "k");
+    acc = emit_for(
+        b_, k_main, kc, i64c(1), acc, [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried); },
+        "k.tail");
 
     llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
     llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
@@ -225,8 +235,7 @@ class CpuGemmEmitter {
     llvm::Value* zero = llvm::Constant::getNullValue(vec_);
     if (is_constant(col_stride, 0))
       return b_.CreateVectorSplat(lanes_, b_.CreateAlignedLoad(f32_, gep(t.data, offset), llvm::Align(4)));
-    if (is_constant(col_stride, 1))
-      return b_.CreateMaskedLoad(vec_, gep(t.data, offset), llvm::Align(4), mask, zero);
+    if (is_constant(col_stride, 1)) return b_.CreateMaskedLoad(vec_, gep(t.data, offset), llvm::Align(4), mask, zero);
     return b_.CreateMaskedGather(vec_, lane_pointers(t.data, offset, stride), llvm::Align(4), mask, zero);
   }
 
@@ -235,8 +244,8 @@ class CpuGemmEmitter {
                                   b_.CreateMul(lane_indices(lanes_), b_.CreateVectorSplat(lanes_, stride))));
   }
 
-  void emit_epilogue(llvm::Value* args, const LoopValues& acc, llvm::Value* row0, llvm::Value* col0,
-                     llvm::Value* rows, llvm::Value* cols, llvm::Value* batch) {
+  void emit_epilogue(llvm::Value* args, const LoopValues& acc, llvm::Value* row0, llvm::Value* col0, llvm::Value* rows,
+                     llvm::Value* cols, llvm::Value* batch) {
     const int nv = cfg_.nr / lanes_;
     llvm::Value* alpha = b_.CreateVectorSplat(lanes_, args_field(args, kAlpha, f32_));
     llvm::Value* beta = b_.CreateVectorSplat(lanes_, args_field(args, kBeta, f32_));
@@ -270,45 +279,52 @@ class CpuGemmEmitter {
                batch_e = var("batch", ExprType::Int), zero_e = int_constant(0);
 
     for (int r = 0; r < cfg_.mr; ++r) {
-      emit_if(b_, b_.CreateICmpSLT(i64c(r), rows), [&] {
-        row = b_.CreateAdd(row0, i64c(r));
-        for (int v = 0; v < nv; ++v) {
-          col = b_.CreateAdd(col0, i64c(v * lanes_));
-          llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
-          const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
-            if (node.op == ExprOp::Var) {
-              if (node.name == "acc") return acc[static_cast<std::size_t>(r * nv + v)];
-              if (node.name == "alpha") return alpha;
-              if (node.name == "beta") return beta;
-              if (!sig_.c.layout.reads_memory()) return llvm::Constant::getNullValue(vec_);
-              const Layout& l = sig_.c.layout;
-              return load_lanes(c, index(l.offset("c", row_e, col_e, batch_e)), l.col_stride("c"),
-                                index(l.col_stride("c")), mask);
-            }
-            std::size_t i = 0;
-            while (sig_.inputs[i].name != node.name) ++i;
-            const EpilogueInput& in = sig_.inputs[i];
-            const std::string prefix = "in." + in.name;
-            const Layout& l = in.operand.layout;
-            switch (in.form) {
-              case IndexForm::M: return load_lanes(inputs[i], index(l.offset(prefix, row_e, zero_e, batch_e)), zero_e, nullptr, mask);
-              case IndexForm::N:
-                return load_lanes(inputs[i], index(l.offset(prefix, zero_e, col_e, batch_e)), l.col_stride(prefix),
+      emit_if(
+          b_, b_.CreateICmpSLT(i64c(r), rows),
+          [&] {
+            row = b_.CreateAdd(row0, i64c(r));
+            for (int v = 0; v < nv; ++v) {
+              col = b_.CreateAdd(col0, i64c(v * lanes_));
+              llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
+              const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
+                if (node.op == ExprOp::Var) {
+                  if (node.name == "acc") return acc[static_cast<std::size_t>(r * nv + v)];
+                  if (node.name == "alpha") return alpha;
+                  if (node.name == "beta") return beta;
+                  if (!sig_.c.layout.reads_memory()) return llvm::Constant::getNullValue(vec_);
+                  const Layout& l = sig_.c.layout;
+                  return load_lanes(c, index(l.offset("c", row_e, col_e, batch_e)), l.col_stride("c"),
+                                    index(l.col_stride("c")), mask);
+                }
+                std::size_t i = 0;
+                while (sig_.inputs[i].name != node.name) ++i;
+                const EpilogueInput& in = sig_.inputs[i];
+                const std::string prefix = "in." + in.name;
+                const Layout& l = in.operand.layout;
+                switch (in.form) {
+                  case IndexForm::M:
+                    return load_lanes(inputs[i], index(l.offset(prefix, row_e, zero_e, batch_e)), zero_e, nullptr,
+                                      mask);
+                  case IndexForm::N:
+                    return load_lanes(inputs[i], index(l.offset(prefix, zero_e, col_e, batch_e)), l.col_stride(prefix),
+                                      index(l.col_stride(prefix)), mask);
+                  case IndexForm::MN:
+                    break;
+                }
+                return load_lanes(inputs[i], index(l.offset(prefix, row_e, col_e, batch_e)), l.col_stride(prefix),
                                   index(l.col_stride(prefix)), mask);
-              case IndexForm::MN: break;
+              };
+              llvm::Value* value = emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
+              const Layout& dl = sig_.d.layout;
+              llvm::Value* offset = index(dl.offset("d", row_e, col_e, batch_e));
+              if (is_constant(dl.col_stride("d"), 1))
+                b_.CreateMaskedStore(value, gep(d.data, offset), llvm::Align(4), mask);
+              else
+                b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4),
+                                       mask);
             }
-            return load_lanes(inputs[i], index(l.offset(prefix, row_e, col_e, batch_e)), l.col_stride(prefix),
-                              index(l.col_stride(prefix)), mask);
-          };
-          llvm::Value* value = emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
-          const Layout& dl = sig_.d.layout;
-          llvm::Value* offset = index(dl.offset("d", row_e, col_e, batch_e));
-          if (is_constant(dl.col_stride("d"), 1))
-            b_.CreateMaskedStore(value, gep(d.data, offset), llvm::Align(4), mask);
-          else
-            b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4), mask);
-        }
-      }, "row");
+          },
+          "row");
     }
   }
 
@@ -334,35 +350,48 @@ class CpuGemmEmitter {
     llvm::Value* k_slabs = b_.CreateSDiv(b_.CreateAdd(k, i64c(KC - 1)), i64c(KC));
     k_slabs = b_.CreateSelect(b_.CreateICmpSLT(k_slabs, i64c(1)), i64c(1), k_slabs);
 
-    emit_for(b_, begin, end, i64c(1), [&](llvm::Value* t) {
-      llvm::Value* batch = b_.CreateSDiv(t, per_batch);
-      llvm::Value* rest = b_.CreateSRem(t, per_batch);
-      llvm::Value* i0 = b_.CreateMul(b_.CreateSDiv(rest, tiles_n), i64c(MC));
-      llvm::Value* j0 = b_.CreateMul(b_.CreateSRem(rest, tiles_n), i64c(NC));
-      llvm::Value* mc = smin(i64c(MC), b_.CreateSub(m, i0));
-      llvm::Value* nc = smin(i64c(NC), b_.CreateSub(n, j0));
-      llvm::Value* a_src = gep(a.data, b_.CreateMul(batch, a.bs));
-      llvm::Value* b_src = gep(bm.data, b_.CreateMul(batch, bm.bs));
-      emit_for(b_, i64c(0), k_slabs, i64c(1), [&](llvm::Value* q) {
-        llvm::Value* p0 = b_.CreateMul(q, i64c(KC));
-        llvm::Value* kc = smin(i64c(KC), b_.CreateSub(k, p0));
-        llvm::Value* first = b_.CreateICmpEQ(q, i64c(0));
-        llvm::Value* last = b_.CreateICmpEQ(q, b_.CreateSub(k_slabs, i64c(1)));
-        // B is packed as Bᵀ (N rows, K deep): its row stride is B's column stride.
-        b_.CreateCall(pack_b, {b_src, j0, p0, nc, kc, bm.cs, bm.rs, ws_b});
-        b_.CreateCall(pack_a, {a_src, i0, p0, mc, kc, a.rs, a.cs, ws_a});
-        emit_for(b_, i64c(0), nc, i64c(NR), [&](llvm::Value* jr) {
-          emit_for(b_, i64c(0), mc, i64c(MR), [&](llvm::Value* ir) {
-            llvm::Value* tile = b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(MC / MR)),
-                                             b_.CreateSDiv(ir, i64c(MR)));
-            b_.CreateCall(micro, {gep(ws_a, b_.CreateMul(ir, kc)), gep(ws_b, b_.CreateMul(jr, kc)), kc,
-                                  gep(ws_acc, b_.CreateMul(tile, i64c(MR * NR))), first, last, b_.CreateAdd(i0, ir),
-                                  b_.CreateAdd(j0, jr), smin(i64c(MR), b_.CreateSub(mc, ir)),
-                                  smin(i64c(NR), b_.CreateSub(nc, jr)), batch, args});
-          }, "ir");
-        }, "jr");
-      }, "slab");
-    }, "tile");
+    emit_for(
+        b_, begin, end, i64c(1),
+        [&](llvm::Value* t) {
+          llvm::Value* batch = b_.CreateSDiv(t, per_batch);
+          llvm::Value* rest = b_.CreateSRem(t, per_batch);
+          llvm::Value* i0 = b_.CreateMul(b_.CreateSDiv(rest, tiles_n), i64c(MC));
+          llvm::Value* j0 = b_.CreateMul(b_.CreateSRem(rest, tiles_n), i64c(NC));
+          llvm::Value* mc = smin(i64c(MC), b_.CreateSub(m, i0));
+          llvm::Value* nc = smin(i64c(NC), b_.CreateSub(n, j0));
+          llvm::Value* a_src = gep(a.data, b_.CreateMul(batch, a.bs));
+          llvm::Value* b_src = gep(bm.data, b_.CreateMul(batch, bm.bs));
+          emit_for(
+              b_, i64c(0), k_slabs, i64c(1),
+              [&](llvm::Value* q) {
+                llvm::Value* p0 = b_.CreateMul(q, i64c(KC));
+                llvm::Value* kc = smin(i64c(KC), b_.CreateSub(k, p0));
+                llvm::Value* first = b_.CreateICmpEQ(q, i64c(0));
+                llvm::Value* last = b_.CreateICmpEQ(q, b_.CreateSub(k_slabs, i64c(1)));
+                // B is packed as Bᵀ (N rows, K deep): its row stride is B's column stride.
+                b_.CreateCall(pack_b, {b_src, j0, p0, nc, kc, bm.cs, bm.rs, ws_b});
+                b_.CreateCall(pack_a, {a_src, i0, p0, mc, kc, a.rs, a.cs, ws_a});
+                emit_for(
+                    b_, i64c(0), nc, i64c(NR),
+                    [&](llvm::Value* jr) {
+                      emit_for(
+                          b_, i64c(0), mc, i64c(MR),
+                          [&](llvm::Value* ir) {
+                            llvm::Value* tile = b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(MC / MR)),
+                                                             b_.CreateSDiv(ir, i64c(MR)));
+                            b_.CreateCall(micro, {gep(ws_a, b_.CreateMul(ir, kc)), gep(ws_b, b_.CreateMul(jr, kc)), kc,
+                                                  gep(ws_acc, b_.CreateMul(tile, i64c(MR * NR))), first, last,
+                                                  b_.CreateAdd(i0, ir), b_.CreateAdd(j0, jr),
+                                                  smin(i64c(MR), b_.CreateSub(mc, ir)),
+                                                  smin(i64c(NR), b_.CreateSub(nc, jr)), batch, args});
+                          },
+                          "ir");
+                    },
+                    "jr");
+              },
+              "slab");
+        },
+        "tile");
     b_.CreateRetVoid();
   }
 

@@ -111,9 +111,10 @@ class Parser {
     const std::string literal(text_.substr(start, pos_ - start));
     double value = 0;
     const auto [end, ec] = std::from_chars(literal.data(), literal.data() + literal.size(), value);
-    if (ec != std::errc() || end != literal.data() + literal.size())
-      fail(start, "malformed number '" + literal + "'");
-    if (!std::isfinite(value) || std::abs(value) > 3.4e38) fail(start, "number '" + literal + "' is out of f32 range");
+    const bool whole = end == literal.data() + literal.size();
+    if (whole && (ec == std::errc::result_out_of_range || std::abs(value) > 3.4e38))
+      fail(start, "number '" + literal + "' is out of f32 range");
+    if (ec != std::errc() || !whole) fail(start, "malformed number '" + literal + "'");
     return constant(value);
   }
 
@@ -128,7 +129,8 @@ class Parser {
       expect(')');
       return e;
     }
-    if (!(std::isalpha(static_cast<unsigned char>(ch)) || ch == '_')) fail(pos_, std::string("unexpected '") + ch + "'");
+    if (!(std::isalpha(static_cast<unsigned char>(ch)) || ch == '_'))
+      fail(pos_, std::string("unexpected '") + ch + "'");
 
     const std::size_t start = pos_;
     const std::string name = identifier();
@@ -193,9 +195,12 @@ IndexForm form_of(const ExprNode& read_node) {
 
 std::string_view index_form_name(IndexForm form) {
   switch (form) {
-    case IndexForm::M: return "m";
-    case IndexForm::N: return "n";
-    case IndexForm::MN: return "m,n";
+    case IndexForm::M:
+      return "m";
+    case IndexForm::N:
+      return "n";
+    case IndexForm::MN:
+      return "m,n";
   }
   return "?";
 }
@@ -229,8 +234,8 @@ namespace {
 bool c_only_under_beta(const Expr& e, bool under_beta) {
   if (e->op == ExprOp::Var) return e->name != "c" || under_beta;
   const bool beta_product = e->op == ExprOp::Mul && std::any_of(e->args.begin(), e->args.end(), [](const Expr& a) {
-    return a->op == ExprOp::Var && a->name == "beta";
-  });
+                              return a->op == ExprOp::Var && a->name == "beta";
+                            });
   return std::all_of(e->args.begin(), e->args.end(),
                      [&](const Expr& a) { return c_only_under_beta(a, under_beta || beta_product); });
 }

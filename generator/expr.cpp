@@ -19,10 +19,14 @@ Expr binary(ExprOp op, const Expr& a, const Expr& b) {
     if (ca && cb) {
       const auto x = static_cast<long long>(a->value), y = static_cast<long long>(b->value);
       switch (op) {
-        case ExprOp::Add: return int_constant(x + y);
-        case ExprOp::Sub: return int_constant(x - y);
-        case ExprOp::Mul: return int_constant(x * y);
-        default: break;
+        case ExprOp::Add:
+          return int_constant(x + y);
+        case ExprOp::Sub:
+          return int_constant(x - y);
+        case ExprOp::Mul:
+          return int_constant(x * y);
+        default:
+          break;
       }
     }
     if (op == ExprOp::Add && is_constant(a, 0)) return b;
@@ -37,20 +41,28 @@ Expr binary(ExprOp op, const Expr& a, const Expr& b) {
 int precedence(const ExprNode& e) {
   switch (e.op) {
     case ExprOp::Add:
-    case ExprOp::Sub: return 1;
+    case ExprOp::Sub:
+      return 1;
     case ExprOp::Mul:
-    case ExprOp::Div: return 2;
-    case ExprOp::Neg: return 3;
-    default: return 4;
+    case ExprOp::Div:
+      return 2;
+    case ExprOp::Neg:
+      return 3;
+    default:
+      return 4;
   }
 }
 
 std::string_view infix(ExprOp op) {
   switch (op) {
-    case ExprOp::Add: return " + ";
-    case ExprOp::Sub: return " - ";
-    case ExprOp::Mul: return "*";
-    default: return "/";
+    case ExprOp::Add:
+      return " + ";
+    case ExprOp::Sub:
+      return " - ";
+    case ExprOp::Mul:
+      return "*";
+    default:
+      return "/";
   }
 }
 
@@ -64,8 +76,12 @@ void print(const Expr& e, std::string& out) {
     if (parens) out += ')';
   };
   switch (e->op) {
-    case ExprOp::Const: out += format_number(e->value); return;
-    case ExprOp::Var: out += e->name; return;
+    case ExprOp::Const:
+      out += format_number(e->value);
+      return;
+    case ExprOp::Var:
+      out += e->name;
+      return;
     case ExprOp::Read:
       out += e->name;
       out += '[';
@@ -107,10 +123,10 @@ void print(const Expr& e, std::string& out) {
 
 const std::vector<FunctionInfo>& functions() {
   static const std::vector<FunctionInfo> table{
-      {"relu", ExprOp::Relu, 1},       {"gelu", ExprOp::Gelu, 1},       {"gelu_tanh", ExprOp::GeluTanh, 1},
-      {"silu", ExprOp::Silu, 1},       {"sigmoid", ExprOp::Sigmoid, 1}, {"tanh", ExprOp::Tanh, 1},
-      {"exp", ExprOp::Exp, 1},         {"abs", ExprOp::Abs, 1},         {"min", ExprOp::Min, 2},
-      {"max", ExprOp::Max, 2},         {"clamp", ExprOp::Clamp, 3},
+      {"relu", ExprOp::Relu, 1}, {"gelu", ExprOp::Gelu, 1},       {"gelu_tanh", ExprOp::GeluTanh, 1},
+      {"silu", ExprOp::Silu, 1}, {"sigmoid", ExprOp::Sigmoid, 1}, {"tanh", ExprOp::Tanh, 1},
+      {"exp", ExprOp::Exp, 1},   {"abs", ExprOp::Abs, 1},         {"min", ExprOp::Min, 2},
+      {"max", ExprOp::Max, 2},   {"clamp", ExprOp::Clamp, 3},
   };
   return table;
 }

@@ -45,8 +45,9 @@ struct GemmSignature {
 struct GemmProblem {
   std::int64_t m = 1, n = 1, k = 1, batch = 1;
   GemmSignature signature;
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
-                                static_cast<double>(batch); }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+  }
 };
 
 }  // namespace tessera

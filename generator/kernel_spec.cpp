@@ -66,9 +66,9 @@ Hash128 KernelSpec::hash() const {
 std::string KernelSpec::name() const {
   const auto& s = signature;
   const bool uniform = s.a.dtype == s.b.dtype && s.b.dtype == s.d.dtype;
-  const std::string types = uniform ? std::string(dtype_name(s.a.dtype))
-                                    : fmt::format("{}{}{}", dtype_name(s.a.dtype), dtype_name(s.b.dtype),
-                                                  dtype_name(s.d.dtype));
+  const std::string types =
+      uniform ? std::string(dtype_name(s.a.dtype))
+              : fmt::format("{}{}{}", dtype_name(s.a.dtype), dtype_name(s.b.dtype), dtype_name(s.d.dtype));
   const std::string isa = target.isa == CpuIsa::Avx512 ? "avx512" : "avx2";
   return fmt::format("gemm_{}_{}{}{}{}_{}x{}x{}_{}_{}_{}", types, layout_letter(s.a.layout), layout_letter(s.b.layout),
                      layout_letter(s.c.layout), layout_letter(s.d.layout), config.mr, config.nr, config.kc,

@@ -19,7 +19,9 @@ struct Hash128 {
 };
 
 struct Hash128Hasher {
-  std::size_t operator()(const Hash128& h) const { return static_cast<std::size_t>(h.lo ^ (h.hi * 0x9e3779b97f4a7c15ULL)); }
+  std::size_t operator()(const Hash128& h) const {
+    return static_cast<std::size_t>(h.lo ^ (h.hi * 0x9e3779b97f4a7c15ULL));
+  }
 };
 
 struct KernelSpec {

@@ -6,25 +6,34 @@ namespace tessera {
 
 Layout Layout::transposed() const {
   switch (kind_) {
-    case LayoutKind::RowMajor: return col_major();
-    case LayoutKind::ColMajor: return row_major();
-    default: return *this;
+    case LayoutKind::RowMajor:
+      return col_major();
+    case LayoutKind::ColMajor:
+      return row_major();
+    default:
+      return *this;
   }
 }
 
 Expr Layout::row_stride(std::string_view tensor) const {
   switch (kind_) {
-    case LayoutKind::ColMajor: return int_constant(1);
-    case LayoutKind::Zero: return int_constant(0);
-    default: return var(std::string(tensor) + ".rs", ExprType::Int);
+    case LayoutKind::ColMajor:
+      return int_constant(1);
+    case LayoutKind::Zero:
+      return int_constant(0);
+    default:
+      return var(std::string(tensor) + ".rs", ExprType::Int);
   }
 }
 
 Expr Layout::col_stride(std::string_view tensor) const {
   switch (kind_) {
-    case LayoutKind::RowMajor: return int_constant(1);
-    case LayoutKind::Zero: return int_constant(0);
-    default: return var(std::string(tensor) + ".cs", ExprType::Int);
+    case LayoutKind::RowMajor:
+      return int_constant(1);
+    case LayoutKind::Zero:
+      return int_constant(0);
+    default:
+      return var(std::string(tensor) + ".cs", ExprType::Int);
   }
 }
 
@@ -39,10 +48,14 @@ Expr Layout::offset(std::string_view tensor, const Expr& row, const Expr& col, c
 
 std::string_view Layout::name() const {
   switch (kind_) {
-    case LayoutKind::RowMajor: return "row";
-    case LayoutKind::ColMajor: return "col";
-    case LayoutKind::Strided: return "strided";
-    case LayoutKind::Zero: return "zero";
+    case LayoutKind::RowMajor:
+      return "row";
+    case LayoutKind::ColMajor:
+      return "col";
+    case LayoutKind::Strided:
+      return "strided";
+    case LayoutKind::Zero:
+      return "zero";
   }
   throw std::logic_error("layout: bad kind");
 }

@@ -35,14 +35,14 @@ llvm::Type* int_type_like(llvm::IRBuilder<>& b, llvm::Value* x) {
 // halves so that n from -150 to 128 neither overflows the exponent field nor loses the denormal range.
 llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* ft = x->getType();
-  llvm::Value* xc = b.CreateIntrinsic(llvm::Intrinsic::maxnum, {ft},
-                                      {b.CreateIntrinsic(llvm::Intrinsic::minnum, {ft}, {x, k(x, 88.72283905206835)}),
-                                       k(x, -104.0)});
+  llvm::Value* xc =
+      b.CreateIntrinsic(llvm::Intrinsic::maxnum, {ft},
+                        {b.CreateIntrinsic(llvm::Intrinsic::minnum, {ft}, {x, k(x, 88.72283905206835)}), k(x, -104.0)});
   llvm::Value* n = b.CreateIntrinsic(llvm::Intrinsic::floor, {ft}, {fma(b, xc, k(x, std::numbers::log2e), k(x, 0.5))});
   llvm::Value* r = fma(b, n, k(x, -0.693359375), xc);
   r = fma(b, n, k(x, 2.12194440e-4), r);
-  llvm::Value* p = polynomial(b, r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2,
-                                     1.6666665459E-1, 5.0000001201E-1});
+  llvm::Value* p = polynomial(
+      b, r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
   llvm::Value* y = fma(b, p, b.CreateFMul(r, r), b.CreateFAdd(r, k(x, 1.0)));
   llvm::Type* it = int_type_like(b, x);
   llvm::Value* ni = b.CreateFPToSI(n, it);
@@ -61,10 +61,10 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x) {
 llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* ax = b.CreateIntrinsic(llvm::Intrinsic::fabs, {x->getType()}, {x});
   llvm::Value* z = b.CreateFMul(x, x);
-  llvm::Value* small = fma(b, b.CreateFMul(x, z),
-                           polynomial(b, z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2,
-                                             1.33314422036E-1, -3.33332819422E-1}),
-                           x);
+  llvm::Value* small = fma(
+      b, b.CreateFMul(x, z),
+      polynomial(b, z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1}),
+      x);
   llvm::Value* e = emit_exp(b, b.CreateFMul(ax, k(x, 2.0)));
   llvm::Value* large = b.CreateFSub(k(x, 1.0), b.CreateFDiv(k(x, 2.0), b.CreateFAdd(e, k(x, 1.0))));
   large = b.CreateIntrinsic(llvm::Intrinsic::copysign, {x->getType()}, {large, x});
@@ -78,8 +78,8 @@ llvm::Value* emit_sigmoid(llvm::IRBuilder<>& b, llvm::Value* x) {
 // gelu(x) = x·Φ(x). erfc(z), z = |x|/√2, by Abramowitz–Stegun 7.1.26 (|error| ≤ 1.5e-7); the negative side
 // uses erfc directly so the tail keeps its relative accuracy instead of cancelling 1 - erf.
 llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x) {
-  llvm::Value* z = b.CreateFMul(b.CreateIntrinsic(llvm::Intrinsic::fabs, {x->getType()}, {x}),
-                                k(x, 1.0 / std::numbers::sqrt2));
+  llvm::Value* z =
+      b.CreateFMul(b.CreateIntrinsic(llvm::Intrinsic::fabs, {x->getType()}, {x}), k(x, 1.0 / std::numbers::sqrt2));
   llvm::Value* t = b.CreateFDiv(k(x, 1.0), fma(b, z, k(x, 0.3275911), k(x, 1.0)));
   llvm::Value* poly =
       b.CreateFMul(t, polynomial(b, t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));

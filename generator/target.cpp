@@ -45,7 +45,8 @@ Target Target::parse(std::string_view text) {
   else if (text == "cpu:avx2")
     isa = CpuIsa::Avx2;
   else
-    throw InvalidArgument("target", "unknown target '" + std::string(text) + "' (expected cpu, cpu:avx512 or cpu:avx2)");
+    throw InvalidArgument("target",
+                          "unknown target '" + std::string(text) + "' (expected cpu, cpu:avx512 or cpu:avx2)");
   if (!host_supports(isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
   t.isa = isa;
   return t;

@@ -92,7 +92,8 @@ void* OrcSession::compile(const KernelSpec& spec) {
   module->setTargetTriple(jit_->getTargetTriple().str());
   const std::string name = spec.name();
   std::lock_guard lock(mutex_);
-  if (auto sym = jit_->lookup(name)) return sym->toPtr<void*>();
+  if (auto sym = jit_->lookup(name))
+    return sym->toPtr<void*>();
   else
     llvm::consumeError(sym.takeError());
   if (auto err = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx))))

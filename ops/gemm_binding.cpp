@@ -32,12 +32,13 @@ void check_basics(const Tensor& t, const std::string& name) {
     fail(name, fmt::format("has {} dimensions but {} strides", t.shape.size(), t.strides.size()));
   for (std::size_t i = 0; i < t.shape.size(); ++i) {
     if (t.shape[i] < 0) fail(name, fmt::format("shape[{}] = {} is negative", i, t.shape[i]));
-    if (t.strides[i] < 0) fail(name, fmt::format("strides[{}] = {} is negative (views must not run backwards)", i, t.strides[i]));
+    if (t.strides[i] < 0)
+      fail(name, fmt::format("strides[{}] = {} is negative (views must not run backwards)", i, t.strides[i]));
   }
 }
 
 WideInt extent_of(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides,
-                   const std::string& name) {
+                  const std::string& name) {
   WideInt last = 0;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) return 0;
@@ -191,8 +192,7 @@ GemmBinding bind_gemm(const GemmArgs& g) {
   // Batch: every batched operand agrees; 2-D operands are shared by all batches.
   p.batch = d.batch;
   const auto check_batch = [&](const MatrixView& v, const std::string& name) {
-    if (v.batched && v.batch != p.batch)
-      fail(name, fmt::format("has batch {}, d has batch {}", v.batch, p.batch));
+    if (v.batched && v.batch != p.batch) fail(name, fmt::format("has batch {}, d has batch {}", v.batch, p.batch));
   };
   if (!d.batched && ((a.batched && a.batch != 1) || (b.batched && b.batch != 1)))
     fail("d", "must be 3-D [batch, M, N] when a or b is batched");

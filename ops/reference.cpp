@@ -66,8 +66,8 @@ GemmReference reference_gemm(const GemmArgs& g) {
         });
         const std::size_t idx = static_cast<std::size_t>((bi * m + i) * n + j);
         ref.values[idx] = value;
-        const double scale = magnitude * std::max(1.0, std::fabs(double{g.alpha})) +
-                             std::fabs(double{g.beta} * c) + std::fabs(c) + inputs_magnitude;
+        const double scale = magnitude * std::max(1.0, std::fabs(double{g.alpha})) + std::fabs(double{g.beta} * c) +
+                             std::fabs(c) + inputs_magnitude;
         ref.tolerance[idx] = 1e-5 * std::fabs(value) + 4 * eps * static_cast<double>(k + 16) * scale;
       }
   return ref;

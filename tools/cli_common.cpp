@@ -84,7 +84,9 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
         fill(v, rng);
         g.inputs[t.name] = Tensor::vector(v.data(), r.m);
         break;
-      case IndexForm::MN: g.inputs[t.name] = operand(v, r.m, r.n, Layout::row_major()); break;
+      case IndexForm::MN:
+        g.inputs[t.name] = operand(v, r.m, r.n, Layout::row_major());
+        break;
     }
   }
   return buf;

@@ -61,10 +61,10 @@ struct GemmCommand {
                        {"ok", ok}};
       std::cout << j.dump() << "\n";
     } else {
-      std::cout << fmt::format("{}\n  {}x{}x{} batch {}  compile {:.2f} ms  cache hit {:.1f} us  run {:.3f} ms  "
-                               "{:.1f} GFLOP/s\n",
-                               kernel.name(), problem.m, problem.n, problem.k, problem.batch, kernel.compile_ms(),
-                               hit_us, ms, gflops);
+      std::cout << fmt::format(
+          "{}\n  {}x{}x{} batch {}  compile {:.2f} ms  cache hit {:.1f} us  run {:.3f} ms  "
+          "{:.1f} GFLOP/s\n",
+          kernel.name(), problem.m, problem.n, problem.k, problem.batch, kernel.compile_ms(), hit_us, ms, gflops);
       if (verify)
         std::cout << fmt::format("  verify: {}  max abs err {:.3g}  max rel err {:.3g}{}\n", ok ? "ok" : "FAILED",
                                  cmp.max_abs_err, cmp.max_rel_err, ok ? "" : "  first: " + cmp.first_mismatch);

@@ -1,0 +1,162 @@
+// KernelSpec: canonical JSON round trip, hash stability, names, and validate's rules.
+#include <gtest/gtest.h>
+
+#include "generator/error.hpp"
+#include "generator/kernel_spec.hpp"
+
+namespace tessera {
+namespace {
+
+Target avx512_target() {
+  Target t;
+  t.isa = CpuIsa::Avx512;
+  return t;
+}
+
+KernelSpec sample_spec() {
+  KernelSpec spec;
+  spec.signature.a = {DType::f32, Layout::col_major()};
+  spec.signature.epilogue = Epilogue::parse("gelu(alpha*acc + bias[n]) + residual[m,n]");
+  spec.signature.c = {DType::f32, Layout::zero()};
+  spec.signature.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}},
+                           {"residual", IndexForm::MN, {DType::f32, Layout::col_major()}}};
+  spec.config = CpuGemmConfig{8, 32, 256, 128, 512, 4};
+  spec.target = avx512_target();
+  return spec;
+}
+
+TEST(KernelSpec, JsonRoundTripKeepsEverything) {
+  if (!Target::host_supports(CpuIsa::Avx512)) GTEST_SKIP() << "from_json checks the target against this host";
+  const KernelSpec spec = sample_spec();
+  const KernelSpec back = KernelSpec::from_json(nlohmann::json::parse(spec.canonical_json()));
+  EXPECT_EQ(back.signature, spec.signature);
+  EXPECT_EQ(back.config, spec.config);
+  EXPECT_EQ(back.target.str(), spec.target.str());
+  EXPECT_EQ(back.canonical_json(), spec.canonical_json());
+  EXPECT_EQ(back.hash(), spec.hash());
+  EXPECT_EQ(back.name(), spec.name());
+}
+
+TEST(KernelSpec, CanonicalJsonIgnoresKeyOrderAndSpacing) {
+  const KernelSpec spec = sample_spec();
+  const std::string text = spec.canonical_json();
+  // Keys are sorted and there is no whitespace, so the text itself is canonical.
+  std::string outside_strings = text;
+  const std::string epilogue = spec.signature.epilogue.text();
+  outside_strings.erase(outside_strings.find(epilogue), epilogue.size());
+  EXPECT_EQ(outside_strings.find(' '), std::string::npos) << text;
+  EXPECT_LT(text.find("\"config\""), text.find("\"op\""));
+  EXPECT_LT(text.find("\"op\""), text.find("\"signature\""));
+  // The epilogue is stored canonically, so differently spaced text gives the same spec.
+  KernelSpec other = spec;
+  other.signature.epilogue = Epilogue::parse("gelu( alpha * acc + bias[ n ] )+residual[m ,n]");
+  EXPECT_EQ(other.hash(), spec.hash());
+}
+
+TEST(KernelSpec, HashIsStableAcrossBuildsAndMachines) {
+  // XXH3-128 of the canonical JSON: pinned so that an accidental change to the spec format shows here
+  // (it would silently invalidate every cache and tuning record).
+  const KernelSpec spec = sample_spec();
+  EXPECT_EQ(spec.canonical_json(),
+            R"({"config":{"k_unroll":4,"kc":256,"mc":128,"mr":8,"nc":512,"nr":32},"op":"gemm","signature":{"a":)"
+            R"({"dtype":"f32","layout":"col"},"accumulator":"f32","b":{"dtype":"f32","layout":"row"},"c":{"dtype":)"
+            R"("f32","layout":"zero"},"d":{"dtype":"f32","layout":"row"},"epilogue":"gelu(alpha*acc + bias[n]) + )"
+            R"(residual[m,n]","inputs":[{"dtype":"f32","index":"n","layout":"row","name":"bias"},{"dtype":"f32",)"
+            R"("index":"m,n","layout":"col","name":"residual"}]},"target":"cpu:avx512","version":1})");
+  EXPECT_EQ(spec.hash().hex(), "e90145dddfa78313b17f7e7ed6089b80");
+}
+
+TEST(KernelSpec, DifferentSpecsHashDifferently) {
+  const KernelSpec base = sample_spec();
+  KernelSpec layout = base, config = base, target = base, epilogue = base;
+  layout.signature.b.layout = Layout::col_major();
+  config.config.kc = 128;
+  target.target.isa = CpuIsa::Avx2;
+  epilogue.signature.epilogue = Epilogue::parse("gelu(alpha*acc + bias[n]) - residual[m,n]");
+  for (const KernelSpec* s : {&layout, &config, &target, &epilogue}) {
+    EXPECT_NE(s->hash(), base.hash());
+    EXPECT_NE(s->name(), base.name());
+  }
+}
+
+TEST(KernelSpec, NameIsAProceduralSymbol) {
+  const std::string name = sample_spec().name();
+  EXPECT_EQ(name.rfind("gemm_f32_crzr_8x32x256_gelu_bias_residual_avx512_", 0), 0u) << name;
+  for (char ch : name) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') << name;
+  KernelSpec plain;
+  plain.target = avx512_target();
+  EXPECT_NE(plain.name().find("_rrrr_"), std::string::npos);
+  EXPECT_NE(plain.name().find("_ab_"), std::string::npos);
+}
+
+TEST(KernelSpec, FromJsonRejectsMalformedSpecs) {
+  const nlohmann::json good = sample_spec().to_json();
+  auto broken = [&](auto&& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    return j;
+  };
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j.erase("config"); })), InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["version"] = 99; })), InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["op"] = "conv"; })), InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["config"]["mr"] = "eight"; })), InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["a"]["dtype"] = "f64"; })), InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["b"]["layout"] = "diagonal"; })),
+               InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["epilogue"] = "gelu("; })), EpilogueError);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["inputs"] = nlohmann::json::array(); })),
+               InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["target"] = "tpu"; })), InvalidArgument);
+  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["config"]["mr"] = 13; })), Error);
+}
+
+TEST(Validate, StatesTheViolatedRule) {
+  const KernelSpec spec = sample_spec();
+  const auto rule = [&](CpuGemmConfig c, GemmSignature s = sample_spec().signature) -> std::string {
+    try {
+      validate(s, c, spec.target);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(rule(spec.config), "accepted");
+  CpuGemmConfig c = spec.config;
+  c.nr = 24;
+  EXPECT_EQ(rule(c), "NR (24) must be a positive multiple of the vector width (16) on cpu:avx512");
+  c = spec.config;
+  c.mr = 16;
+  EXPECT_EQ(rule(c),
+            "MR×NR register tile 16x32 needs 35 vector registers (32 accumulators + 2 B + 1 broadcast), "
+            "cpu:avx512 has 32");
+  c = spec.config;
+  c.mc = 100;
+  EXPECT_EQ(rule(c), "MC (100) must be a positive multiple of MR (8)");
+  c = spec.config;
+  c.nc = 48;
+  EXPECT_EQ(rule(c), "NC (48) must be a positive multiple of NR (32)");
+  c = spec.config;
+  c.k_unroll = 3;
+  EXPECT_EQ(rule(c), "K unroll (3) must be 1, 2, 4 or 8");
+  c = spec.config;
+  c.kc = 0;
+  EXPECT_EQ(rule(c), "KC (0) must be in 1..4096");
+  GemmSignature s = spec.signature;
+  s.a.dtype = DType::f16;
+  EXPECT_EQ(rule(spec.config, s), "A dtype f16 is not supported on cpu:avx512 (f32 only)");
+  s = spec.signature;
+  s.d.layout = Layout::zero();
+  EXPECT_EQ(rule(spec.config, s), "D layout must be row or col, not zero");
+}
+
+TEST(Validate, DefaultConfigIsValidOnEveryIsa) {
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+    Target t;
+    t.isa = isa;
+    const GemmProblem p;
+    EXPECT_NO_THROW(validate(p.signature, CpuGemmConfig::default_for(p, t), t)) << t.str();
+  }
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,95 @@
+// The kernel cache: one build per key under concurrent requests, failures not cached, hits are lookups.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "jit/kernel_cache.hpp"
+#include "tessera/tessera.hpp"
+
+namespace tessera {
+namespace {
+
+TEST(KernelCache, ConcurrentRequestsForANewKeyBuildOnce) {
+  KernelCache<int> cache;
+  std::atomic<int> builds{0};
+  std::atomic<bool> go{false};
+  std::vector<std::shared_ptr<const int>> results(16);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&, i] {
+      while (!go) std::this_thread::yield();
+      results[static_cast<std::size_t>(i)] = cache.get_or_build({1, 2}, [&] {
+        ++builds;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // keep the others waiting on this build
+        return std::make_shared<const int>(42);
+      });
+    });
+  go = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(builds.load(), 1);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.get(), results[0].get());
+  }
+  const CacheStats s = cache.stats();
+  EXPECT_EQ(s.builds, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 15u);
+}
+
+TEST(KernelCache, FailedBuildsReachEveryWaiterAndAreRetried) {
+  KernelCache<int> cache;
+  std::atomic<int> attempts{0};
+  const auto failing = [&]() -> std::shared_ptr<const int> {
+    ++attempts;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    throw CompileError("backend exploded");
+  };
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      try {
+        cache.get_or_build({7, 7}, failing);
+      } catch (const CompileError&) {
+        ++failures;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 4);
+  EXPECT_GE(attempts.load(), 1);
+  EXPECT_EQ(cache.size(), 0u);
+  const auto ok = cache.get_or_build({7, 7}, [] { return std::make_shared<const int>(5); });
+  EXPECT_EQ(*ok, 5);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(RuntimeCache, ManyThreadsCompilingTheSameNewKernelCompileOnce) {
+  Runtime runtime;
+  GemmProblem problem;
+  problem.signature.epilogue = Epilogue::parse("relu(acc + bias[n])");
+  problem.signature.c.layout = Layout::zero();
+  problem.signature.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
+  std::atomic<bool> go{false};
+  std::vector<std::string> names(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      while (!go) std::this_thread::yield();
+      names[static_cast<std::size_t>(i)] = runtime.compile(problem).name();
+    });
+  go = true;
+  for (auto& t : threads) t.join();
+  const CacheStats s = runtime.cache_stats();
+  EXPECT_EQ(s.builds, 1u);
+  EXPECT_EQ(s.hits + s.misses, 8u);
+  for (const auto& n : names) EXPECT_EQ(n, names[0]);
+  // Sizes are runtime arguments: another size reuses the kernel.
+  problem.m = 1000;
+  runtime.compile(problem);
+  EXPECT_EQ(runtime.cache_stats().builds, 1u);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,398 @@
+// CPU GEMM numerics against the double-accumulated reference: layouts × edge shapes × alpha/beta × epilogues.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <regex>
+
+#include "generator/expr_eval.hpp"
+#include "jit/orc_session.hpp"
+#include "tessera/reference.hpp"
+#include "tests/test_util.hpp"
+
+namespace tessera {
+namespace {
+
+using test::Matrix;
+
+const Layout kRow = Layout::row_major(), kCol = Layout::col_major();
+const std::int64_t kEdgeSizes[] = {1, 2, 7, 15, 16, 17, 31, 33, 63, 65, 100, 127, 129, 255, 257};
+
+struct Case {
+  Case(std::int64_t m_, std::int64_t n_, std::int64_t k_, std::int64_t batch_ = 1)
+      : m(m_), n(n_), k(k_), batch(batch_) {}
+  std::int64_t m, n, k, batch;
+  Layout la = kRow, lb = kRow, ld = kRow;
+  std::string epilogue;  // empty: alpha*acc + beta*c
+  float alpha = 1, beta = 1;
+  bool integers = true;  // small-integer inputs, exact comparison
+  int threads = 0;
+  bool batched = false;  // 3-D operands even when batch == 1
+
+  std::string describe() const {
+    return fmt::format("{}x{}x{} batch {} layouts {}{}{} alpha {} beta {} epilogue '{}'", m, n, k, batch, la.name()[0],
+                       lb.name()[0], ld.name()[0], alpha, beta, epilogue);
+  }
+};
+
+// Owns every buffer of a case; D starts as NaN so unwritten outputs show.
+struct Operands {
+  Matrix a, b, c, d;
+  std::map<std::string, Matrix> inputs;
+  GemmArgs args;
+
+  explicit Operands(const Case& t, std::uint32_t seed)
+      : a(t.batch, t.m, t.k, t.la, 3, t.batched),
+        b(t.batch, t.k, t.n, t.lb, 5, t.batched),
+        c(t.batch, t.m, t.n, t.ld, 2, t.batched),
+        d(t.batch, t.m, t.n, t.ld, 1, t.batched) {
+    std::mt19937 rng(seed);
+    for (Matrix* x : {&a, &b, &c}) t.integers ? x->fill_integers(rng) : x->fill_uniform(rng);
+    if (!t.epilogue.empty()) args.epilogue = Epilogue::parse(t.epilogue);
+    for (const auto& in : args.epilogue.tensors()) {
+      // Vectors are 1×N / M×1 matrices viewed as 1-D; matrices follow D's layout.
+      const bool vector = in.form != IndexForm::MN;
+      const std::int64_t rows = in.form == IndexForm::N ? 1 : t.m, cols = in.form == IndexForm::M ? 1 : t.n;
+      Matrix& x =
+          inputs.try_emplace(in.name, vector ? 1 : t.batch, rows, cols, vector ? kRow : t.ld, 1, !vector && t.batched)
+              .first->second;
+      t.integers ? x.fill_integers(rng) : x.fill_uniform(rng);
+      if (vector) {
+        const std::int64_t len = in.form == IndexForm::N ? t.n : t.m;
+        const std::int64_t stride = in.form == IndexForm::N ? 1 : x.view.strides[0];
+        args.inputs[in.name] = Tensor::vector(x.storage.data(), len, stride);
+      } else {
+        args.inputs[in.name] = x.view;
+      }
+    }
+    args.a = a.view;
+    args.b = b.view;
+    args.c = c.view;
+    args.d = d.view;
+    args.alpha = t.alpha;
+    args.beta = t.beta;
+    args.threads = t.threads;
+  }
+};
+
+std::int64_t written(const Matrix& d) {
+  std::int64_t count = 0;
+  for (float x : d.storage) count += !std::isnan(x);
+  return count;
+}
+
+void check_case(Runtime& runtime, const Case& t, std::uint32_t seed = 1) {
+  SCOPED_TRACE(t.describe());
+  Operands ops(t, seed);
+  const GemmReference ref = reference_gemm(ops.args);
+  runtime.gemm(ops.args);
+  const GemmComparison cmp = compare_gemm(ref, ops.d.view, t.integers);
+  EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+  // Every output written, nothing outside it (D's padding is NaN).
+  EXPECT_EQ(written(ops.d), t.batch * t.m * t.n);
+}
+
+// Shapes where each of M, N, K walks the edge list against the others.
+std::vector<std::array<std::int64_t, 3>> edge_shapes() {
+  std::vector<std::array<std::int64_t, 3>> shapes;
+  const std::size_t n = std::size(kEdgeSizes);
+  for (std::size_t i = 0; i < n; ++i) {
+    shapes.push_back({kEdgeSizes[i], kEdgeSizes[(i + 4) % n], kEdgeSizes[(i + 9) % n]});
+    shapes.push_back({kEdgeSizes[(i + 9) % n], kEdgeSizes[i], kEdgeSizes[(i + 4) % n]});
+    shapes.push_back({kEdgeSizes[(i + 4) % n], kEdgeSizes[(i + 9) % n], kEdgeSizes[i]});
+  }
+  return shapes;
+}
+
+class LayoutCombination : public ::testing::TestWithParam<std::tuple<Layout, Layout, Layout>> {};
+
+TEST_P(LayoutCombination, EdgeShapesAreExact) {
+  static Runtime runtime;
+  const auto [la, lb, ld] = GetParam();
+  int i = 0;
+  for (const auto& [m, n, k] : edge_shapes()) {
+    Case t{m, n, k};
+    t.la = la;
+    t.lb = lb;
+    t.ld = ld;
+    // Alternate: C read with beta = 1, or beta = 0 with C full of NaN that must not leak.
+    if (i++ % 2) {
+      t.alpha = 2;
+      t.beta = 0;
+    }
+    if (t.beta == 0) {
+      Operands ops(t, 7);
+      ops.c.fill(std::numeric_limits<float>::quiet_NaN());
+      const GemmReference ref = reference_gemm(ops.args);
+      runtime.gemm(ops.args);
+      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      EXPECT_TRUE(cmp.ok()) << t.describe() << ": " << cmp.first_mismatch;
+      EXPECT_EQ(written(ops.d), m * n) << t.describe();
+    } else {
+      check_case(runtime, t);
+    }
+  }
+}
+
+TEST_P(LayoutCombination, KSmallerThanTheRegisterTileAndZero) {
+  static Runtime runtime;
+  const auto [la, lb, ld] = GetParam();
+  for (std::int64_t k : {0, 1, 2, 3, 5}) {
+    Case t{37, 45, k};
+    t.la = la;
+    t.lb = lb;
+    t.ld = ld;
+    t.beta = 2;
+    check_case(runtime, t);
+  }
+}
+
+std::string layout_case_name(const ::testing::TestParamInfo<std::tuple<Layout, Layout, Layout>>& param_info) {
+  const auto& [la, lb, ld] = param_info.param;
+  return fmt::format("a{}_b{}_d{}", la.name(), lb.name(), ld.name());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLayouts, LayoutCombination,
+                         ::testing::Combine(::testing::Values(kRow, kCol), ::testing::Values(kRow, kCol),
+                                            ::testing::Values(kRow, kCol)),
+                         layout_case_name);
+
+TEST(GemmNumerics, SeveralKSlabsAndMacroTiles) {
+  Runtime runtime;
+  // K beyond KC (partial sums through the workspace), M beyond MC, N beyond NC.
+  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+           {130, 70, 600}, {20, 600, 1031}, {300, 1100, 300}, {1, 1, 2000}, {257, 513, 577}}) {
+    for (Layout la : {kRow, kCol}) {
+      Case t{m, n, k};
+      t.la = la;
+      t.lb = la.transposed();
+      t.alpha = -1;
+      t.beta = 3;
+      check_case(runtime, t);
+    }
+  }
+}
+
+TEST(GemmNumerics, EpiloguesAgainstTheReference) {
+  Runtime runtime;
+  const char* epilogues[] = {
+      "relu(acc + bias[n])",
+      "gelu(alpha*acc + bias[n])",
+      "gelu_tanh(acc)*scale[m]",
+      "silu(alpha*acc + beta*c)",
+      "sigmoid(acc - residual[m,n])",
+      "tanh(acc/4) + c",
+      "exp(acc/8)",
+      "abs(acc) - min(acc, bias[n]) + max(acc, scale[m])",
+      "clamp(alpha*acc, -0.5, 0.75) + residual[m,n]*scale[m]",
+      "acc",
+      "2.5",
+      "beta*c",
+  };
+  int i = 0;
+  for (const char* e : epilogues) {
+    for (Layout ld : {kRow, kCol}) {
+      Case t{61 + i % 5, 47 + 3 * (i % 4), 33 + 11 * (i % 3)};
+      t.epilogue = e;
+      t.ld = ld;
+      t.la = i % 2 ? kCol : kRow;
+      t.alpha = 1.5;
+      t.beta = 0.5;
+      t.integers = false;
+      check_case(runtime, t, static_cast<std::uint32_t>(i));
+      ++i;
+    }
+  }
+}
+
+TEST(GemmNumerics, IntegerEpiloguesAreExact) {
+  Runtime runtime;
+  for (const char* e : {"relu(acc + bias[n])", "acc*scale[m] - residual[m,n]", "max(acc, 0) + beta*c"}) {
+    Case t{67, 45, 29};
+    t.epilogue = e;
+    t.beta = 2;
+    check_case(runtime, t);
+  }
+}
+
+// The vectorised exp/tanh/erf of the CPU back-end against libm over the range that matters.
+TEST(GemmNumerics, VectorMathMatchesLibm) {
+  Runtime runtime;
+  const std::int64_t n = 4001;
+  std::vector<float> ones(1, 1.0f), xs(n), out(n);
+  for (std::int64_t j = 0; j < n; ++j)
+    xs[static_cast<std::size_t>(j)] = -20.0f + 40.0f * static_cast<float>(j) / (n - 1);
+  for (const char* e : {"exp(acc)", "tanh(acc)", "sigmoid(acc)", "silu(acc)", "gelu(acc)", "gelu_tanh(acc)"}) {
+    GemmArgs g;
+    g.a = Tensor::matrix(ones.data(), 1, 1);
+    g.b = Tensor::matrix(xs.data(), 1, n);
+    g.d = Tensor::matrix(out.data(), 1, n);
+    g.set_epilogue(e);
+    runtime.gemm(g);
+    const Epilogue ep = g.epilogue;
+    double worst = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double x = xs[static_cast<std::size_t>(j)];
+      const double want = evaluate(ep.tree(), [&](const ExprNode&) { return x; });
+      const double err = std::fabs(out[static_cast<std::size_t>(j)] - want);
+      const double allowed = 4e-7 * std::fabs(want) + 2e-7 * std::max(1.0, std::fabs(x));
+      worst = std::max(worst, err / allowed);
+      EXPECT_LE(err, allowed) << e << " at x = " << x << ": got " << out[static_cast<std::size_t>(j)] << ", want "
+                              << want;
+    }
+    RecordProperty(std::string("worst_error_ratio_") + e, std::to_string(worst));
+  }
+  // Saturation: exp overflows to inf and underflows to 0 like libm.
+  std::vector<float> extremes{100.0f, -110.0f, 88.0f, -87.0f};
+  std::vector<float> got(4);
+  GemmArgs g;
+  g.a = Tensor::matrix(ones.data(), 1, 1);
+  g.b = Tensor::matrix(extremes.data(), 1, 4);
+  g.d = Tensor::matrix(got.data(), 1, 4);
+  g.set_epilogue("exp(acc)");
+  runtime.gemm(g);
+  EXPECT_TRUE(std::isinf(got[0]) && got[0] > 0);
+  EXPECT_EQ(got[1], 0.0f);
+  EXPECT_NEAR(got[2], std::exp(88.0), std::exp(88.0) * 1e-6);
+  EXPECT_NEAR(got[3], std::exp(-87.0), std::exp(-87.0) * 1e-6);
+}
+
+TEST(GemmNumerics, StridedBatchesAndBroadcasts) {
+  Runtime runtime;
+  Case t{33, 65, 17, 3};
+  t.batched = true;
+  check_case(runtime, t);
+  t.la = kCol;
+  t.epilogue = "relu(acc + bias[n]) + residual[m,n]";
+  check_case(runtime, t);
+
+  // B shared by every batch (2-D) while A and D are batched.
+  Matrix a(4, 20, 9, kRow, 2, true), b(1, 9, 31, kCol, 1), d(4, 20, 31, kRow, 1, true);
+  std::mt19937 rng(3);
+  a.fill_integers(rng);
+  b.fill_integers(rng);
+  GemmArgs g;
+  g.a = a.view;
+  g.b = b.view;
+  g.d = d.view;
+  const GemmReference ref = reference_gemm(g);
+  runtime.gemm(g);
+  EXPECT_TRUE(compare_gemm(ref, d.view, true).ok());
+
+  // An empty batch is a no-op.
+  Matrix a0(0, 8, 8, kRow, 0, true), b0(0, 8, 8, kRow, 0, true), d0(0, 8, 8, kRow, 0, true);
+  g.a = a0.view;
+  g.b = b0.view;
+  g.d = d0.view;
+  EXPECT_NO_THROW(runtime.gemm(g));
+}
+
+TEST(GemmNumerics, GeneralStridesUseGathers) {
+  Runtime runtime;
+  // A and B as every other column of a larger matrix (neither stride is 1); vectors with strides.
+  std::vector<float> a_store(40 * 2 * 30), b_store(30 * 3 * 50), bias(50 * 2), scale(40 * 3), out(40 * 50);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dist(-3, 3);
+  for (auto* v : {&a_store, &b_store, &bias, &scale})
+    for (auto& x : *v) x = static_cast<float>(dist(rng));
+  GemmArgs g;
+  g.a = {a_store.data(), DType::f32, {40, 30}, {60, 2}};
+  g.b = {b_store.data(), DType::f32, {30, 50}, {3, 90}};
+  g.d = Tensor::matrix(out.data(), 40, 50);
+  g.set_epilogue("acc*scale[m] + bias[n]");
+  g.inputs["bias"] = Tensor::vector(bias.data(), 50, 2);
+  g.inputs["scale"] = Tensor::vector(scale.data(), 40, 3);
+  const GemmProblem p = runtime.describe(g);
+  EXPECT_EQ(p.signature.a.layout, Layout::strided());
+  EXPECT_EQ(p.signature.b.layout, Layout::strided());
+  const GemmReference ref = reference_gemm(g);
+  runtime.gemm(g);
+  const GemmComparison cmp = compare_gemm(ref, g.d, true);
+  EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
+}
+
+TEST(GemmNumerics, InPlaceWithCAsD) {
+  Runtime runtime;
+  Matrix a(1, 50, 20, kRow), b(1, 20, 70, kRow), cd(1, 50, 70, kCol);
+  std::mt19937 rng(5);
+  a.fill_integers(rng);
+  b.fill_integers(rng);
+  cd.fill_integers(rng);
+  GemmArgs g;
+  g.a = a.view;
+  g.b = b.view;
+  g.c = cd.view;
+  g.d = cd.view;
+  g.beta = -1;
+  const GemmReference ref = reference_gemm(g);
+  runtime.gemm(g);
+  EXPECT_TRUE(compare_gemm(ref, cd.view, true).ok());
+}
+
+TEST(GemmNumerics, ThreadCountDoesNotChangeResults) {
+  Runtime runtime({"cpu", 2, 0});
+  Case t{300, 700, 300};
+  t.integers = false;
+  t.epilogue = "gelu(acc + bias[n])";
+  Operands one(t, 9), two(t, 9);
+  one.args.threads = 1;
+  two.args.threads = 2;
+  runtime.gemm(one.args);
+  runtime.gemm(two.args);
+  EXPECT_EQ(std::memcmp(one.d.storage.data(), two.d.storage.data(), one.d.storage.size() * sizeof(float)), 0)
+      << "NaN padding compares equal bitwise too";
+}
+
+TEST(GemmNumerics, Avx2PathMatchesTheReference) {
+  if (!Target::host_supports(CpuIsa::Avx2)) GTEST_SKIP() << "host has no AVX2";
+  Runtime runtime({"cpu:avx2", 0, 0});
+  EXPECT_EQ(runtime.target().str(), "cpu:avx2");
+  int i = 0;
+  for (const auto& [m, n, k] : edge_shapes()) {
+    if (i++ % 3) continue;
+    for (Layout la : {kRow, kCol}) {
+      Case t{m, n, k};
+      t.la = la;
+      t.lb = la.transposed();
+      t.ld = la;
+      check_case(runtime, t);
+    }
+  }
+  Case t{77, 51, 300};
+  t.epilogue = "gelu(alpha*acc + bias[n]) + residual[m,n]";
+  t.integers = false;
+  check_case(runtime, t);
+}
+
+TEST(GemmNumerics, IrOptimisationLevelsAgree) {
+  for (int level : {2, 3}) {
+    Runtime runtime({"cpu", 0, level});
+    Case t{67, 99, 301};
+    t.epilogue = "silu(acc + bias[n])";
+    t.integers = false;
+    check_case(runtime, t);
+  }
+}
+
+std::size_t count_matches(const std::string& text, const std::string& pattern) {
+  const std::regex re(pattern);
+  return static_cast<std::size_t>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+TEST(GemmAssembly, UsesTheWidestFmaOfTheIsa) {
+  GemmProblem p;
+  if (Target::host_supports(CpuIsa::Avx512)) {
+    const Target t = Target::parse("cpu:avx512");
+    const std::string s = OrcSession::assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
+    EXPECT_GE(count_matches(s, R"(vfmadd\d+ps\s+[^\n]*%zmm)"), 16u) << "expected 512-bit FMAs";
+  }
+  const Target t = Target::parse("cpu:avx2");
+  const std::string s = OrcSession::assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
+  EXPECT_GE(count_matches(s, R"(vfmadd\d+ps\s+[^\n]*%ymm)"), 12u);
+  EXPECT_EQ(count_matches(s, "%zmm"), 0u) << "the AVX2 kernel must not use AVX-512 registers";
+}
+
+}  // namespace
+}  // namespace tessera
