@@ -2,7 +2,9 @@
 # The tessera command: the README's command-line examples, --json output, and bad arguments
 # (exit code 2 and a one-line error naming the argument, never a crash).
 set -u
-bin=${1:?usage: cli_test.sh path/to/tessera}
+bin=${1:?usage: cli_test.sh path/to/tessera path/to/README.md}
+readme=${2:?usage: cli_test.sh path/to/tessera path/to/README.md}
+bindir=$(dirname "$bin")
 passed=0
 failed=0
 ok() { passed=$((passed + 1)); }
@@ -62,6 +64,16 @@ if [[ $(grep -cE 'vfmadd[0-9]+ps.*%ymm' <<<"$asm2") -ge 12 && $(grep -c '%zmm' <
 
 # The demo verifies its kernels and exits 0.
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
+
+# Every command-line example in README.md runs and succeeds.
+examples=0
+while IFS= read -r line; do
+  command=${line%%#*}
+  command=${command/build\/bin\//$bindir/}
+  examples=$((examples + 1))
+  if eval "$command" >/dev/null 2>&1; then ok; else bad "README example: $line"; fi
+done < <(grep -E '^build/bin/' "$readme")
+if [[ $examples -ge 4 ]]; then ok; else bad "found only $examples README command examples"; fi
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

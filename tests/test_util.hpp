@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -61,3 +62,8 @@ struct Matrix {
 };
 
 }  // namespace tessera::test
+
+namespace tessera {
+// Readable test parameter names in GoogleTest output.
+inline void PrintTo(const Layout& layout, std::ostream* os) { *os << layout.name(); }
+}  // namespace tessera

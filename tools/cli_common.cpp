@@ -92,6 +92,24 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
   return buf;
 }
 
+GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool verify) {
+  GemmBuffers buffers = make_gemm_buffers(request);
+  const GemmArgs& args = buffers.args;
+  GemmRun run;
+  run.problem = runtime.describe(args);
+  const GemmKernel kernel = runtime.compile(run.problem);
+  run.spec = kernel.spec();
+  run.compile_ms = kernel.compile_ms();
+  run.cache_hit_us = 1000 * median_ms(5, [&] { runtime.compile(run.problem); });
+  GemmReference reference;
+  if (verify) reference = reference_gemm(args);  // before the kernel: d may alias c
+  run.median_ms = median_ms(repeat, [&] { kernel.run(args); });
+  run.gflops = run.median_ms > 0 ? run.problem.flops() / (run.median_ms * 1e6) : 0;
+  run.verified = verify;
+  if (verify) run.comparison = compare_gemm(reference, args.d);
+  return run;
+}
+
 double median_ms(int repeat, const std::function<void()>& fn) {
   fn();
   std::vector<double> times;

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera::cli {
@@ -36,6 +37,17 @@ struct GemmBuffers {
   GemmArgs args;
 };
 GemmBuffers make_gemm_buffers(const GemmRequest& request, std::uint32_t seed = 42);
+
+// One request carried out: compiled (then requested again to time a cache hit), timed, and optionally verified.
+struct GemmRun {
+  GemmProblem problem;
+  KernelSpec spec;
+  double compile_ms = 0, cache_hit_us = 0, median_ms = 0, gflops = 0;
+  bool verified = false;
+  GemmComparison comparison;
+  bool ok() const { return !verified || comparison.ok(); }
+};
+GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool verify);
 
 // Median wall time of `repeat` calls in milliseconds, after one warm-up call.
 double median_ms(int repeat, const std::function<void()>& fn);

@@ -1,12 +1,10 @@
 // `tessera demo`: JIT-compiles a handful of kernels, verifies each against the reference and prints a table.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <iostream>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "tessera/reference.hpp"
 
 namespace tessera::cli {
 
@@ -43,21 +41,11 @@ int run_demo(int threads) {
                            "hit us", "run ms", "GFLOP/s", "max err", "check");
   bool all_ok = true;
   for (const auto& c : cases) {
-    GemmBuffers buffers = make_gemm_buffers(c.request);
-    const GemmArgs& args = buffers.args;
-    const GemmProblem problem = runtime.describe(args);
-    const GemmKernel kernel = runtime.compile(problem);
-    const auto hit_start = std::chrono::steady_clock::now();
-    runtime.compile(problem);
-    const double hit_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - hit_start).count();
-    const GemmReference ref = reference_gemm(args);
-    const double ms = median_ms(5, [&] { kernel.run(args); });
-    const GemmComparison cmp = compare_gemm(ref, args.d);
-    all_ok &= cmp.ok();
+    const GemmRun r = run_gemm(runtime, c.request, 5, true);
+    all_ok &= r.ok();
     std::cout << fmt::format("{:<32} {:<58} {:>10.2f} {:>9.1f} {:>9.3f} {:>9.1f} {:>10.2e}  {}\n", c.title,
-                             kernel.name(), kernel.compile_ms(), hit_us, ms, problem.flops() / (ms * 1e6),
-                             cmp.max_abs_err, cmp.ok() ? "ok" : "FAILED " + cmp.first_mismatch);
+                             r.spec.name(), r.compile_ms, r.cache_hit_us, r.median_ms, r.gflops,
+                             r.comparison.max_abs_err, r.ok() ? "ok" : "FAILED " + r.comparison.first_mismatch);
   }
   return all_ok ? kOk : kVerifyFailed;
 }

@@ -2,12 +2,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <iostream>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "tessera/reference.hpp"
 
 namespace tessera::cli {
 
@@ -22,54 +20,41 @@ struct GemmCommand {
   int run() const {
     if (repeat < 1) throw InvalidArgument("--repeat", "must be >= 1");
     Runtime runtime({request.target, 0, request.ir_opt_level});
-    GemmBuffers buffers = make_gemm_buffers(request);
-    const GemmArgs& args = buffers.args;
-    const GemmProblem problem = runtime.describe(args);
-    const GemmKernel kernel = runtime.compile(problem);
-    const auto hit_start = std::chrono::steady_clock::now();
-    runtime.compile(problem);
-    const double hit_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - hit_start).count();
-
-    GemmReference ref;
-    if (verify) ref = reference_gemm(args);
-    const double ms = median_ms(repeat, [&] { kernel.run(args); });
-    const double gflops = ms > 0 ? problem.flops() / (ms * 1e6) : 0;
-    GemmComparison cmp;
-    if (verify) cmp = compare_gemm(ref, args.d);
-    const bool ok = !verify || cmp.ok();
-
+    const GemmRun r = run_gemm(runtime, request, repeat, verify);
+    const GemmProblem& p = r.problem;
+    const GemmComparison& cmp = r.comparison;
     if (json) {
-      nlohmann::json j{{"name", kernel.name()},
-                       {"spec_hash", kernel.spec().hash().hex()},
-                       {"spec", kernel.spec().to_json()},
-                       {"m", problem.m},
-                       {"n", problem.n},
-                       {"k", problem.k},
-                       {"batch", problem.batch},
+      const auto error = [&](double e) { return verify ? nlohmann::json(e) : nlohmann::json(); };
+      nlohmann::json j{{"name", r.spec.name()},
+                       {"spec_hash", r.spec.hash().hex()},
+                       {"spec", r.spec.to_json()},
+                       {"m", p.m},
+                       {"n", p.n},
+                       {"k", p.k},
+                       {"batch", p.batch},
                        {"threads", request.threads ? request.threads : runtime.threads()},
                        {"target", runtime.target().str()},
-                       {"epilogue", problem.signature.epilogue.text()},
-                       {"compile_ms", kernel.compile_ms()},
-                       {"cache_hit_us", hit_us},
-                       {"median_ms", ms},
+                       {"epilogue", p.signature.epilogue.text()},
+                       {"compile_ms", r.compile_ms},
+                       {"cache_hit_us", r.cache_hit_us},
+                       {"median_ms", r.median_ms},
                        {"repeat", repeat},
-                       {"gflops", gflops},
+                       {"gflops", r.gflops},
                        {"verified", verify},
-                       {"max_abs_err", verify ? nlohmann::json(cmp.max_abs_err) : nlohmann::json()},
-                       {"max_rel_err", verify ? nlohmann::json(cmp.max_rel_err) : nlohmann::json()},
-                       {"ok", ok}};
+                       {"max_abs_err", error(cmp.max_abs_err)},
+                       {"max_rel_err", error(cmp.max_rel_err)},
+                       {"ok", r.ok()}};
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format(
           "{}\n  {}x{}x{} batch {}  compile {:.2f} ms  cache hit {:.1f} us  run {:.3f} ms  "
           "{:.1f} GFLOP/s\n",
-          kernel.name(), problem.m, problem.n, problem.k, problem.batch, kernel.compile_ms(), hit_us, ms, gflops);
+          r.spec.name(), p.m, p.n, p.k, p.batch, r.compile_ms, r.cache_hit_us, r.median_ms, r.gflops);
       if (verify)
-        std::cout << fmt::format("  verify: {}  max abs err {:.3g}  max rel err {:.3g}{}\n", ok ? "ok" : "FAILED",
-                                 cmp.max_abs_err, cmp.max_rel_err, ok ? "" : "  first: " + cmp.first_mismatch);
+        std::cout << fmt::format("  verify: {}  max abs err {:.3g}  max rel err {:.3g}{}\n", r.ok() ? "ok" : "FAILED",
+                                 cmp.max_abs_err, cmp.max_rel_err, r.ok() ? "" : "  first: " + cmp.first_mismatch);
     }
-    return ok ? kOk : kVerifyFailed;
+    return r.ok() ? kOk : kVerifyFailed;
   }
 };
 
