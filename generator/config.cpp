@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "generator/error.hpp"
 
@@ -19,23 +20,60 @@ int round_down(std::int64_t value, int multiple) {
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem&, const Target& target) {
   CpuGemmConfig c;
   const int lanes = target.vector_lanes();
-  if (target.isa == CpuIsa::Avx512) {
-    c.mr = 8;
-    c.nr = 2 * lanes;
-  } else {
-    c.mr = 6;
-    c.nr = 2 * lanes;
-  }
-  // A KC×NR sliver of B and an MR×KC sliver of A share L1; the MC×KC block of A lives in half of L2.
+  c.mr = target.isa == CpuIsa::Avx512 ? 8 : 6;
+  c.nr = 2 * lanes;
+  // A KC×NR sliver of B and an MR×KC sliver of A share L1; the KC×NC panel of B lives in half of L2, and MC
+  // rows of micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).
   c.kc = std::clamp(round_down(target.l1d_bytes / (4 * (c.nr + c.mr)), 32), 64, 512);
-  c.mc = std::clamp(round_down(target.l2_bytes / 2 / (4 * c.kc), c.mr), c.mr, 16 * c.mr);
-  c.nc = 16 * c.nr;
+  c.nc = std::clamp(round_down(target.l2_bytes / 2 / (4 * c.kc), c.nr), c.nr, 32 * c.nr);
+  c.mc = 32 * c.mr;
   c.k_unroll = 4;
+  // Measured on a Zen 5 core (1024³, 1 thread): in-place A 246-267 GFLOP/s, packed A (gathers) 201-233.
+  c.pack_a = false;
+  c.pack_b = true;
+  return c;
+}
+
+CpuGemmConfig CpuGemmConfig::with_overrides(const std::string& text) const {
+  CpuGemmConfig c = *this;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    int value = 0;
+    const char* first = eq == std::string::npos ? nullptr : item.data() + eq + 1;
+    const auto [ptr, ec] = first ? std::from_chars(first, item.data() + item.size(), value)
+                                 : std::from_chars_result{nullptr, std::errc::invalid_argument};
+    if (ec != std::errc() || ptr != item.data() + item.size())
+      throw InvalidArgument("config", "expected key=integer, got '" + item + "'");
+    if (key == "mr")
+      c.mr = value;
+    else if (key == "nr")
+      c.nr = value;
+    else if (key == "kc")
+      c.kc = value;
+    else if (key == "mc")
+      c.mc = value;
+    else if (key == "nc")
+      c.nc = value;
+    else if (key == "k_unroll")
+      c.k_unroll = value;
+    else if (key == "pack_a")
+      c.pack_a = value != 0;
+    else if (key == "pack_b")
+      c.pack_b = value != 0;
+    else
+      throw InvalidArgument("config", "unknown key '" + key + "' (mr, nr, kc, mc, nc, k_unroll, pack_a, pack_b)");
+  }
   return c;
 }
 
 nlohmann::json CpuGemmConfig::to_json() const {
-  return {{"mr", mr}, {"nr", nr}, {"kc", kc}, {"mc", mc}, {"nc", nc}, {"k_unroll", k_unroll}};
+  return {{"mr", mr},         {"nr", nr},        {"kc", kc}, {"mc", mc}, {"nc", nc}, {"k_unroll", k_unroll},
+          {"pack_a", pack_a}, {"pack_b", pack_b}};
 }
 
 CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
@@ -46,6 +84,8 @@ CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
   c.mc = j.at("mc").get<int>();
   c.nc = j.at("nc").get<int>();
   c.k_unroll = j.at("k_unroll").get<int>();
+  c.pack_a = j.at("pack_a").get<bool>();
+  c.pack_b = j.at("pack_b").get<bool>();
   return c;
 }
 
@@ -84,6 +124,8 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& targ
     fail(fmt::format("K unroll ({}) must be 1, 2, 4 or 8", c.k_unroll));
   if (c.mc < c.mr || c.mc % c.mr != 0) fail(fmt::format("MC ({}) must be a positive multiple of MR ({})", c.mc, c.mr));
   if (c.nc < c.nr || c.nc % c.nr != 0) fail(fmt::format("NC ({}) must be a positive multiple of NR ({})", c.nc, c.nr));
+  if (!c.pack_b && s.b.layout.kind() != LayoutKind::RowMajor)
+    fail(fmt::format("unpacked B needs row-major B (NR contiguous columns per row), not {}", s.b.layout.name()));
   if (c.workspace_bytes() > kMaxWorkspaceBytes)
     fail(fmt::format("workspace of {} bytes for MC={}, NC={}, KC={} exceeds {} bytes", c.workspace_bytes(), c.mc, c.nc,
                      c.kc, kMaxWorkspaceBytes));

@@ -19,9 +19,16 @@ struct CpuGemmConfig {
   int mc = 128;
   int nc = 512;
   int k_unroll = 4;
+  // Packing copies operand blocks into contiguous, zero-padded panels. Without it the micro-kernel reads A in place
+  // (broadcasts along its rows) and B in place (masked vector loads along its rows), which saves the copy on small
+  // and skinny problems and costs locality on large ones.
+  bool pack_a = true;
+  bool pack_b = true;
 
   // The default for a problem on a target, derived from the ISA and the cache sizes.
   static CpuGemmConfig default_for(const GemmProblem& problem, const Target& target);
+  // Applies "mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,pack_a=0,pack_b=1" (any subset) to this config.
+  CpuGemmConfig with_overrides(const std::string& text) const;
   nlohmann::json to_json() const;
   static CpuGemmConfig from_json(const nlohmann::json& j);
   // Bytes of per-thread scratch: packed A and B panels and the partial-sum tile for K > KC.

@@ -18,9 +18,10 @@ namespace {
 
 // The IR struct types below mirror these C layouts field by field.
 static_assert(offsetof(TensorArg, bs) == 24 && sizeof(TensorArg) == 32);
-static_assert(offsetof(GemmKernelArgs, a) == 32 && offsetof(GemmKernelArgs, inputs) == 160 &&
-              offsetof(GemmKernelArgs, alpha) == 168 && offsetof(GemmKernelArgs, beta) == 172);
-enum ArgsField : unsigned { kM, kN, kK, kBatch, kA, kB, kC, kD, kInputs, kAlpha, kBeta };
+static_assert(offsetof(GemmKernelArgs, tile_n) == 40 && offsetof(GemmKernelArgs, a) == 48 &&
+              offsetof(GemmKernelArgs, inputs) == 176 && offsetof(GemmKernelArgs, alpha) == 184 &&
+              offsetof(GemmKernelArgs, beta) == 188);
+enum ArgsField : unsigned { kM, kN, kK, kBatch, kTileM, kTileN, kA, kB, kC, kD, kInputs, kAlpha, kBeta };
 
 struct TensorFields {
   llvm::Value* data;
@@ -47,7 +48,7 @@ class CpuGemmEmitter {
     vec_ = llvm::FixedVectorType::get(f32_, lanes_);
     tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_}, "tessera.TensorArg");
     args_ty_ = llvm::StructType::create(
-        ctx, {i64_, i64_, i64_, i64_, tensor_ty_, tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_},
+        ctx, {i64_, i64_, i64_, i64_, i64_, i64_, tensor_ty_, tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_},
         "tessera.GemmKernelArgs");
   }
 
@@ -120,53 +121,66 @@ class CpuGemmEmitter {
     auto* sliver_ty = llvm::FixedVectorType::get(f32_, R);
     llvm::Value* zero = llvm::Constant::getNullValue(sliver_ty);
     llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(nrows, i64c(R - 1)), i64c(R));
+    llvm::Value* lanes_rs = b_.CreateMul(lane_indices(R), b_.CreateVectorSplat(R, rs));
+    // Depth outer, slivers inner: the source is walked along its rows (one page at a time for B), and the
+    // destinations are a few streams into a buffer that stays in cache.
     emit_for(
-        b_, i64c(0), slivers, i64c(1),
-        [&](llvm::Value* s) {
-          llvm::Value* first_row = b_.CreateMul(s, i64c(R));
-          llvm::Value* mask = lane_mask(R, b_.CreateSub(nrows, first_row));
-          llvm::Value* row_offset = b_.CreateMul(b_.CreateAdd(r0, first_row), rs);
-          llvm::Value* row_offsets = unit_row_stride
-                                         ? nullptr
-                                         : b_.CreateAdd(b_.CreateVectorSplat(R, row_offset),
-                                                        b_.CreateMul(lane_indices(R), b_.CreateVectorSplat(R, rs)));
-          llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
+        b_, i64c(0), depth, i64c(1),
+        [&](llvm::Value* p) {
+          llvm::Value* col_offset = b_.CreateMul(b_.CreateAdd(c0, p), cs);
           emit_for(
-              b_, i64c(0), depth, i64c(1),
-              [&](llvm::Value* p) {
-                llvm::Value* col_offset = b_.CreateMul(b_.CreateAdd(c0, p), cs);
-                llvm::Value* values;
-                if (unit_row_stride) {
-                  values = b_.CreateMaskedLoad(sliver_ty, gep(src, b_.CreateAdd(row_offset, col_offset)),
-                                               llvm::Align(4), mask, zero);
-                } else {
-                  llvm::Value* ptrs = gep(src, b_.CreateAdd(row_offsets, b_.CreateVectorSplat(R, col_offset)));
-                  values = b_.CreateMaskedGather(sliver_ty, ptrs, llvm::Align(4), mask, zero);
-                }
+              b_, i64c(0), slivers, i64c(1),
+              [&](llvm::Value* sl) {
+                llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
+                llvm::Value* mask = lane_mask(R, b_.CreateSub(nrows, first_row));
+                llvm::Value* offset = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(r0, first_row), rs), col_offset);
+                llvm::Value* values =
+                    unit_row_stride ? b_.CreateMaskedLoad(sliver_ty, gep(src, offset), llvm::Align(4), mask, zero)
+                                    : b_.CreateMaskedGather(
+                                          sliver_ty, gep(src, b_.CreateAdd(b_.CreateVectorSplat(R, offset), lanes_rs)),
+                                          llvm::Align(4), mask, zero);
+                llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
                 b_.CreateAlignedStore(values, gep(sliver_dst, b_.CreateMul(p, i64c(R))), llvm::Align(4));
               },
-              "pack.k");
+              "pack.sliver");
         },
-        "pack.sliver");
+        "pack.k");
     b_.CreateRetVoid();
     return fn;
   }
 
   // The MR×NR register tile: acc += A sliver ⊗ B sliver over kc, then either the partial sums go to the
   // workspace tile (more K slabs follow) or the epilogue is applied and D stored with edge masks.
+  // A is read from its packed panel (a[p·MR + r]) or in place (a[r·a_rs + p·a_cs], rows past the edge clamped to
+  // the last valid row: their results are never stored); B from its packed panel or in place with column masks.
   llvm::Function* emit_micro_kernel() {
     llvm::Function* fn = make_function(
         "micro_kernel", b_.getVoidTy(),
-        {ptr_, ptr_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+        {ptr_, i64_, i64_, ptr_, i64_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_},
+        false);
     auto arg = fn->arg_begin();
-    llvm::Value *ap = arg++, *bp = arg++, *kc = arg++, *acc_tile = arg++, *first = arg++, *last = arg++, *row0 = arg++,
-                *col0 = arg++, *rows = arg++, *cols = arg++, *batch = arg++, *args = arg++;
+    llvm::Value *ap = arg++, *a_rs_arg = arg++, *a_cs_arg = arg++, *bp = arg++, *b_rs = arg++, *kc = arg++,
+                *acc_tile = arg++, *first = arg++, *last = arg++, *row0 = arg++, *col0 = arg++, *rows = arg++,
+                *cols = arg++, *batch = arg++, *args = arg++;
     const int mr = cfg_.mr, nv = cfg_.nr / lanes_;
     const auto acc_index = [&](int r, int v) { return static_cast<std::size_t>(r * nv + v); };
     const auto tile_ptr = [&](int r, int v) {
       return gep(acc_tile, i64c(static_cast<std::int64_t>(r) * cfg_.nr + v * lanes_));
     };
     const llvm::Align vec_align(static_cast<std::uint64_t>(lanes_) * 4);
+
+    // In-place A: one pointer per row, unit strides folded in from the layout.
+    const Layout& la = sig_.a.layout;
+    llvm::Value* a_cs = la.kind() == LayoutKind::RowMajor ? i64c(1) : a_cs_arg;
+    std::vector<llvm::Value*> a_rows;
+    if (!cfg_.pack_a) {
+      llvm::Value* a_rs = la.kind() == LayoutKind::ColMajor ? i64c(1) : a_rs_arg;
+      llvm::Value* last_row = b_.CreateSub(rows, i64c(1));
+      for (int r = 0; r < mr; ++r) a_rows.push_back(gep(ap, b_.CreateMul(smin(i64c(r), last_row), a_rs)));
+    }
+    std::vector<llvm::Value*> b_masks;
+    if (!cfg_.pack_b)
+      for (int v = 0; v < nv; ++v) b_masks.push_back(lane_mask(lanes_, cols, v * lanes_));
 
     // Initial accumulators: zero on the first K slab, else the saved partial sums.
     llvm::BasicBlock* entry = b_.GetInsertBlock();
@@ -189,11 +203,20 @@ class CpuGemmEmitter {
 
     const auto step = [&](llvm::Value* p, LoopValues values) {
       std::vector<llvm::Value*> bv;
-      llvm::Value* b_row = gep(bp, b_.CreateMul(p, i64c(cfg_.nr)));
-      for (int v = 0; v < nv; ++v) bv.push_back(b_.CreateAlignedLoad(vec_, gep(b_row, i64c(v * lanes_)), vec_align));
-      llvm::Value* a_col = gep(ap, b_.CreateMul(p, i64c(mr)));
+      if (cfg_.pack_b) {
+        llvm::Value* b_row = gep(bp, b_.CreateMul(p, i64c(cfg_.nr)));
+        for (int v = 0; v < nv; ++v) bv.push_back(b_.CreateAlignedLoad(vec_, gep(b_row, i64c(v * lanes_)), vec_align));
+      } else {
+        llvm::Value* b_row = gep(bp, b_.CreateMul(p, b_rs));
+        for (int v = 0; v < nv; ++v)
+          bv.push_back(b_.CreateMaskedLoad(vec_, gep(b_row, i64c(v * lanes_)), llvm::Align(4), b_masks[v],
+                                           llvm::Constant::getNullValue(vec_)));
+      }
+      llvm::Value* a_col = cfg_.pack_a ? gep(ap, b_.CreateMul(p, i64c(mr))) : nullptr;
+      llvm::Value* a_offset = cfg_.pack_a ? nullptr : b_.CreateMul(p, a_cs);
       for (int r = 0; r < mr; ++r) {
-        llvm::Value* a = b_.CreateAlignedLoad(f32_, gep(a_col, i64c(r)), llvm::Align(4));
+        llvm::Value* a_ptr = cfg_.pack_a ? gep(a_col, i64c(r)) : gep(a_rows[r], a_offset);
+        llvm::Value* a = b_.CreateAlignedLoad(f32_, a_ptr, llvm::Align(4));
         llvm::Value* splat = b_.CreateVectorSplat(lanes_, a);
         for (int v = 0; v < nv; ++v)
           values[acc_index(r, v)] =
@@ -328,6 +351,11 @@ class CpuGemmEmitter {
     }
   }
 
+  // One macro-tile's position and the operands as its slabs see them.
+  struct MacroTile {
+    llvm::Value *batch, *i0, *j0, *mc, *nc, *a_src, *b_src;
+  };
+
   // The external entry: walks macro-tiles [begin, end); per tile, per KC slab: pack B, pack A, micro-tiles.
   void emit_entry(llvm::Function* pack_a, llvm::Function* pack_b, llvm::Function* micro) {
     llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
@@ -338,14 +366,14 @@ class CpuGemmEmitter {
     llvm::Value* k = args_field(args, kK, i64_);
     const TensorFields a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
     const TensorFields bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
-    const std::int64_t MC = cfg_.mc, NC = cfg_.nc, KC = cfg_.kc, MR = cfg_.mr, NR = cfg_.nr;
-
-    llvm::Value* tiles_m = b_.CreateSDiv(b_.CreateAdd(m, i64c(MC - 1)), i64c(MC));
-    llvm::Value* tiles_n = b_.CreateSDiv(b_.CreateAdd(n, i64c(NC - 1)), i64c(NC));
+    const std::int64_t MC = cfg_.mc, NC = cfg_.nc, KC = cfg_.kc;
+    llvm::Value* tile_m = args_field(args, kTileM, i64_);
+    llvm::Value* tile_n = args_field(args, kTileN, i64_);
+    llvm::Value* tiles_m = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(m, tile_m), i64c(1)), tile_m);
+    llvm::Value* tiles_n = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(n, tile_n), i64c(1)), tile_n);
     llvm::Value* per_batch = b_.CreateMul(tiles_m, tiles_n);
-    llvm::Value* ws_a = ws;
-    llvm::Value* ws_b = b_.CreateGEP(b_.getInt8Ty(), ws, i64c(align64(MC * KC * 4)));
-    llvm::Value* ws_acc = b_.CreateGEP(b_.getInt8Ty(), ws_b, i64c(align64(KC * NC * 4)));
+    Workspace w{ws, b_.CreateGEP(b_.getInt8Ty(), ws, i64c(align64(MC * KC * 4))), nullptr};
+    w.acc = b_.CreateGEP(b_.getInt8Ty(), w.b, i64c(align64(KC * NC * 4)));
     // K = 0 still runs one (empty) slab so that the epilogue writes D.
     llvm::Value* k_slabs = b_.CreateSDiv(b_.CreateAdd(k, i64c(KC - 1)), i64c(KC));
     k_slabs = b_.CreateSelect(b_.CreateICmpSLT(k_slabs, i64c(1)), i64c(1), k_slabs);
@@ -353,14 +381,15 @@ class CpuGemmEmitter {
     emit_for(
         b_, begin, end, i64c(1),
         [&](llvm::Value* t) {
-          llvm::Value* batch = b_.CreateSDiv(t, per_batch);
+          MacroTile tile;
+          tile.batch = b_.CreateSDiv(t, per_batch);
           llvm::Value* rest = b_.CreateSRem(t, per_batch);
-          llvm::Value* i0 = b_.CreateMul(b_.CreateSDiv(rest, tiles_n), i64c(MC));
-          llvm::Value* j0 = b_.CreateMul(b_.CreateSRem(rest, tiles_n), i64c(NC));
-          llvm::Value* mc = smin(i64c(MC), b_.CreateSub(m, i0));
-          llvm::Value* nc = smin(i64c(NC), b_.CreateSub(n, j0));
-          llvm::Value* a_src = gep(a.data, b_.CreateMul(batch, a.bs));
-          llvm::Value* b_src = gep(bm.data, b_.CreateMul(batch, bm.bs));
+          tile.i0 = b_.CreateMul(b_.CreateSDiv(rest, tiles_n), tile_m);
+          tile.j0 = b_.CreateMul(b_.CreateSRem(rest, tiles_n), tile_n);
+          tile.mc = smin(tile_m, b_.CreateSub(m, tile.i0));
+          tile.nc = smin(tile_n, b_.CreateSub(n, tile.j0));
+          tile.a_src = gep(a.data, b_.CreateMul(tile.batch, a.bs));
+          tile.b_src = gep(bm.data, b_.CreateMul(tile.batch, bm.bs));
           emit_for(
               b_, i64c(0), k_slabs, i64c(1),
               [&](llvm::Value* q) {
@@ -368,31 +397,51 @@ class CpuGemmEmitter {
                 llvm::Value* kc = smin(i64c(KC), b_.CreateSub(k, p0));
                 llvm::Value* first = b_.CreateICmpEQ(q, i64c(0));
                 llvm::Value* last = b_.CreateICmpEQ(q, b_.CreateSub(k_slabs, i64c(1)));
-                // B is packed as Bᵀ (N rows, K deep): its row stride is B's column stride.
-                b_.CreateCall(pack_b, {b_src, j0, p0, nc, kc, bm.cs, bm.rs, ws_b});
-                b_.CreateCall(pack_a, {a_src, i0, p0, mc, kc, a.rs, a.cs, ws_a});
-                emit_for(
-                    b_, i64c(0), nc, i64c(NR),
-                    [&](llvm::Value* jr) {
-                      emit_for(
-                          b_, i64c(0), mc, i64c(MR),
-                          [&](llvm::Value* ir) {
-                            llvm::Value* tile = b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(MC / MR)),
-                                                             b_.CreateSDiv(ir, i64c(MR)));
-                            b_.CreateCall(micro, {gep(ws_a, b_.CreateMul(ir, kc)), gep(ws_b, b_.CreateMul(jr, kc)), kc,
-                                                  gep(ws_acc, b_.CreateMul(tile, i64c(MR * NR))), first, last,
-                                                  b_.CreateAdd(i0, ir), b_.CreateAdd(j0, jr),
-                                                  smin(i64c(MR), b_.CreateSub(mc, ir)),
-                                                  smin(i64c(NR), b_.CreateSub(nc, jr)), batch, args});
-                          },
-                          "ir");
-                    },
-                    "jr");
+                emit_slab(tile, a, bm, w, p0, kc, first, last, args, pack_a, pack_b, micro);
               },
               "slab");
         },
         "tile");
     b_.CreateRetVoid();
+  }
+
+  struct Workspace {
+    llvm::Value *a, *b, *acc;
+  };
+
+  void emit_slab(const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w, llvm::Value* p0,
+                 llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args, llvm::Function* pack_a,
+                 llvm::Function* pack_b, llvm::Function* micro) {
+    const std::int64_t MC = cfg_.mc, MR = cfg_.mr, NR = cfg_.nr;
+    // B is packed as Bᵀ (N rows, K deep): its row stride is B's column stride.
+    if (cfg_.pack_b) b_.CreateCall(pack_b, {t.b_src, t.j0, p0, t.nc, kc, bm.cs, bm.rs, w.b});
+    if (cfg_.pack_a) b_.CreateCall(pack_a, {t.a_src, t.i0, p0, t.mc, kc, a.rs, a.cs, w.a});
+    // Rows of micro-tiles outer: the MR×KC sliver of A stays in L1 while the packed KC×NC panel of B streams from
+    // L2 (contiguous, so unlike A read in place it cannot alias in the cache however large A's leading dimension).
+    emit_for(
+        b_, i64c(0), t.mc, i64c(MR),
+        [&](llvm::Value* ir) {
+          llvm::Value* a_tile =
+              cfg_.pack_a
+                  ? gep(w.a, b_.CreateMul(ir, kc))
+                  : gep(t.a_src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(t.i0, ir), a.rs), b_.CreateMul(p0, a.cs)));
+          emit_for(
+              b_, i64c(0), t.nc, i64c(NR),
+              [&](llvm::Value* jr) {
+                llvm::Value* b_tile = cfg_.pack_b
+                                          ? gep(w.b, b_.CreateMul(jr, kc))
+                                          : gep(t.b_src, b_.CreateAdd(b_.CreateMul(p0, bm.rs), b_.CreateAdd(t.j0, jr)));
+                llvm::Value* acc_index =
+                    b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(MC / MR)), b_.CreateSDiv(ir, i64c(MR)));
+                b_.CreateCall(
+                    micro,
+                    {a_tile, a.rs, a.cs, b_tile, bm.rs, kc, gep(w.acc, b_.CreateMul(acc_index, i64c(MR * NR))), first,
+                     last, b_.CreateAdd(t.i0, ir), b_.CreateAdd(t.j0, jr), smin(i64c(MR), b_.CreateSub(t.mc, ir)),
+                     smin(i64c(NR), b_.CreateSub(t.nc, jr)), t.batch, args});
+              },
+              "jr");
+        },
+        "ir");
   }
 
   const KernelSpec& spec_;

@@ -15,6 +15,9 @@ struct TensorArg {
 
 struct GemmKernelArgs {
   std::int64_t m = 0, n = 0, k = 0, batch = 0;
+  // The macro-tile the runtime chose for this call: a multiple of MR (NR) up to the config's MC (NC), so that the
+  // grid splits evenly over the threads.
+  std::int64_t tile_m = 0, tile_n = 0;
   TensorArg a, b, c, d;
   const TensorArg* inputs = nullptr;  // one per epilogue tensor, in signature order
   float alpha = 1, beta = 0;
@@ -25,8 +28,8 @@ struct GemmKernelArgs {
 using GemmKernelFn = void (*)(const GemmKernelArgs* args, void* workspace, std::int64_t tile_begin,
                               std::int64_t tile_end);
 
-inline std::int64_t gemm_tile_count(std::int64_t m, std::int64_t n, std::int64_t batch, const CpuGemmConfig& c) {
-  return batch * ((m + c.mc - 1) / c.mc) * ((n + c.nc - 1) / c.nc);
+inline std::int64_t gemm_tile_count(const GemmKernelArgs& a) {
+  return a.batch * ((a.m + a.tile_m - 1) / a.tile_m) * ((a.n + a.tile_n - 1) / a.tile_n);
 }
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "ops/gemm_binding.hpp"
+#include "ops/grid_plan.hpp"
 #include "ops/runtime_impl.hpp"
 
 namespace tessera {
@@ -20,11 +21,15 @@ void GemmKernel::run(const GemmArgs& args) const {
   if (args.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: every thread of the runtime)");
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
   const CpuGemmConfig& config = compiled_->spec.config;
-  const std::int64_t tiles = gemm_tile_count(bound.problem.m, bound.problem.n, bound.problem.batch, config);
-  if (tiles == 0) return;
-  const GemmKernelArgs kargs = bound.kernel_args();
+  const GemmProblem& problem = bound.problem;
   const int wanted = args.threads ? std::min(args.threads, impl.threads) : impl.threads;
-  const int participants = static_cast<int>(std::min<std::int64_t>(wanted, tiles));
+  const GridPlan plan = plan_grid(problem.m, problem.n, problem.k, problem.batch, config, wanted);
+  if (plan.tiles == 0) return;
+  GemmKernelArgs kargs = bound.kernel_args();
+  kargs.tile_m = plan.tile_m;
+  kargs.tile_n = plan.tile_n;
+  const std::int64_t tiles = plan.tiles;
+  const int participants = plan.participants;
   const GemmKernelFn fn = compiled_->fn;
   impl.pool.run(participants, static_cast<std::size_t>(config.workspace_bytes()), [&](int p, void* scratch) {
     const std::int64_t begin = tiles * p / participants, end = tiles * (p + 1) / participants;

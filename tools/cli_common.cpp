@@ -42,6 +42,9 @@ void add_gemm_options(CLI::App& app, GemmRequest& r) {
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
   app.add_option("--target", r.target, "cpu, cpu:avx512 or cpu:avx2");
   app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
+  app.add_option("--config", r.config,
+                 "override the default config: mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,"
+                 "pack_a=0|1,pack_b=0|1");
 }
 
 GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
@@ -97,10 +100,11 @@ GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool 
   const GemmArgs& args = buffers.args;
   GemmRun run;
   run.problem = runtime.describe(args);
-  const GemmKernel kernel = runtime.compile(run.problem);
+  const CpuGemmConfig config = CpuGemmConfig::default_for(run.problem, runtime.target()).with_overrides(request.config);
+  const GemmKernel kernel = runtime.compile(run.problem, config);
   run.spec = kernel.spec();
   run.compile_ms = kernel.compile_ms();
-  run.cache_hit_us = 1000 * median_ms(5, [&] { runtime.compile(run.problem); });
+  run.cache_hit_us = 1000 * median_ms(5, [&] { runtime.compile(run.problem, config); });
   GemmReference reference;
   if (verify) reference = reference_gemm(args);  // before the kernel: d may alias c
   run.median_ms = median_ms(repeat, [&] { kernel.run(args); });

@@ -25,6 +25,7 @@ struct GemmRequest {
   int threads = 0;
   std::string target = "cpu";
   int ir_opt_level = 0;
+  std::string config;  // overrides of the default config, "mr=8,pack_a=0"
 };
 
 // Adds M N K and the GEMM options shared by `gemm` and `emit gemm`.

@@ -25,7 +25,8 @@ void add_emit_command(CLI::App& app, int& result) {
         throw InvalidArgument("--ir-opt", "must be 0, 2 or 3");
       GemmBuffers buffers = make_gemm_buffers(cmd->request);
       const GemmProblem problem = describe_gemm(buffers.args);
-      const KernelSpec spec{problem.signature, CpuGemmConfig::default_for(problem, target), target};
+      const KernelSpec spec{problem.signature,
+                            CpuGemmConfig::default_for(problem, target).with_overrides(cmd->request.config), target};
       std::cout << (cmd->assembly ? OrcSession::assembly(spec, cmd->request.ir_opt_level)
                                   : OrcSession::ir_text(spec, cmd->request.ir_opt_level));
       return kOk;

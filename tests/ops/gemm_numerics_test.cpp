@@ -158,6 +158,38 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, LayoutCombination,
                                             ::testing::Values(kRow, kCol)),
                          layout_case_name);
 
+// Every combination of packing, over layouts and edge shapes, through an explicit config.
+TEST(GemmNumerics, PackingVariantsAreExact) {
+  Runtime runtime;
+  const Target& target = runtime.target();
+  int i = 0;
+  for (bool pack_a : {false, true})
+    for (bool pack_b : {false, true})
+      for (Layout la : {kRow, kCol})
+        for (Layout lb : {kRow, kCol}) {
+          if (!pack_b && lb == kCol) continue;  // unpacked B needs row-major B (validate says so)
+          for (const auto& [m, n, k] : edge_shapes()) {
+            if (i++ % 5) continue;
+            Case t{m, n, k};
+            t.la = la;
+            t.lb = lb;
+            t.ld = (i % 2) ? kRow : kCol;
+            SCOPED_TRACE(fmt::format("{} pack_a {} pack_b {}", t.describe(), pack_a, pack_b));
+            Operands ops(t, 3);
+            GemmProblem problem = runtime.describe(ops.args);
+            CpuGemmConfig config = CpuGemmConfig::default_for(problem, target);
+            config.pack_a = pack_a;
+            config.pack_b = pack_b;
+            config.kc = 64;  // several K slabs even for these sizes
+            const GemmReference ref = reference_gemm(ops.args);
+            runtime.compile(problem, config).run(ops.args);
+            const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+            EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
+            EXPECT_EQ(written(ops.d), m * n);
+          }
+        }
+}
+
 TEST(GemmNumerics, SeveralKSlabsAndMacroTiles) {
   Runtime runtime;
   // K beyond KC (partial sums through the workspace), M beyond MC, N beyond NC.

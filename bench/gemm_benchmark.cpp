@@ -1,0 +1,117 @@
+#include "bench/gemm_benchmark.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "generator/error.hpp"
+
+namespace tessera::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<GemmPeer> make_peer(const std::string& name) {
+  if (name == "tessera") return make_tessera_peer();
+  if (name == "onednn") return make_onednn_peer();
+  if (name == "openblas") return make_openblas_peer();
+  if (name == "blis") return make_blis_peer();
+  if (name == "libxsmm") return make_libxsmm_peer();
+  if (name == "eigen") return make_eigen_peer();
+  throw InvalidArgument("--peers", "unknown peer '" + name + "' (onednn, openblas, blis, libxsmm, eigen)");
+}
+
+double seconds_of(GemmPeer& peer, int calls) {
+  const auto start = Clock::now();
+  for (int i = 0; i < calls; ++i) peer.run();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes, const BenchmarkOptions& options,
+                                            const std::function<void(const ShapeResult&)>& on_result) {
+  if (options.repeat < 1) throw InvalidArgument("--repeat", "must be >= 1");
+  for (int t : options.threads)
+    if (t < 1 || t > 256) throw InvalidArgument("--threads", "each thread count must be in 1..256");
+  std::vector<std::unique_ptr<GemmPeer>> peers;
+  peers.push_back(make_peer("tessera"));
+  for (const auto& name : options.peers)
+    if (name != "tessera") peers.push_back(make_peer(name));
+
+  std::vector<ShapeResult> all;
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const GemmShape& s : shapes) {
+    std::vector<float> a(static_cast<std::size_t>(s.batch * s.m * s.k)),
+        b(static_cast<std::size_t>(s.batch * s.k * s.n));
+    for (auto& x : a) x = dist(rng);
+    for (auto& x : b) x = dist(rng);
+    std::vector<std::vector<float>> c(peers.size(), std::vector<float>(static_cast<std::size_t>(s.batch * s.m * s.n)));
+
+    for (int threads : options.threads) {
+      ShapeResult r;
+      r.shape = s;
+      r.threads = threads;
+      for (std::size_t i = 0; i < peers.size(); ++i) {
+        PeerResult p;
+        p.peer = peers[i]->name();
+        p.unavailable = peers[i]->unavailable(s, threads);
+        if (p.unavailable.empty()) {
+          std::fill(c[i].begin(), c[i].end(), NAN);
+          peers[i]->prepare(s, threads, a.data(), b.data(), c[i].data());
+          const double once = seconds_of(*peers[i], 1);  // warm-up, and the calibration guess
+          p.calls_per_sample = static_cast<int>(std::clamp(options.sample_ms / 1e3 / std::max(once, 1e-9), 1.0, 1e6));
+          p.details = peers[i]->details();
+        }
+        r.results.push_back(p);
+      }
+      // Interleave the peers sample by sample so that machine noise falls on all of them alike; an untimed call
+      // first lets the previous library's threads go quiet.
+      for (int rep = 0; rep < options.repeat; ++rep)
+        for (std::size_t i = 0; i < peers.size(); ++i) {
+          PeerResult& p = r.results[i];
+          if (!p.unavailable.empty()) continue;
+          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options.settle_ms));
+          peers[i]->run();
+          const double sec = seconds_of(*peers[i], p.calls_per_sample);
+          p.gflops.push_back(s.flops() * p.calls_per_sample / sec / 1e9);
+        }
+      double scale = 0;
+      for (float x : c[0]) scale = std::max(scale, static_cast<double>(std::fabs(x)));
+      const double tolerance = static_cast<double>(s.k) * std::ldexp(1.0, -23) * std::max(scale, 1.0);
+      for (std::size_t i = 0; i < peers.size(); ++i) {
+        PeerResult& p = r.results[i];
+        if (!p.unavailable.empty()) continue;
+        p.median_gflops = median(p.gflops);
+        double diff = 0;
+        for (std::size_t j = 0; j < c[i].size(); ++j)
+          diff = std::max(diff, static_cast<double>(std::fabs(c[i][j] - c[0][j])));
+        if (std::isnan(diff) || std::any_of(c[i].begin(), c[i].end(), [](float x) { return std::isnan(x); }))
+          diff = INFINITY;
+        p.max_rel_diff = diff / std::max(scale, 1e-30);
+        p.agrees = diff <= tolerance;
+        if (i > 0 && p.median_gflops > r.best_peer_gflops) {
+          r.best_peer_gflops = p.median_gflops;
+          r.best_peer = p.peer;
+        }
+      }
+      r.ratio = r.best_peer_gflops > 0 ? r.results[0].median_gflops / r.best_peer_gflops : 0;
+      on_result(r);
+      all.push_back(std::move(r));
+    }
+  }
+  return all;
+}
+
+}  // namespace tessera::bench

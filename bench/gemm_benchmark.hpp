@@ -1,0 +1,46 @@
+// Runs tessera and its peers side by side on the same buffers: warm-up, calibrated samples interleaved across
+// peers, medians, and each peer's result checked against tessera's.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/gemm_peer.hpp"
+
+namespace tessera::bench {
+
+struct PeerResult {
+  std::string peer;
+  std::string unavailable;  // non-empty: not measured, and why
+  std::string details;
+  std::vector<double> gflops;  // one per sample
+  double median_gflops = 0;
+  double max_rel_diff = 0;  // max |C_peer - C_tessera| / max |C_tessera|
+  bool agrees = true;
+  int calls_per_sample = 0;
+};
+
+struct ShapeResult {
+  GemmShape shape;
+  int threads = 1;
+  std::vector<PeerResult> results;  // tessera first
+  std::string best_peer;            // the fastest that is not tessera
+  double best_peer_gflops = 0;
+  double ratio = 0;  // tessera / best peer (0 without a peer)
+};
+
+struct BenchmarkOptions {
+  std::vector<std::string> peers;
+  std::vector<int> threads{1};
+  int repeat = 5;
+  double sample_ms = 20;  // each sample repeats the call until about this long
+  // Pause before each sample: OpenBLAS's threads spin for about 2^28 cycles after a call and OpenMP's for a while,
+  // and would otherwise steal a core from whichever library runs next.
+  double settle_ms = 100;
+};
+
+std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes, const BenchmarkOptions& options,
+                                            const std::function<void(const ShapeResult&)>& on_result);
+
+}  // namespace tessera::bench

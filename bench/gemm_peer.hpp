@@ -1,0 +1,40 @@
+// A GEMM implementation the benchmark measures: tessera itself or a peer library, behind one interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tessera::bench {
+
+// C[b] = A[b]·B[b] for b < batch; all row-major and packed, f32, alpha = 1, beta = 0.
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::string label() const;
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+  }
+};
+
+class GemmPeer {
+ public:
+  virtual ~GemmPeer() = default;
+  virtual std::string name() const = 0;
+  // Empty when usable; otherwise why not (library missing, no kernel for the shape, ...).
+  virtual std::string unavailable(const GemmShape& shape, int threads) const = 0;
+  // Everything that is not the multiplication itself: plans, primitives, JIT compiles, thread settings.
+  virtual void prepare(const GemmShape& shape, int threads, const float* a, const float* b, float* c) = 0;
+  // One multiplication on the buffers given to prepare.
+  virtual void run() = 0;
+  // Anything worth recording about how the peer ran (kernel name, compile time, library version).
+  virtual std::string details() const { return {}; }
+};
+
+std::unique_ptr<GemmPeer> make_tessera_peer();
+std::unique_ptr<GemmPeer> make_onednn_peer();
+std::unique_ptr<GemmPeer> make_openblas_peer();
+std::unique_ptr<GemmPeer> make_blis_peer();
+std::unique_ptr<GemmPeer> make_libxsmm_peer();
+std::unique_ptr<GemmPeer> make_eigen_peer();
+
+}  // namespace tessera::bench

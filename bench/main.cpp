@@ -1,0 +1,90 @@
+// tessera-bench: tessera against its peers, side by side in one process. `tessera-bench gemm --help`.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <sstream>
+
+#include "bench/gemm_benchmark.hpp"
+#include "bench/report.hpp"
+#include "bench/suite.hpp"
+#include "generator/error.hpp"
+
+namespace {
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tessera::bench;
+  CLI::App app{"tessera-bench: tessera against oneDNN, OpenBLAS, BLIS, LIBXSMM and Eigen"};
+  app.require_subcommand(1);
+  std::string suite, shapes_text, peers_text = "onednn,openblas,blis,libxsmm,eigen", threads_text = "1,2", json_path,
+                                  svg_path;
+  BenchmarkOptions options;
+  CLI::App* gemm = app.add_subcommand("gemm", "f32 GEMM, row-major, C = A·B");
+  gemm->add_option("--suite", suite, "a suite file, or a name in bench/suites (square, small, skinny, ...)");
+  gemm->add_option("--shapes", shapes_text, "MxNxK[xBATCH],...");
+  gemm->add_option("--peers", peers_text, "comma-separated: onednn,openblas,blis,libxsmm,eigen (or none)");
+  gemm->add_option("--threads", threads_text, "comma-separated thread counts");
+  gemm->add_option("--repeat", options.repeat, "samples per library (median reported)");
+  gemm->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
+  gemm->add_option("--settle-ms", options.settle_ms, "pause before each sample while other libraries' threads go idle");
+  gemm->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+  gemm->add_option("--svg", svg_path, "write a plot to FILE");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tessera-bench: error: " << e.what() << "\n";
+    return 2;
+  }
+
+  try {
+    if (suite.empty() == shapes_text.empty()) throw tessera::InvalidArgument("--suite/--shapes", "give exactly one");
+    const std::vector<GemmShape> shapes = suite.empty() ? parse_shapes(shapes_text) : load_suite(suite);
+    options.peers = peers_text == "none" ? std::vector<std::string>{} : split(peers_text);
+    for (const auto& t : split(threads_text)) {
+      try {
+        options.threads.push_back(std::stoi(t));
+      } catch (const std::exception&) {
+        throw tessera::InvalidArgument("--threads", "'" + t + "' is not a number");
+      }
+    }
+    options.threads.erase(options.threads.begin());  // drop the default, keep what was given
+    if (options.threads.empty()) throw tessera::InvalidArgument("--threads", "no thread counts given");
+
+    std::string command = "tessera-bench";
+    for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+    std::ostream& log = json_path == "-" ? std::cerr : std::cout;
+    log << table_header(options.peers) << "\n";
+    const auto results = run_gemm_benchmark(
+        shapes, options, [&](const ShapeResult& r) { log << table_row(r, options.peers) << std::endl; });
+    const nlohmann::json report = to_json(results, command);
+    log << "summary (tessera / best peer): " << report["summary"].dump() << "\n";
+    if (json_path == "-")
+      std::cout << report.dump(1) << "\n";
+    else if (!json_path.empty())
+      write_file_atomically(json_path, report.dump(1) + "\n");
+    if (!svg_path.empty()) write_file_atomically(svg_path, to_svg(results, command));
+    for (const auto& r : results)
+      for (const auto& p : r.results)
+        if (p.unavailable.empty() && !p.agrees) {
+          std::cerr << "tessera-bench: " << p.peer << " disagrees with tessera on " << r.shape.label() << "\n";
+          return 1;
+        }
+    return 0;
+  } catch (const tessera::Error& e) {
+    std::cerr << "tessera-bench: error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,80 @@
+// OpenBLAS and BLIS through their CBLAS interfaces. Both export the same symbols, so each is dlopen'ed privately
+// (RTLD_LOCAL) and its functions looked up in its own handle.
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include "bench/gemm_peer.hpp"
+
+namespace tessera::bench {
+
+namespace {
+
+enum { kRowMajor = 101, kNoTrans = 111 };
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+using SetThreadsFn = void (*)(int);
+using SetThreadsLongFn = void (*)(long);
+using CoreNameFn = char* (*)();
+
+class CblasPeer final : public GemmPeer {
+ public:
+  CblasPeer(std::string name, const char* library) : name_(std::move(name)) {
+    if (name_ == "openblas") {
+      // This machine sets OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for old numpy builds; the benchmark lets OpenBLAS
+      // detect the CPU itself (these are read when the library loads).
+      unsetenv("OPENBLAS_CORETYPE");
+      unsetenv("OPENBLAS_L2_SIZE");
+    }
+    handle_ = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      reason_ = std::string("cannot load ") + library + ": " + dlerror();
+      return;
+    }
+    sgemm_ = reinterpret_cast<SgemmFn>(dlsym(handle_, "cblas_sgemm"));
+    if (!sgemm_) reason_ = std::string(library) + " has no cblas_sgemm";
+    if (name_ == "openblas") {
+      openblas_threads_ = reinterpret_cast<SetThreadsFn>(dlsym(handle_, "openblas_set_num_threads"));
+      if (auto core = reinterpret_cast<CoreNameFn>(dlsym(handle_, "openblas_get_corename"))) core_ = core();
+    } else {
+      blis_threads_ = reinterpret_cast<SetThreadsLongFn>(dlsym(handle_, "bli_thread_set_num_threads"));
+    }
+  }
+
+  std::string name() const override { return name_; }
+  std::string unavailable(const GemmShape&, int) const override { return reason_; }
+
+  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+    shape_ = s;
+    a_ = a;
+    b_ = b;
+    c_ = c;
+    if (openblas_threads_) openblas_threads_(threads);
+    if (blis_threads_) blis_threads_(threads);
+  }
+
+  void run() override {
+    const int m = static_cast<int>(shape_.m), n = static_cast<int>(shape_.n), k = static_cast<int>(shape_.k);
+    for (std::int64_t i = 0; i < shape_.batch; ++i)
+      sgemm_(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a_ + i * shape_.m * shape_.k, k,
+             b_ + i * shape_.k * shape_.n, n, 0.0f, c_ + i * shape_.m * shape_.n, n);
+  }
+
+  std::string details() const override { return core_.empty() ? "" : "core " + core_; }
+
+ private:
+  std::string name_, reason_, core_;
+  void* handle_ = nullptr;
+  SgemmFn sgemm_ = nullptr;
+  SetThreadsFn openblas_threads_ = nullptr;
+  SetThreadsLongFn blis_threads_ = nullptr;
+  GemmShape shape_;
+  const float *a_ = nullptr, *b_ = nullptr;
+  float* c_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<GemmPeer> make_openblas_peer() { return std::make_unique<CblasPeer>("openblas", "libopenblas.so.0"); }
+std::unique_ptr<GemmPeer> make_blis_peer() { return std::make_unique<CblasPeer>("blis", "libblis.so.4"); }
+
+}  // namespace tessera::bench

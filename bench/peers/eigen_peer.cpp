@@ -1,0 +1,51 @@
+// Eigen's GEMM on row-major maps, compiled for this host's ISA and threaded through OpenMP.
+#include <Eigen/Core>
+
+#include "bench/gemm_peer.hpp"
+
+namespace tessera::bench {
+
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+class EigenPeer final : public GemmPeer {
+ public:
+  std::string name() const override { return "eigen"; }
+  std::string unavailable(const GemmShape&, int) const override { return {}; }
+
+  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+    shape_ = s;
+    a_ = a;
+    b_ = b;
+    c_ = c;
+    threads_ = threads;
+  }
+
+  void run() override {
+    Eigen::setNbThreads(threads_);
+    const GemmShape& s = shape_;
+    for (std::int64_t i = 0; i < s.batch; ++i) {
+      Eigen::Map<const RowMatrix> a(a_ + i * s.m * s.k, s.m, s.k), b(b_ + i * s.k * s.n, s.k, s.n);
+      Eigen::Map<RowMatrix> c(c_ + i * s.m * s.n, s.m, s.n);
+      c.noalias() = a * b;
+    }
+  }
+
+  std::string details() const override {
+    return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+           std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() + ")";
+  }
+
+ private:
+  GemmShape shape_;
+  const float *a_ = nullptr, *b_ = nullptr;
+  float* c_ = nullptr;
+  int threads_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<GemmPeer> make_eigen_peer() { return std::make_unique<EigenPeer>(); }
+
+}  // namespace tessera::bench

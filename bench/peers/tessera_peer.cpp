@@ -1,0 +1,49 @@
+// tessera as a benchmark participant: one runtime, kernels compiled in prepare (compile time reported apart).
+#include <fmt/format.h>
+
+#include "bench/gemm_peer.hpp"
+#include "tessera/tessera.hpp"
+
+namespace tessera::bench {
+
+namespace {
+
+class TesseraPeer final : public GemmPeer {
+ public:
+  std::string name() const override { return "tessera"; }
+  std::string unavailable(const GemmShape&, int) const override { return {}; }
+
+  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+    args_ = GemmArgs{};
+    auto* pa = const_cast<float*>(a);
+    auto* pb = const_cast<float*>(b);
+    if (s.batch == 1) {
+      args_.a = Tensor::matrix(pa, s.m, s.k);
+      args_.b = Tensor::matrix(pb, s.k, s.n);
+      args_.d = Tensor::matrix(c, s.m, s.n);
+    } else {
+      args_.a = Tensor::batched(pa, s.batch, s.m, s.k);
+      args_.b = Tensor::batched(pb, s.batch, s.k, s.n);
+      args_.d = Tensor::batched(c, s.batch, s.m, s.n);
+    }
+    args_.threads = threads;
+    kernel_ = std::make_unique<GemmKernel>(runtime_.compile(runtime_.describe(args_)));
+  }
+
+  void run() override { kernel_->run(args_); }
+
+  std::string details() const override {
+    return kernel_ ? fmt::format("{} (compiled in {:.1f} ms)", kernel_->name(), kernel_->compile_ms()) : "";
+  }
+
+ private:
+  Runtime runtime_;
+  GemmArgs args_;
+  std::unique_ptr<GemmKernel> kernel_;
+};
+
+}  // namespace
+
+std::unique_ptr<GemmPeer> make_tessera_peer() { return std::make_unique<TesseraPeer>(); }
+
+}  // namespace tessera::bench

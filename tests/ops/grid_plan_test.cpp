@@ -1,0 +1,42 @@
+// The per-call grid: tiles within the config's blocks, covering the output, and using the threads it may.
+#include <gtest/gtest.h>
+
+#include "ops/grid_plan.hpp"
+
+namespace tessera {
+namespace {
+
+TEST(GridPlan, TilesAreRegisterTileMultiplesWithinTheCacheBlocks) {
+  CpuGemmConfig c;
+  c.mr = 8;
+  c.nr = 32;
+  c.mc = 256;
+  c.nc = 448;
+  for (std::int64_t m : {1, 7, 8, 100, 256, 257, 1000, 4096})
+    for (std::int64_t n : {1, 31, 33, 448, 449, 4096})
+      for (int threads : {1, 2, 3, 8}) {
+        const GridPlan p = plan_grid(m, n, 300, 2, c, threads);
+        SCOPED_TRACE(testing::Message() << m << "x" << n << " threads " << threads);
+        EXPECT_EQ(p.tile_m % c.mr, 0);
+        EXPECT_EQ(p.tile_n % c.nr, 0);
+        EXPECT_LE(p.tile_m, c.mc);
+        EXPECT_LE(p.tile_n, c.nc);
+        EXPECT_EQ(p.tiles, 2 * ((m + p.tile_m - 1) / p.tile_m) * ((n + p.tile_n - 1) / p.tile_n));
+        EXPECT_GE(p.participants, 1);
+        EXPECT_LE(p.participants, std::min<std::int64_t>(threads, p.tiles));
+      }
+}
+
+TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
+  CpuGemmConfig c;
+  c.mc = 256;
+  c.nc = 448;
+  EXPECT_EQ(plan_grid(256, 256, 256, 1, c, 2).participants, 2);
+  EXPECT_EQ(plan_grid(1024, 1024, 1024, 1, c, 2).participants, 2);
+  EXPECT_EQ(plan_grid(8, 8, 8, 1, c, 2).participants, 1);
+  EXPECT_EQ(plan_grid(0, 8, 8, 1, c, 2).tiles, 0);
+  EXPECT_EQ(plan_grid(8, 8, 8, 0, c, 2).tiles, 0);
+}
+
+}  // namespace
+}  // namespace tessera
