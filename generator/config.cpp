@@ -17,20 +17,41 @@ int round_down(std::int64_t value, int multiple) {
 }
 }  // namespace
 
-CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem&, const Target& target) {
+CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Target& target) {
   CpuGemmConfig c;
   const int lanes = target.vector_lanes();
-  c.mr = target.isa == CpuIsa::Avx512 ? 8 : 6;
+  const bool avx512 = target.isa == CpuIsa::Avx512;
+  c.mr = avx512 ? 8 : 6;
   c.nr = 2 * lanes;
-  // A KC×NR sliver of B and an MR×KC sliver of A share L1; the KC×NC panel of B lives in half of L2, and MC
-  // rows of micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).
-  c.kc = std::clamp(round_down(target.l1d_bytes / (4 * (c.nr + c.mr)), 32), 64, 512);
-  c.nc = std::clamp(round_down(target.l2_bytes / 2 / (4 * c.kc), c.nr), c.nr, 32 * c.nr);
-  c.mc = 32 * c.mr;
-  c.k_unroll = 4;
-  // Measured on a Zen 5 core (1024³, 1 thread): in-place A 246-267 GFLOP/s, packed A (gathers) 201-233.
+  // Measured on a Zen 5 core, 1 thread (tessera gemm --config ...): in-place A beats packed A everywhere
+  // (1024³: 246-267 vs 201-233 GFLOP/s); packed B wins from M ≈ 16 up, in-place B below that and for tiny problems.
   c.pack_a = false;
   c.pack_b = true;
+  const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
+  if (!b_rows_contiguous) {
+    // Packing is what turns a column-major or strided B into NR-wide rows: keep the general shape.
+  } else if (problem.m <= 2) {
+    // GEMV-like: one row of A against wide rows of B streamed once (1×4096×4096: 11.3 vs 5.7 GFLOP/s).
+    c.mr = 1;
+    c.nr = (avx512 ? 15 : 7) * lanes;
+    c.pack_b = false;
+  } else if (problem.m <= 8) {
+    c.mr = 2;  // 8×4096×4096: 52.4 vs 45.1
+    c.nr = (avx512 ? 10 : 5) * lanes;
+    c.pack_b = false;
+  } else if (problem.m <= 64 && problem.n <= 64 && problem.k <= 64) {
+    c.pack_b = false;  // 64³: 244 vs 199; 32³: 164 vs 86 (with its call overhead)
+    if (problem.n <= lanes) {
+      c.nr = lanes;
+      c.mr = avx512 ? 16 : 8;  // 16³: 48 vs 39
+    }
+  }
+  // A KC×NR sliver of B shares L1 with A's MR×KC sliver; the KC×NC panel of B lives in half of L2 and MC rows of
+  // micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).
+  c.kc = std::clamp(round_down(target.l1d_bytes / (4 * (std::min(c.nr, 2 * lanes) + c.mr)), 32), 64, 512);
+  c.nc = std::clamp(round_down(target.l2_bytes / 2 / (4 * c.kc), c.nr), c.nr, 32 * c.nr);
+  c.mc = std::max(c.mr, 256 / c.mr * c.mr);
+  c.k_unroll = 4;
   return c;
 }
 

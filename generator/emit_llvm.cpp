@@ -116,37 +116,60 @@ class CpuGemmEmitter {
   llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride) {
     llvm::Function* fn = make_function(name, b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
     auto arg = fn->arg_begin();
-    llvm::Value *src = arg++, *r0 = arg++, *c0 = arg++, *nrows = arg++, *depth = arg++, *rs = arg++, *cs = arg++,
-                *dst = arg++;
-    auto* sliver_ty = llvm::FixedVectorType::get(f32_, R);
-    llvm::Value* zero = llvm::Constant::getNullValue(sliver_ty);
-    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(nrows, i64c(R - 1)), i64c(R));
-    llvm::Value* lanes_rs = b_.CreateMul(lane_indices(R), b_.CreateVectorSplat(R, rs));
+    PackArgs a;
+    a.src = arg++;
+    a.r0 = arg++;
+    a.c0 = arg++;
+    a.nrows = arg++;
+    llvm::Value* depth = arg++;
+    a.rs = arg++;
+    llvm::Value* cs = arg++;
+    llvm::Value* dst = arg++;
+    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.nrows, i64c(R - 1)), i64c(R));
     // Depth outer, slivers inner: the source is walked along its rows (one page at a time for B), and the
     // destinations are a few streams into a buffer that stays in cache.
     emit_for(
         b_, i64c(0), depth, i64c(1),
         [&](llvm::Value* p) {
-          llvm::Value* col_offset = b_.CreateMul(b_.CreateAdd(c0, p), cs);
+          a.col_offset = b_.CreateMul(b_.CreateAdd(a.c0, p), cs);
           emit_for(
               b_, i64c(0), slivers, i64c(1),
               [&](llvm::Value* sl) {
                 llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
-                llvm::Value* mask = lane_mask(R, b_.CreateSub(nrows, first_row));
-                llvm::Value* offset = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(r0, first_row), rs), col_offset);
-                llvm::Value* values =
-                    unit_row_stride ? b_.CreateMaskedLoad(sliver_ty, gep(src, offset), llvm::Align(4), mask, zero)
-                                    : b_.CreateMaskedGather(
-                                          sliver_ty, gep(src, b_.CreateAdd(b_.CreateVectorSplat(R, offset), lanes_rs)),
-                                          llvm::Align(4), mask, zero);
-                llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
-                b_.CreateAlignedStore(values, gep(sliver_dst, b_.CreateMul(p, i64c(R))), llvm::Align(4));
+                llvm::Value* sliver_dst = gep(gep(dst, b_.CreateMul(first_row, depth)), b_.CreateMul(p, i64c(R)));
+                emit_pack_sliver(a, R, unit_row_stride, first_row, sliver_dst);
               },
               "pack.sliver");
         },
         "pack.k");
     b_.CreateRetVoid();
     return fn;
+  }
+
+  struct PackArgs {
+    llvm::Value *src, *r0, *c0, *nrows, *rs, *col_offset;
+  };
+
+  // Copies R consecutive rows of one column into dst, zero past nrows. Contiguous slivers move in pieces of one
+  // vector register (a <96 x float> masked load would be scalarised); strided ones are gathered.
+  void emit_pack_sliver(const PackArgs& a, int R, bool unit_row_stride, llvm::Value* first_row, llvm::Value* dst) {
+    const int piece = unit_row_stride && R % lanes_ == 0 ? lanes_ : R;
+    auto* piece_ty = llvm::FixedVectorType::get(f32_, piece);
+    llvm::Value* zero = llvm::Constant::getNullValue(piece_ty);
+    for (int first = 0; first < R; first += piece) {
+      llvm::Value* mask = lane_mask(piece, b_.CreateSub(a.nrows, first_row), first);
+      llvm::Value* row = b_.CreateAdd(a.r0, b_.CreateAdd(first_row, i64c(first)));
+      llvm::Value* offset = b_.CreateAdd(b_.CreateMul(row, a.rs), a.col_offset);
+      llvm::Value* values;
+      if (unit_row_stride) {
+        values = b_.CreateMaskedLoad(piece_ty, gep(a.src, offset), llvm::Align(4), mask, zero);
+      } else {
+        llvm::Value* lanes = b_.CreateMul(lane_indices(piece), b_.CreateVectorSplat(piece, a.rs));
+        llvm::Value* ptrs = gep(a.src, b_.CreateAdd(b_.CreateVectorSplat(piece, offset), lanes));
+        values = b_.CreateMaskedGather(piece_ty, ptrs, llvm::Align(4), mask, zero);
+      }
+      b_.CreateAlignedStore(values, gep(dst, i64c(first)), llvm::Align(4));
+    }
   }
 
   // The MR×NR register tile: acc += A sliver ⊗ B sliver over kc, then either the partial sums go to the

@@ -210,7 +210,18 @@ bool is_reserved_epilogue_name(std::string_view name) {
          find_function(name) != nullptr;
 }
 
-Epilogue::Epilogue(Expr tree) : tree_(std::move(tree)) {
+namespace {
+bool c_only_under_beta(const Expr& e, bool under_beta) {
+  if (e->op == ExprOp::Var) return e->name != "c" || under_beta;
+  const bool beta_product = e->op == ExprOp::Mul && std::any_of(e->args.begin(), e->args.end(), [](const Expr& a) {
+                              return a->op == ExprOp::Var && a->name == "beta";
+                            });
+  return std::all_of(e->args.begin(), e->args.end(),
+                     [&](const Expr& a) { return c_only_under_beta(a, under_beta || beta_product); });
+}
+}  // namespace
+
+Epilogue::Epilogue(Expr tree) : tree_(std::move(tree)), text_(to_string(tree_)) {
   visit(tree_, [&](const ExprNode& node) {
     if (node.op == ExprOp::Var) {
       reads_c_ |= node.name == "c";
@@ -228,20 +239,8 @@ Epilogue::Epilogue(Expr tree) : tree_(std::move(tree)) {
     }
   });
   std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  c_scaled_by_beta_ = reads_c_ && c_only_under_beta(tree_, false);
 }
-
-namespace {
-bool c_only_under_beta(const Expr& e, bool under_beta) {
-  if (e->op == ExprOp::Var) return e->name != "c" || under_beta;
-  const bool beta_product = e->op == ExprOp::Mul && std::any_of(e->args.begin(), e->args.end(), [](const Expr& a) {
-                              return a->op == ExprOp::Var && a->name == "beta";
-                            });
-  return std::all_of(e->args.begin(), e->args.end(),
-                     [&](const Expr& a) { return c_only_under_beta(a, under_beta || beta_product); });
-}
-}  // namespace
-
-bool Epilogue::c_scaled_by_beta() const { return reads_c_ && c_only_under_beta(tree_, false); }
 
 Epilogue Epilogue::parse(std::string_view text) { return Epilogue(Parser(text).parse()); }
 
@@ -255,6 +254,10 @@ Epilogue Epilogue::from_tree(Expr tree) {
   return parsed;
 }
 
-Epilogue Epilogue::linear_combination() { return Epilogue(var("alpha") * var("acc") + var("beta") * var("c")); }
+Epilogue Epilogue::linear_combination() {
+  // Built once: every default-constructed signature copies it (a shared tree, no re-parsing).
+  static const Epilogue instance(var("alpha") * var("acc") + var("beta") * var("c"));
+  return instance;
+}
 
 }  // namespace tessera

@@ -33,20 +33,21 @@ class Epilogue {
   static Epilogue linear_combination();
 
   const Expr& tree() const { return tree_; }
-  std::string text() const { return to_string(tree_); }  // canonical
+  const std::string& text() const { return text_; }  // canonical, printed once
   // Named tensors, sorted by name.
   const std::vector<EpilogueTensor>& tensors() const { return tensors_; }
   bool reads_c() const { return reads_c_; }
   bool reads_alpha() const { return reads_alpha_; }
   bool reads_beta() const { return reads_beta_; }
   // True when every c appears inside a product with beta (as in beta*c), so beta = 0 means C is never read.
-  bool c_scaled_by_beta() const;
+  bool c_scaled_by_beta() const { return c_scaled_by_beta_; }
 
  private:
   explicit Epilogue(Expr tree);
   Expr tree_;
+  std::string text_;
   std::vector<EpilogueTensor> tensors_;
-  bool reads_c_ = false, reads_alpha_ = false, reads_beta_ = false;
+  bool reads_c_ = false, reads_alpha_ = false, reads_beta_ = false, c_scaled_by_beta_ = false;
 };
 
 // Names with a fixed meaning in epilogue text.

@@ -1,6 +1,7 @@
 #include "jit/thread_pool.hpp"
 
 #include <immintrin.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -12,14 +13,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Spins until done() or the time runs out; true if done() became true.
+// Spins until done() or the time runs out; true if done() became true. It yields now and then: when the
+// scheduler has put the thread it waits for on the same core, spinning alone would only delay it.
 template <class Done>
 bool spin_until(Done done, int spin_us) {
   const auto deadline = Clock::now() + std::chrono::microseconds(spin_us);
   for (int i = 1;; ++i) {
     if (done()) return true;
     _mm_pause();
-    if (i % 128 == 0 && Clock::now() > deadline) return false;
+    if (i % 64 == 0) {
+      if (Clock::now() > deadline) return false;
+      sched_yield();
+    }
   }
 }
 
@@ -53,6 +58,16 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
+void ThreadPool::work(void* scratch) {
+  try {
+    for (std::int64_t i = next_.fetch_add(1); i < tasks_; i = next_.fetch_add(1)) (*task_)(i, scratch);
+  } catch (...) {
+    next_ = tasks_;  // stop handing out tasks
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
+}
+
 void ThreadPool::worker_loop(int index) {
   std::uint64_t seen = 0;
   for (;;) {
@@ -64,49 +79,43 @@ void ThreadPool::worker_loop(int index) {
       --sleepers_;
     }
     if (stop_) return;
-    seen = generation_.load(std::memory_order_acquire);
-    if (index >= job_participants_) continue;
-    try {
-      (*job_)(index, scratch_[static_cast<std::size_t>(index)].get(job_scratch_));
-    } catch (...) {
-      std::lock_guard lock(mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-    if (pending_.fetch_sub(1) == 1) {
+    seen = generation_.load();
+    // Join only a job that is still open; the caller closes it before it waits for active_ to drain.
+    ++active_;
+    if (open_.load() && index < participants_) work(scratch_[static_cast<std::size_t>(index)].get(scratch_bytes_));
+    if (--active_ == 0) {
       std::lock_guard lock(mutex_);
       done_.notify_all();
     }
   }
 }
 
-void ThreadPool::run(int participants, std::size_t scratch_bytes, const std::function<void(int, void*)>& fn) {
+void ThreadPool::run(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task) {
   std::lock_guard region(region_);
-  participants = std::max(1, std::min(participants, max_participants()));
   error_ = nullptr;
-  if (participants > 1) {
-    job_ = &fn;
-    job_scratch_ = scratch_bytes;
-    job_participants_ = participants;
-    pending_ = participants - 1;
-    generation_.fetch_add(1);  // publishes the job (sequentially consistent, paired with sleepers_ below)
+  task_ = &task;
+  tasks_ = tasks;
+  scratch_bytes_ = scratch_bytes;
+  participants_ = std::max(1, std::min(participants, max_participants()));
+  next_ = 0;
+  if (participants_ > 1) {
+    open_ = true;
+    generation_.fetch_add(1);
     if (sleepers_.load() > 0) {
       std::lock_guard lock(mutex_);
       wake_.notify_all();
     }
   }
-  std::exception_ptr error;
-  try {
-    fn(0, scratch_[0].get(scratch_bytes));
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (participants > 1 && !spin_until([&] { return pending_.load() == 0; }, spin_us_)) {
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return pending_.load() == 0; });
+  work(scratch_[0].get(scratch_bytes));
+  if (participants_ > 1) {
+    open_ = false;
+    if (!spin_until([&] { return active_.load() == 0; }, spin_us_)) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [&] { return active_.load() == 0; });
+    }
   }
   std::lock_guard lock(mutex_);
-  if (!error) error = error_;
-  if (error) std::rethrow_exception(error);
+  if (error_) std::rethrow_exception(error_);
 }
 
 }  // namespace tessera

@@ -26,8 +26,12 @@ class Scratch {
   std::size_t size_ = 0;
 };
 
+// Tasks are claimed one at a time from a shared counter, and the caller takes part: a worker that is late (its
+// core taken by the hypervisor or another process) delays nothing, its share is done by the others.
 class ThreadPool {
  public:
+  using Task = std::function<void(std::int64_t task, void* scratch)>;
+
   // `workers` threads besides the caller. After a job, workers spin for `spin_us` before they sleep, so that
   // back-to-back small kernels do not pay a futex wake-up each (tens of microseconds on a VM).
   explicit ThreadPool(int workers, int spin_us = 200);
@@ -37,12 +41,13 @@ class ThreadPool {
 
   int max_participants() const { return static_cast<int>(threads_.size()) + 1; }
 
-  // Runs fn(participant, scratch) on `participants` threads (the caller is participant 0) and returns when all
-  // are done; the first exception thrown is rethrown. Calls from several threads run one after another.
-  void run(int participants, std::size_t scratch_bytes, const std::function<void(int, void*)>& fn);
+  // Runs task(i, scratch) for i in [0, tasks) on up to `participants` threads (the caller is one) and returns when
+  // all are done; the first exception thrown is rethrown. Calls from several threads run one after another.
+  void run(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task);
 
  private:
   void worker_loop(int index);
+  void work(void* scratch);  // claims and runs tasks until none are left
 
   std::vector<std::thread> threads_;
   std::vector<Scratch> scratch_;
@@ -50,12 +55,15 @@ class ThreadPool {
   std::mutex region_;  // one parallel region at a time
   std::mutex mutex_;   // guards sleeping and error_
   std::condition_variable wake_, done_;
-  // The job, published by the release increment of generation_.
-  const std::function<void(int, void*)>* job_ = nullptr;
-  std::size_t job_scratch_ = 0;
-  int job_participants_ = 0;
+  // The open job; its fields are published by open_ (sequentially consistent).
+  const Task* task_ = nullptr;
+  std::int64_t tasks_ = 0;
+  std::size_t scratch_bytes_ = 0;
+  int participants_ = 0;
+  std::atomic<std::int64_t> next_{0};
+  std::atomic<bool> open_{false};
+  std::atomic<int> active_{0};  // workers inside the open job
   std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::exception_ptr error_;

@@ -31,10 +31,15 @@ void GemmKernel::run(const GemmArgs& args) const {
   const std::int64_t tiles = plan.tiles;
   const int participants = plan.participants;
   const GemmKernelFn fn = compiled_->fn;
-  impl.pool.run(participants, static_cast<std::size_t>(config.workspace_bytes()), [&](int p, void* scratch) {
-    const std::int64_t begin = tiles * p / participants, end = tiles * (p + 1) / participants;
-    if (begin < end) fn(&kargs, scratch, begin, end);
-  });
+  const auto workspace = static_cast<std::size_t>(config.workspace_bytes());
+  if (participants == 1) {
+    // One thread: run on the caller with its own scratch, without taking the pool.
+    thread_local Scratch scratch;
+    fn(&kargs, scratch.get(workspace), 0, tiles);
+    return;
+  }
+  impl.pool.run(participants, tiles, workspace,
+                [&](std::int64_t tile, void* scratch) { fn(&kargs, scratch, tile, tile + 1); });
 }
 
 }  // namespace tessera

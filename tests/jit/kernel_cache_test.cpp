@@ -68,6 +68,7 @@ TEST(KernelCache, FailedBuildsReachEveryWaiterAndAreRetried) {
 TEST(RuntimeCache, ManyThreadsCompilingTheSameNewKernelCompileOnce) {
   Runtime runtime;
   GemmProblem problem;
+  problem.m = problem.n = problem.k = 100;
   problem.signature.epilogue = Epilogue::parse("relu(acc + bias[n])");
   problem.signature.c.layout = Layout::zero();
   problem.signature.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
@@ -85,7 +86,7 @@ TEST(RuntimeCache, ManyThreadsCompilingTheSameNewKernelCompileOnce) {
   EXPECT_EQ(s.builds, 1u);
   EXPECT_EQ(s.hits + s.misses, 8u);
   for (const auto& n : names) EXPECT_EQ(n, names[0]);
-  // Sizes are runtime arguments: another size reuses the kernel.
+  // Sizes are runtime arguments: another size of the same shape class reuses the kernel.
   problem.m = 1000;
   runtime.compile(problem);
   EXPECT_EQ(runtime.cache_stats().builds, 1u);
