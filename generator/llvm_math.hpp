@@ -5,10 +5,11 @@
 
 namespace tessera {
 
-// Each works on float or <N x float> and is accurate to a few ulp (erf-based functions to ~1e-7 absolute).
+// Each works on float or <N x float> and is accurate to a few ulp (erf and gelu to ~1e-7 absolute).
 llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* emit_sigmoid(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* emit_erf(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* emit_gelu(llvm::IRBuilder<>& b, llvm::Value* x);
 llvm::Value* emit_gelu_tanh(llvm::IRBuilder<>& b, llvm::Value* x);
 
