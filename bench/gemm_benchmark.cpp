@@ -8,13 +8,12 @@
 #include <random>
 #include <thread>
 
+#include "bench/sampling.hpp"
 #include "generator/error.hpp"
 
 namespace tessera::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::unique_ptr<GemmPeer> make_peer(const std::string& name) {
   if (name == "tessera") return make_tessera_peer();
@@ -24,17 +23,6 @@ std::unique_ptr<GemmPeer> make_peer(const std::string& name) {
   if (name == "libxsmm") return make_libxsmm_peer();
   if (name == "eigen") return make_eigen_peer();
   throw InvalidArgument("--peers", "unknown peer '" + name + "' (onednn, openblas, blis, libxsmm, eigen)");
-}
-
-double seconds_of(GemmPeer& peer, int calls) {
-  const auto start = Clock::now();
-  for (int i = 0; i < calls; ++i) peer.run();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace
@@ -49,6 +37,7 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
   for (const auto& name : options.peers)
     if (name != "tessera") peers.push_back(make_peer(name));
 
+  const Sampling sampling{options.sample_ms, options.settle_ms};
   std::vector<ShapeResult> all;
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -70,8 +59,7 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
         if (p.unavailable.empty()) {
           std::fill(c[i].begin(), c[i].end(), NAN);
           peers[i]->prepare(s, threads, a.data(), b.data(), c[i].data());
-          const double once = seconds_of(*peers[i], 1);  // warm-up, and the calibration guess
-          p.calls_per_sample = static_cast<int>(std::clamp(options.sample_ms / 1e3 / std::max(once, 1e-9), 1.0, 1e6));
+          p.calls_per_sample = sampling.calibrate([&] { peers[i]->run(); });
           p.details = peers[i]->details();
         }
         r.results.push_back(p);
@@ -82,10 +70,7 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
         for (std::size_t i = 0; i < peers.size(); ++i) {
           PeerResult& p = r.results[i];
           if (!p.unavailable.empty()) continue;
-          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options.settle_ms));
-          peers[i]->run();
-          const double sec = seconds_of(*peers[i], p.calls_per_sample);
-          p.gflops.push_back(s.flops() * p.calls_per_sample / sec / 1e9);
+          p.gflops.push_back(s.flops() / sampling.sample([&] { peers[i]->run(); }, p.calls_per_sample) / 1e9);
         }
       double scale = 0;
       for (float x : c[0]) scale = std::max(scale, static_cast<double>(std::fabs(x)));

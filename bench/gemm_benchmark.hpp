@@ -34,10 +34,8 @@ struct BenchmarkOptions {
   std::vector<std::string> peers;
   std::vector<int> threads{1};
   int repeat = 5;
-  double sample_ms = 20;  // each sample repeats the call until about this long
-  // Pause before each sample: OpenBLAS's threads spin for about 2^28 cycles after a call and OpenMP's for a while,
-  // and would otherwise steal a core from whichever library runs next.
-  double settle_ms = 100;
+  double sample_ms = 20;   // each sample repeats the call until about this long
+  double settle_ms = 100;  // pause before each sample (see Sampling)
 };
 
 std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes, const BenchmarkOptions& options,

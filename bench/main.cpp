@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/fusion_benchmark.hpp"
 #include "bench/gemm_benchmark.hpp"
 #include "bench/report.hpp"
 #include "bench/suite.hpp"
@@ -40,6 +41,11 @@ int main(int argc, char** argv) {
   gemm->add_option("--settle-ms", options.settle_ms, "pause before each sample while other libraries' threads go idle");
   gemm->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   gemm->add_option("--svg", svg_path, "write a plot to FILE");
+  CLI::App* fusion = app.add_subcommand("fusion", "gelu(acc + bias[n]) fused vs plain vs oneDNN (fused and split)");
+  fusion->add_option("--shapes", shapes_text, "MxNxK,...")->required();
+  fusion->add_option("--threads", threads_text, "comma-separated thread counts");
+  fusion->add_option("--repeat", options.repeat, "samples per variant (median reported)");
+  fusion->add_option("--json", json_path, "write the results as JSON to FILE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -50,6 +56,14 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (fusion->parsed()) {
+      std::vector<int> threads;
+      for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));
+      const auto rows = run_fusion_benchmark(parse_shapes(shapes_text), threads, options.repeat,
+                                             Sampling{options.sample_ms, options.settle_ms});
+      if (!json_path.empty()) write_file_atomically(json_path, rows.dump(1) + "\n");
+      return 0;
+    }
     if (suite.empty() == shapes_text.empty()) throw tessera::InvalidArgument("--suite/--shapes", "give exactly one");
     const std::vector<GemmShape> shapes = suite.empty() ? parse_shapes(shapes_text) : load_suite(suite);
     options.peers = peers_text == "none" ? std::vector<std::string>{} : split(peers_text);

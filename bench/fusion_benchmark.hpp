@@ -1,0 +1,18 @@
+// Epilogue fusion: what gelu(acc + bias[n]) costs fused into tessera's GEMM, against the plain GEMM and against
+// oneDNN's matmul with the same epilogue fused (post-op) and as a separate elementwise pass.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "bench/gemm_peer.hpp"
+#include "bench/sampling.hpp"
+
+namespace tessera::bench {
+
+nlohmann::json run_fusion_benchmark(const std::vector<GemmShape>& shapes, const std::vector<int>& threads, int repeat,
+                                    const Sampling& sampling);
+
+}  // namespace tessera::bench

@@ -1,0 +1,44 @@
+// How every benchmark here times a call: calibrated samples of back-to-back calls, each after a settle pause and
+// an untimed call, interleaved across contenders by the caller; medians of the samples.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace tessera::bench {
+
+struct Sampling {
+  double sample_ms = 20;
+  // OpenBLAS's threads spin for about 2^28 cycles after a call and OpenMP's for a while; the pause lets them go
+  // idle before the next contender runs.
+  double settle_ms = 100;
+
+  // Calls per sample so that a sample lasts about sample_ms (the first call is also the warm-up).
+  int calibrate(const std::function<void()>& call) const {
+    const double once = seconds(call, 1);
+    return static_cast<int>(std::clamp(sample_ms / 1e3 / std::max(once, 1e-9), 1.0, 1e6));
+  }
+
+  // Seconds per call over one sample.
+  double sample(const std::function<void()>& call, int calls) const {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(settle_ms));
+    call();
+    return seconds(call, calls) / calls;
+  }
+
+  static double seconds(const std::function<void()>& call, int calls) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) call();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace tessera::bench
