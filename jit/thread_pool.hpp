@@ -60,11 +60,12 @@ class ThreadPool {
   std::int64_t tasks_ = 0;
   std::size_t scratch_bytes_ = 0;
   int participants_ = 0;
-  std::atomic<std::int64_t> next_{0};
-  std::atomic<bool> open_{false};
-  std::atomic<int> active_{0};  // workers inside the open job
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> sleepers_{0};
+  // Each on its own cache line: the claim counter is written on every task, the others are spun on.
+  alignas(64) std::atomic<std::int64_t> next_{0};
+  alignas(64) std::atomic<bool> open_{false};
+  alignas(64) std::atomic<int> active_{0};  // workers inside the open job
+  alignas(64) std::atomic<std::uint64_t> generation_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::exception_ptr error_;
 };

@@ -38,8 +38,11 @@ void GemmKernel::run(const GemmArgs& args) const {
     fn(&kargs, scratch.get(workspace), 0, tiles);
     return;
   }
-  impl.pool.run(participants, tiles, workspace,
-                [&](std::int64_t tile, void* scratch) { fn(&kargs, scratch, tile, tile + 1); });
+  // Tiles are claimed in chunks so that tiny tiles (small batched GEMMs) do not all contend for the counter.
+  const std::int64_t chunk = std::max<std::int64_t>(1, tiles / (8 * participants));
+  impl.pool.run(participants, (tiles + chunk - 1) / chunk, workspace, [&](std::int64_t task, void* scratch) {
+    fn(&kargs, scratch, task * chunk, std::min(tiles, (task + 1) * chunk));
+  });
 }
 
 }  // namespace tessera

@@ -22,6 +22,12 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   GridPlan best;
   if (m <= 0 || n <= 0 || batch <= 0) return best;
   const std::int64_t depth = std::max<std::int64_t>(k, 1);
+  if (threads <= 1) {
+    // One thread: the largest tiles (fewest B panels packed); nothing to balance.
+    const std::int64_t tm = std::min<std::int64_t>(c.mc, round_up(m, c.mr));
+    const std::int64_t tn = std::min<std::int64_t>(c.nc, round_up(n, c.nr));
+    return {tm, tn, batch * ceil_div(m, tm) * ceil_div(n, tn), 1};
+  }
   double best_cost = 0;
   for (std::int64_t tm = std::min<std::int64_t>(c.mc, round_up(m, c.mr));; tm = round_up(tm / 2, c.mr)) {
     for (std::int64_t tn = std::min<std::int64_t>(c.nc, round_up(n, c.nr));; tn = round_up(tn / 2, c.nr)) {
