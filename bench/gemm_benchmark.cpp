@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bench/sampling.hpp"
+#include "generator/dtype.hpp"
 #include "generator/error.hpp"
 
 namespace tessera::bench {
@@ -41,11 +42,19 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
   std::vector<ShapeResult> all;
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1, 1);
-  for (const GemmShape& s : shapes) {
+  for (GemmShape s : shapes) {
+    s.bf16 = options.bf16;
     std::vector<float> a(static_cast<std::size_t>(s.batch * s.m * s.k)),
         b(static_cast<std::size_t>(s.batch * s.k * s.n));
     for (auto& x : a) x = dist(rng);
     for (auto& x : b) x = dist(rng);
+    std::vector<std::uint16_t> a16, b16;
+    if (s.bf16) {
+      for (float x : a) a16.push_back(to_bf16(x));
+      for (float x : b) b16.push_back(to_bf16(x));
+    }
+    const void* a_data = s.bf16 ? static_cast<const void*>(a16.data()) : a.data();
+    const void* b_data = s.bf16 ? static_cast<const void*>(b16.data()) : b.data();
     std::vector<std::vector<float>> c(peers.size(), std::vector<float>(static_cast<std::size_t>(s.batch * s.m * s.n)));
 
     for (int threads : options.threads) {
@@ -58,7 +67,7 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
         p.unavailable = peers[i]->unavailable(s, threads);
         if (p.unavailable.empty()) {
           std::fill(c[i].begin(), c[i].end(), NAN);
-          peers[i]->prepare(s, threads, a.data(), b.data(), c[i].data());
+          peers[i]->prepare(s, threads, a_data, b_data, c[i].data());
           p.calls_per_sample = sampling.calibrate([&] { peers[i]->run(); });
           p.details = peers[i]->details();
         }

@@ -33,6 +33,7 @@ struct ShapeResult {
 struct BenchmarkOptions {
   std::vector<std::string> peers;
   std::vector<int> threads{1};
+  bool bf16 = false;
   int repeat = 5;
   double sample_ms = 20;   // each sample repeats the call until about this long
   double settle_ms = 100;  // pause before each sample (see Sampling)

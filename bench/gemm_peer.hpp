@@ -10,6 +10,7 @@ namespace tessera::bench {
 // C[b] = A[b]·B[b] for b < batch; all row-major and packed, f32, alpha = 1, beta = 0.
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool bf16 = false;  // A and B in bf16 (C stays f32)
   std::string label() const;
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
@@ -23,7 +24,8 @@ class GemmPeer {
   // Empty when usable; otherwise why not (library missing, no kernel for the shape, ...).
   virtual std::string unavailable(const GemmShape& shape, int threads) const = 0;
   // Everything that is not the multiplication itself: plans, primitives, JIT compiles, thread settings.
-  virtual void prepare(const GemmShape& shape, int threads, const float* a, const float* b, float* c) = 0;
+  // a and b hold f32, or bf16 (uint16) when shape.bf16.
+  virtual void prepare(const GemmShape& shape, int threads, const void* a, const void* b, float* c) = 0;
   // One multiplication on the buffers given to prepare.
   virtual void run() = 0;
   // Anything worth recording about how the peer ran (kernel name, compile time, library version).

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   gemm->add_option("--peers", peers_text, "comma-separated: onednn,openblas,blis,libxsmm,eigen (or none)");
   gemm->add_option("--threads", threads_text, "comma-separated thread counts");
   gemm->add_option("--repeat", options.repeat, "samples per library (median reported)");
+  std::string dtype = "f32";
+  gemm->add_option("--dtype", dtype, "element type of A and B: f32 or bf16 (tessera and oneDNN)");
   gemm->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
   gemm->add_option("--settle-ms", options.settle_ms, "pause before each sample while other libraries' threads go idle");
   gemm->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
@@ -66,6 +68,8 @@ int main(int argc, char** argv) {
     }
     if (suite.empty() == shapes_text.empty()) throw tessera::InvalidArgument("--suite/--shapes", "give exactly one");
     const std::vector<GemmShape> shapes = suite.empty() ? parse_shapes(shapes_text) : load_suite(suite);
+    if (dtype != "f32" && dtype != "bf16") throw tessera::InvalidArgument("--dtype", "must be f32 or bf16");
+    options.bf16 = dtype == "bf16";
     options.peers = peers_text == "none" ? std::vector<std::string>{} : split(peers_text);
     for (const auto& t : split(threads_text)) {
       try {

@@ -28,7 +28,9 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   c.pack_a = false;
   c.pack_b = true;
   const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
-  if (!b_rows_contiguous) {
+  if (problem.signature.a.dtype == DType::bf16) {
+    // vdpbf16ps consumes K in pairs from a packed B panel; the register tile is the f32 one.
+  } else if (!b_rows_contiguous) {
     // Packing is what turns a column-major or strided B into NR-wide rows: keep the general shape.
   } else if (problem.m <= 2) {
     // GEMV-like: one row of A against wide rows of B streamed once (1×4096×4096: 11.3 vs 5.7 GFLOP/s).
@@ -52,6 +54,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   c.nc = std::clamp(round_down(target.l2_bytes / 2 / (4 * c.kc), c.nr), c.nr, 32 * c.nr);
   c.mc = std::max(c.mr, 256 / c.mr * c.mr);
   c.k_unroll = 4;
+  if (problem.signature.a.dtype == DType::bf16) c.kc = 2 * c.kc;  // pairs: the same bytes of B per slab
   return c;
 }
 
@@ -117,10 +120,22 @@ std::int64_t CpuGemmConfig::workspace_bytes() const {
 
 void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& target) {
   const auto fail = [](const std::string& rule) { throw ConfigError(rule); };
-  for (const auto& [name, dtype] : {std::pair{"A", s.a.dtype}, std::pair{"B", s.b.dtype}, std::pair{"C", s.c.dtype},
-                                    std::pair{"D", s.d.dtype}, std::pair{"accumulator", s.accumulator}})
+  const bool bf16 = s.a.dtype == DType::bf16 && s.b.dtype == DType::bf16;
+  for (const auto& [name, dtype] : {std::pair{"C", s.c.dtype}, std::pair{"D", s.d.dtype}, std::pair{"accumulator", s.accumulator}})
     if (dtype != DType::f32)
       fail(fmt::format("{} dtype {} is not supported on {} (f32 only)", name, dtype_name(dtype), target.str()));
+  if (!bf16)
+    for (const auto& [name, dtype] : {std::pair{"A", s.a.dtype}, std::pair{"B", s.b.dtype}})
+      if (dtype != DType::f32)
+        fail(fmt::format("{} dtype {} is not supported on {} (A and B both f32, or both bf16)", name,
+                         dtype_name(dtype), target.str()));
+  if (bf16) {
+    if (!target.avx512_bf16) fail(fmt::format("bf16 GEMM needs avx512_bf16, which {} lacks", target.str()));
+    if (s.a.layout.kind() != LayoutKind::RowMajor || s.b.layout.kind() != LayoutKind::RowMajor)
+      fail("bf16 GEMM supports row-major A and B (pairs along K are read as 32-bit words)");
+    if (c.pack_a || !c.pack_b) fail("bf16 GEMM reads A in place and packs B into K pairs (pack_a=0, pack_b=1)");
+    if (c.kc % 2 != 0) fail(fmt::format("KC ({}) must be even for bf16 (K is consumed in pairs)", c.kc));
+  }
   for (const auto& in : s.inputs)
     if (in.operand.dtype != DType::f32)
       fail(fmt::format("epilogue tensor '{}' dtype {} is not supported on {} (f32 only)", in.name,

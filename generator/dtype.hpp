@@ -21,4 +21,13 @@ inline std::string_view dtype_name(DType dtype) { return dtype_info(dtype).name;
 inline int dtype_bytes(DType dtype) { return dtype_info(dtype).bytes; }
 std::optional<DType> parse_dtype(std::string_view name);
 
+// bfloat16 is the top half of an IEEE f32; conversion rounds to nearest even (NaN stays NaN).
+inline std::uint16_t to_bf16(float x) {
+  std::uint32_t bits = __builtin_bit_cast(std::uint32_t, x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+inline float from_bf16(std::uint16_t x) { return __builtin_bit_cast(float, static_cast<std::uint32_t>(x) << 16); }
+
 }  // namespace tessera

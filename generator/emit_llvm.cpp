@@ -1,6 +1,7 @@
 #include "generator/emit_llvm.hpp"
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
@@ -44,6 +45,8 @@ class CpuGemmEmitter {
         b_(ctx) {
     f32_ = b_.getFloatTy();
     i64_ = b_.getInt64Ty();
+    bf16_ = sig_.a.dtype == DType::bf16;
+    ab_elem_ = bf16_ ? static_cast<llvm::Type*>(b_.getInt16Ty()) : f32_;
     ptr_ = b_.getPtrTy();
     vec_ = llvm::FixedVectorType::get(f32_, lanes_);
     tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_}, "tessera.TensorArg");
@@ -58,7 +61,7 @@ class CpuGemmEmitter {
     const bool b_unit_cols =
         sig_.b.layout.col_stride("b")->op == ExprOp::Const && sig_.b.layout.col_stride("b")->value == 1;
     llvm::Function* pack_a = emit_pack("pack_a", cfg_.mr, a_unit_rows);
-    llvm::Function* pack_b = emit_pack("pack_b", cfg_.nr, b_unit_cols);
+    llvm::Function* pack_b = bf16_ ? emit_pack_b_pairs() : emit_pack("pack_b", cfg_.nr, b_unit_cols);
     llvm::Function* micro = emit_micro_kernel();
     emit_entry(pack_a, pack_b, micro);
     std::string error;
@@ -78,6 +81,7 @@ class CpuGemmEmitter {
     fn->addFnAttr("tune-cpu", llvm::sys::getHostCPUName());
     fn->addFnAttr("min-legal-vector-width", avx512 ? "512" : "256");
     fn->addFnAttr("prefer-vector-width", avx512 ? "512" : "256");
+    if (sig_.a.dtype == DType::bf16) fn->addFnAttr("target-features", "+avx512bf16");
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     llvm::BasicBlock::Create(ctx_, "entry", fn);
     b_.SetInsertPoint(&fn->getEntryBlock());
@@ -86,6 +90,12 @@ class CpuGemmEmitter {
 
   llvm::Value* i64c(std::int64_t v) { return b_.getInt64(v); }
   llvm::Value* gep(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(f32_, base, index); }
+  // Addresses into A, B and the packed B panel, in their element type.
+  llvm::Value* gep_ab(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(ab_elem_, base, index); }
+  // Elements of one packed B row sliver per K step: bf16 packs K in pairs, so an odd slab is padded to even.
+  llvm::Value* packed_depth(llvm::Value* kc) {
+    return bf16_ ? b_.CreateAnd(b_.CreateAdd(kc, i64c(1)), i64c(~std::int64_t{1})) : kc;
+  }
   llvm::Value* smin(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y); }
 
   llvm::Constant* lane_indices(int n) {
@@ -172,6 +182,102 @@ class CpuGemmEmitter {
     }
   }
 
+  // bf16 B panel: per K pair q and sliver of NR columns, the two rows interleaved so that each 32-bit lane holds
+  // (B[2q][n], B[2q+1][n]): dst[s·NR·depth2 + q·2NR + 2n + {0, 1}], zero past the columns and past K.
+  llvm::Function* emit_pack_b_pairs() {
+    llvm::Function* fn =
+        make_function("pack_b", b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    auto arg = fn->arg_begin();
+    llvm::Value *src = arg++, *n0 = arg++, *k0 = arg++, *ncols = arg++, *depth = arg++;
+    ++arg;  // B's column stride: 1 (row-major B is required)
+    llvm::Value *ldb = arg++, *dst = arg++;
+    const int R = cfg_.nr;
+    auto* row_ty = llvm::FixedVectorType::get(b_.getInt16Ty(), lanes_);
+    llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
+    std::vector<int> interleave;
+    for (int i = 0; i < lanes_; ++i) {
+      interleave.push_back(i);
+      interleave.push_back(i + lanes_);
+    }
+    llvm::Value* pairs = b_.CreateLShr(b_.CreateAdd(depth, i64c(1)), i64c(1));
+    llvm::Value* depth2 = packed_depth(depth);
+    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(ncols, i64c(R - 1)), i64c(R));
+    emit_for(
+        b_, i64c(0), pairs, i64c(1),
+        [&](llvm::Value* q) {
+          llvm::Value* k = b_.CreateAdd(k0, b_.CreateMul(q, i64c(2)));
+          llvm::Value* has_second = b_.CreateICmpSLT(b_.CreateAdd(b_.CreateMul(q, i64c(2)), i64c(1)), depth);
+          emit_for(
+              b_, i64c(0), slivers, i64c(1),
+              [&](llvm::Value* sl) {
+                llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
+                llvm::Value* out =
+                    gep_ab(dst, b_.CreateAdd(b_.CreateMul(first_col, depth2), b_.CreateMul(q, i64c(2 * R))));
+                for (int piece = 0; piece < R; piece += lanes_) {
+                  llvm::Value* mask = lane_mask(lanes_, b_.CreateSub(ncols, first_col), piece);
+                  llvm::Value* col = b_.CreateAdd(n0, b_.CreateAdd(first_col, i64c(piece)));
+                  llvm::Value* even = b_.CreateMaskedLoad(row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(k, ldb), col)),
+                                                          llvm::Align(2), mask, zero);
+                  llvm::Value* odd_mask = b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_second));
+                  llvm::Value* odd = b_.CreateMaskedLoad(
+                      row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(1)), ldb), col)),
+                      llvm::Align(2), odd_mask, zero);
+                  b_.CreateAlignedStore(b_.CreateShuffleVector(even, odd, interleave), gep_ab(out, i64c(2 * piece)),
+                                        llvm::Align(2));
+                }
+              },
+              "pack.sliver");
+        },
+        "pack.pair");
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  // acc += A·B over kc with vdpbf16ps: per K pair, A's two bf16 (adjacent in a row-major row) are broadcast as one
+  // 32-bit word against NR/16 vectors of interleaved B pairs. An odd last K reads A's single element, and B's
+  // packed panel holds a zero beside it.
+  LoopValues emit_bf16_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp,
+                              llvm::Value* kc) {
+    const int mr = cfg_.mr, nv = cfg_.nr / lanes_;
+    auto* bf16_vec = llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * lanes_);
+    const auto step = [&](llvm::Value* q, LoopValues values, bool single) {
+      llvm::Value* b_pair_row = gep_ab(bp, b_.CreateMul(q, i64c(2 * cfg_.nr)));
+      std::vector<llvm::Value*> bv;
+      for (int v = 0; v < nv; ++v)
+        bv.push_back(b_.CreateAlignedLoad(bf16_vec, gep_ab(b_pair_row, i64c(2 * v * lanes_)), llvm::Align(64)));
+      for (int r = 0; r < mr; ++r) {
+        llvm::Value* at = gep_ab(a_rows[r], b_.CreateMul(q, i64c(2)));
+        llvm::Value* word =
+            single ? b_.CreateZExt(b_.CreateAlignedLoad(b_.getInt16Ty(), at, llvm::Align(2)), b_.getInt32Ty())
+                   : b_.CreateAlignedLoad(b_.getInt32Ty(), at, llvm::Align(2));
+        llvm::Value* a_vec = b_.CreateBitCast(b_.CreateVectorSplat(lanes_, word), bf16_vec);
+        for (int v = 0; v < nv; ++v) {
+          auto& slot = values[static_cast<std::size_t>(r * nv + v)];
+          slot = b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {slot, a_vec, bv[v]});
+        }
+      }
+      return values;
+    };
+    const int unroll = cfg_.k_unroll;
+    llvm::Value* pairs = b_.CreateLShr(kc, i64c(1));
+    llvm::Value* pairs_main = b_.CreateAnd(pairs, i64c(~static_cast<std::int64_t>(unroll - 1)));
+    acc = emit_for(
+        b_, i64c(0), pairs_main, i64c(unroll), acc,
+        [&](llvm::Value* q, const LoopValues& carried) {
+          LoopValues values = carried;
+          for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(q, i64c(u)), values, false);
+          return values;
+        },
+        "kpair");
+    acc = emit_for(
+        b_, pairs_main, pairs, i64c(1), acc,
+        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, false); }, "kpair.tail");
+    // The odd last K, if any: a loop of zero or one iteration.
+    return emit_for(
+        b_, pairs, b_.CreateLShr(b_.CreateAdd(kc, i64c(1)), i64c(1)), i64c(1), acc,
+        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, true); }, "kodd");
+  }
+
   // The MR×NR register tile: acc += A sliver ⊗ B sliver over kc, then either the partial sums go to the
   // workspace tile (more K slabs follow) or the epilogue is applied and D stored with edge masks.
   // A is read from its packed panel (a[p·MR + r]) or in place (a[r·a_rs + p·a_cs], rows past the edge clamped to
@@ -199,7 +305,7 @@ class CpuGemmEmitter {
     if (!cfg_.pack_a) {
       llvm::Value* a_rs = la.kind() == LayoutKind::ColMajor ? i64c(1) : a_rs_arg;
       llvm::Value* last_row = b_.CreateSub(rows, i64c(1));
-      for (int r = 0; r < mr; ++r) a_rows.push_back(gep(ap, b_.CreateMul(smin(i64c(r), last_row), a_rs)));
+      for (int r = 0; r < mr; ++r) a_rows.push_back(gep_ab(ap, b_.CreateMul(smin(i64c(r), last_row), a_rs)));
     }
     std::vector<llvm::Value*> b_masks;
     if (!cfg_.pack_b)
@@ -248,18 +354,22 @@ class CpuGemmEmitter {
       return values;
     };
     const int unroll = cfg_.k_unroll;
-    llvm::Value* k_main = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(unroll - 1)));
-    acc = emit_for(
-        b_, i64c(0), k_main, i64c(unroll), acc,
-        [&](llvm::Value* p, const LoopValues& carried) {
-          LoopValues values = carried;
-          for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values);
-          return values;
-        },
-        "k");
-    acc = emit_for(
-        b_, k_main, kc, i64c(1), acc, [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried); },
-        "k.tail");
+    if (bf16_) {
+      acc = emit_bf16_k_loop(acc, a_rows, bp, kc);
+    } else {
+      llvm::Value* k_main = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(unroll - 1)));
+      acc = emit_for(
+          b_, i64c(0), k_main, i64c(unroll), acc,
+          [&](llvm::Value* p, const LoopValues& carried) {
+            LoopValues values = carried;
+            for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values);
+            return values;
+          },
+          "k");
+      acc = emit_for(
+          b_, k_main, kc, i64c(1), acc, [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried); },
+          "k.tail");
+    }
 
     llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
     llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
@@ -411,8 +521,8 @@ class CpuGemmEmitter {
           tile.j0 = b_.CreateMul(b_.CreateSRem(rest, tiles_n), tile_n);
           tile.mc = smin(tile_m, b_.CreateSub(m, tile.i0));
           tile.nc = smin(tile_n, b_.CreateSub(n, tile.j0));
-          tile.a_src = gep(a.data, b_.CreateMul(tile.batch, a.bs));
-          tile.b_src = gep(bm.data, b_.CreateMul(tile.batch, bm.bs));
+          tile.a_src = gep_ab(a.data, b_.CreateMul(tile.batch, a.bs));
+          tile.b_src = gep_ab(bm.data, b_.CreateMul(tile.batch, bm.bs));
           emit_for(
               b_, i64c(0), k_slabs, i64c(1),
               [&](llvm::Value* q) {
@@ -447,13 +557,13 @@ class CpuGemmEmitter {
           llvm::Value* a_tile =
               cfg_.pack_a
                   ? gep(w.a, b_.CreateMul(ir, kc))
-                  : gep(t.a_src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(t.i0, ir), a.rs), b_.CreateMul(p0, a.cs)));
+                  : gep_ab(t.a_src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(t.i0, ir), a.rs), b_.CreateMul(p0, a.cs)));
           emit_for(
               b_, i64c(0), t.nc, i64c(NR),
               [&](llvm::Value* jr) {
-                llvm::Value* b_tile = cfg_.pack_b
-                                          ? gep(w.b, b_.CreateMul(jr, kc))
-                                          : gep(t.b_src, b_.CreateAdd(b_.CreateMul(p0, bm.rs), b_.CreateAdd(t.j0, jr)));
+                llvm::Value* b_tile =
+                    cfg_.pack_b ? gep_ab(w.b, b_.CreateMul(jr, packed_depth(kc)))
+                                : gep_ab(t.b_src, b_.CreateAdd(b_.CreateMul(p0, bm.rs), b_.CreateAdd(t.j0, jr)));
                 llvm::Value* acc_index =
                     b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(MC / MR)), b_.CreateSDiv(ir, i64c(MR)));
                 b_.CreateCall(
@@ -475,6 +585,8 @@ class CpuGemmEmitter {
   std::unique_ptr<llvm::Module> module_;
   llvm::IRBuilder<> b_;
   llvm::Type *f32_, *i64_, *ptr_;
+  bool bf16_ = false;              // A and B are bf16 pairs along K, multiplied by vdpbf16ps
+  llvm::Type* ab_elem_ = nullptr;  // element type of A and B in memory
   llvm::FixedVectorType* vec_;
   llvm::StructType *tensor_ty_, *args_ty_;
 };

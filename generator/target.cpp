@@ -29,6 +29,7 @@ Target Target::host() {
   Target t;
   if (!host_supports(CpuIsa::Avx2)) throw Unavailable("cpu: tessera needs a host with AVX2 and FMA");
   t.isa = host_supports(CpuIsa::Avx512) ? CpuIsa::Avx512 : CpuIsa::Avx2;
+  t.avx512_bf16 = t.isa == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t.l1d_bytes = cache_size(_SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);
   t.l2_bytes = cache_size(_SC_LEVEL2_CACHE_SIZE, t.l2_bytes);
@@ -49,6 +50,7 @@ Target Target::parse(std::string_view text) {
                           "unknown target '" + std::string(text) + "' (expected cpu, cpu:avx512 or cpu:avx2)");
   if (!host_supports(isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
   t.isa = isa;
+  t.avx512_bf16 = t.avx512_bf16 && isa == CpuIsa::Avx512;
   return t;
 }
 

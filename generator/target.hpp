@@ -11,6 +11,7 @@ enum class CpuIsa : unsigned char { Avx2, Avx512 };
 
 struct Target {
   CpuIsa isa = CpuIsa::Avx2;
+  bool avx512_bf16 = false;  // vdpbf16ps: bf16 GEMMs with f32 accumulation
   int cores = 1;
   std::int64_t l1d_bytes = 32 << 10;
   std::int64_t l2_bytes = 1 << 20;

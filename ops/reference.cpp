@@ -10,19 +10,25 @@ namespace tessera {
 
 namespace {
 
+double element(const Tensor& t, std::int64_t offset) {
+  if (t.dtype == DType::bf16) return from_bf16(static_cast<const std::uint16_t*>(t.data)[offset]);
+  if (t.dtype != DType::f32) throw InvalidArgument("reference", "supports f32 and bf16 tensors");
+  return static_cast<const float*>(t.data)[offset];
+}
+
 // Element (batch, row, col) of a 2-D or 3-D tensor; 2-D tensors are shared across batches.
 double at(const Tensor& t, std::int64_t batch, std::int64_t row, std::int64_t col) {
   const std::size_t r = t.rank() - 2;
   std::int64_t offset = row * t.strides[r] + col * t.strides[r + 1];
   if (t.rank() == 3) offset += batch * t.strides[0];
-  return static_cast<const float*>(t.data)[offset];
+  return element(t, offset);
 }
 
 // Element i of a 1-D vector, or of row `batch` of a 2-D [batch, length] one.
 double at(const Tensor& t, std::int64_t batch, std::int64_t i) {
   std::int64_t offset = i * t.strides.back();
   if (t.rank() == 2) offset += batch * t.strides[0];
-  return static_cast<const float*>(t.data)[offset];
+  return element(t, offset);
 }
 
 }  // namespace

@@ -7,17 +7,17 @@
 
 namespace tessera {
 
-Tensor Tensor::matrix(float* data, std::int64_t rows, std::int64_t cols, Layout layout, std::int64_t ld) {
-  if (layout.kind() == LayoutKind::RowMajor) return {data, DType::f32, {rows, cols}, {ld ? ld : cols, 1}};
-  if (layout.kind() == LayoutKind::ColMajor) return {data, DType::f32, {rows, cols}, {1, ld ? ld : rows}};
+Tensor Tensor::matrix(void* data, std::int64_t rows, std::int64_t cols, Layout layout, std::int64_t ld, DType dtype) {
+  if (layout.kind() == LayoutKind::RowMajor) return {data, dtype, {rows, cols}, {ld ? ld : cols, 1}};
+  if (layout.kind() == LayoutKind::ColMajor) return {data, dtype, {rows, cols}, {1, ld ? ld : rows}};
   throw InvalidArgument("layout", "Tensor::matrix takes row or col; build other views with explicit strides");
 }
 
-Tensor Tensor::batched(float* data, std::int64_t batch, std::int64_t rows, std::int64_t cols, Layout layout,
-                       std::int64_t ld, std::int64_t batch_stride) {
-  Tensor m = matrix(data, rows, cols, layout, ld);
+Tensor Tensor::batched(void* data, std::int64_t batch, std::int64_t rows, std::int64_t cols, Layout layout,
+                       std::int64_t ld, std::int64_t batch_stride, DType dtype) {
+  Tensor m = matrix(data, rows, cols, layout, ld, dtype);
   const std::int64_t packed = layout.kind() == LayoutKind::RowMajor ? rows * m.strides[0] : cols * m.strides[1];
-  return {data, DType::f32, {batch, rows, cols}, {batch_stride ? batch_stride : packed, m.strides[0], m.strides[1]}};
+  return {data, dtype, {batch, rows, cols}, {batch_stride ? batch_stride : packed, m.strides[0], m.strides[1]}};
 }
 
 Tensor Tensor::vector(float* data, std::int64_t size, std::int64_t stride) {

@@ -42,6 +42,7 @@ void add_gemm_options(CLI::App& app, GemmRequest& r) {
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
   app.add_option("--target", r.target, "cpu, cpu:avx512 or cpu:avx2");
   app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
+  app.add_option("--dtype", r.dtype, "element type of A and B: f32 or bf16");
   app.add_option("--config", r.config,
                  "override the default config: mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,"
                  "pack_a=0|1,pack_b=0|1");
@@ -72,6 +73,19 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
   };
   g.a = operand(buf.a, r.m, r.k, la);
   g.b = operand(buf.b, r.k, r.n, lb);
+  if (r.dtype == "bf16") {
+    // The same random values rounded to bf16, viewed with the same shapes and strides.
+    const auto narrow = [](const std::vector<float>& v, std::vector<std::uint16_t>& out, Tensor& t) {
+      out.resize(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_bf16(v[i]);
+      t.data = out.data();
+      t.dtype = DType::bf16;
+    };
+    narrow(buf.a, buf.a16, g.a);
+    narrow(buf.b, buf.b16, g.b);
+  } else if (r.dtype != "f32") {
+    throw InvalidArgument("--dtype", "must be f32 or bf16, got '" + r.dtype + "'");
+  }
   g.c = operand(buf.c, r.m, r.n, lc);
   g.d = operand(buf.d, r.m, r.n, lc);
   for (const auto& t : g.epilogue.tensors()) {

@@ -26,6 +26,7 @@ struct GemmRequest {
   std::string target = "cpu";
   int ir_opt_level = 0;
   std::string config;  // overrides of the default config, "mr=8,pack_a=0"
+  std::string dtype = "f32";  // of A and B: f32 or bf16 (C, D and the accumulator are f32)
 };
 
 // Adds M N K and the GEMM options shared by `gemm` and `emit gemm`.
@@ -34,6 +35,7 @@ void add_gemm_options(CLI::App& app, GemmRequest& request);
 // Buffers for every operand the request needs, filled with random values, and the GemmArgs viewing them.
 struct GemmBuffers {
   std::vector<float> a, b, c, d;
+  std::vector<std::uint16_t> a16, b16;  // A and B when they are bf16
   std::map<std::string, std::vector<float>> inputs;
   GemmArgs args;
 };

@@ -41,12 +41,12 @@ class CblasPeer final : public GemmPeer {
   }
 
   std::string name() const override { return name_; }
-  std::string unavailable(const GemmShape&, int) const override { return reason_; }
+  std::string unavailable(const GemmShape& s, int) const override { return s.bf16 ? "f32 only" : reason_; }
 
-  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+  void prepare(const GemmShape& s, int threads, const void* a, const void* b, float* c) override {
     shape_ = s;
-    a_ = a;
-    b_ = b;
+    a_ = static_cast<const float*>(a);
+    b_ = static_cast<const float*>(b);
     c_ = c;
     if (openblas_threads_) openblas_threads_(threads);
     if (blis_threads_) blis_threads_(threads);

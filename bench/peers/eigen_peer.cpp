@@ -12,12 +12,12 @@ using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 class EigenPeer final : public GemmPeer {
  public:
   std::string name() const override { return "eigen"; }
-  std::string unavailable(const GemmShape&, int) const override { return {}; }
+  std::string unavailable(const GemmShape& s, int) const override { return s.bf16 ? "f32 only here" : ""; }
 
-  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+  void prepare(const GemmShape& s, int threads, const void* a, const void* b, float* c) override {
     shape_ = s;
-    a_ = a;
-    b_ = b;
+    a_ = static_cast<const float*>(a);
+    b_ = static_cast<const float*>(b);
     c_ = c;
     threads_ = threads;
   }

@@ -26,14 +26,15 @@ class LibxsmmPeer final : public GemmPeer {
   std::string name() const override { return "libxsmm"; }
 
   std::string unavailable(const GemmShape& s, int) const override {
+    if (s.bf16) return "f32 only here";
     if (!dispatch(s.m, s.n, s.k)) return "no LIBXSMM kernel for this shape";
     return {};
   }
 
-  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+  void prepare(const GemmShape& s, int threads, const void* a, const void* b, float* c) override {
     shape_ = s;
-    a_ = a;
-    b_ = b;
+    a_ = static_cast<const float*>(a);
+    b_ = static_cast<const float*>(b);
     c_ = c;
     threads_ = threads;
     split_rows_ = s.batch < threads;

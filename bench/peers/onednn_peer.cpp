@@ -14,7 +14,7 @@ class OneDnnPeer final : public GemmPeer {
   std::string name() const override { return "onednn"; }
   std::string unavailable(const GemmShape&, int) const override { return {}; }
 
-  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+  void prepare(const GemmShape& s, int threads, const void* a, const void* b, float* c) override {
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     omp_set_num_threads(threads);
@@ -23,11 +23,12 @@ class OneDnnPeer final : public GemmPeer {
       return batched ? dnnl::memory::dims{s.batch, r, cols} : dnnl::memory::dims{r, cols};
     };
     const tag layout = batched ? tag::abc : tag::ab;
-    const dnnl::memory::desc ad(dims(s.m, s.k), dt::f32, layout), bd(dims(s.k, s.n), dt::f32, layout),
+    const dt ab = s.bf16 ? dt::bf16 : dt::f32;
+    const dnnl::memory::desc ad(dims(s.m, s.k), ab, layout), bd(dims(s.k, s.n), ab, layout),
         cd(dims(s.m, s.n), dt::f32, layout);
     primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine_));
-    args_ = {{DNNL_ARG_SRC, dnnl::memory(ad, engine_, const_cast<float*>(a))},
-             {DNNL_ARG_WEIGHTS, dnnl::memory(bd, engine_, const_cast<float*>(b))},
+    args_ = {{DNNL_ARG_SRC, dnnl::memory(ad, engine_, const_cast<void*>(a))},
+             {DNNL_ARG_WEIGHTS, dnnl::memory(bd, engine_, const_cast<void*>(b))},
              {DNNL_ARG_DST, dnnl::memory(cd, engine_, c)}};
     threads_ = threads;
   }

@@ -13,17 +13,19 @@ class TesseraPeer final : public GemmPeer {
   std::string name() const override { return "tessera"; }
   std::string unavailable(const GemmShape&, int) const override { return {}; }
 
-  void prepare(const GemmShape& s, int threads, const float* a, const float* b, float* c) override {
+  void prepare(const GemmShape& s, int threads, const void* a, const void* b, float* c) override {
     args_ = GemmArgs{};
-    auto* pa = const_cast<float*>(a);
-    auto* pb = const_cast<float*>(b);
+    auto* pa = const_cast<void*>(a);
+    auto* pb = const_cast<void*>(b);
+    const DType ab = s.bf16 ? DType::bf16 : DType::f32;
+    const Layout row = Layout::row_major();
     if (s.batch == 1) {
-      args_.a = Tensor::matrix(pa, s.m, s.k);
-      args_.b = Tensor::matrix(pb, s.k, s.n);
+      args_.a = Tensor::matrix(pa, s.m, s.k, row, 0, ab);
+      args_.b = Tensor::matrix(pb, s.k, s.n, row, 0, ab);
       args_.d = Tensor::matrix(c, s.m, s.n);
     } else {
-      args_.a = Tensor::batched(pa, s.batch, s.m, s.k);
-      args_.b = Tensor::batched(pb, s.batch, s.k, s.n);
+      args_.a = Tensor::batched(pa, s.batch, s.m, s.k, row, 0, 0, ab);
+      args_.b = Tensor::batched(pb, s.batch, s.k, s.n, row, 0, 0, ab);
       args_.d = Tensor::batched(c, s.batch, s.m, s.n);
     }
     args_.threads = threads;

@@ -20,11 +20,12 @@ struct Tensor {
   std::size_t rank() const { return shape.size(); }
 
   // A rows×cols matrix; `ld` is the leading dimension (0: the minimum, cols for row-major, rows for col-major).
-  static Tensor matrix(float* data, std::int64_t rows, std::int64_t cols, Layout layout = Layout::row_major(),
-                       std::int64_t ld = 0);
+  static Tensor matrix(void* data, std::int64_t rows, std::int64_t cols, Layout layout = Layout::row_major(),
+                       std::int64_t ld = 0, DType dtype = DType::f32);
   // `batch` matrices `batch_stride` elements apart (0: packed back to back).
-  static Tensor batched(float* data, std::int64_t batch, std::int64_t rows, std::int64_t cols,
-                        Layout layout = Layout::row_major(), std::int64_t ld = 0, std::int64_t batch_stride = 0);
+  static Tensor batched(void* data, std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                        Layout layout = Layout::row_major(), std::int64_t ld = 0, std::int64_t batch_stride = 0,
+                        DType dtype = DType::f32);
   static Tensor vector(float* data, std::int64_t size, std::int64_t stride = 1);
 
   std::string describe() const;  // "f32[3, 4] strides [4, 1]"

@@ -428,3 +428,60 @@ TEST(GemmAssembly, UsesTheWidestFmaOfTheIsa) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// bf16 A and B (small integers are exact in bf16, so sums are exact in f32): edge shapes, odd K, several slabs.
+TEST(GemmBf16, EdgeShapesAreExact) {
+  Runtime runtime;
+  if (!runtime.target().avx512_bf16) GTEST_SKIP() << "host lacks avx512_bf16";
+  const auto bf16_view = [](const Matrix& m, std::vector<std::uint16_t>& storage) {
+    storage.resize(m.storage.size());
+    for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = to_bf16(m.storage[i]);
+    Tensor t = m.view;
+    t.data = storage.data();
+    t.dtype = DType::bf16;
+    return t;
+  };
+  std::vector<std::array<std::int64_t, 3>> shapes = edge_shapes();
+  shapes.push_back({37, 70, 1031});  // two K slabs and an odd last one
+  shapes.push_back({3, 500, 1200});  // the in-place-B class shapes fall back to packed pairs for bf16
+  int i = 0;
+  for (const auto& [m, n, k] : shapes) {
+    Case t{m, n, k};
+    t.ld = (i++ % 2) ? kRow : kCol;
+    t.epilogue = i % 3 ? "" : "relu(alpha*acc + bias[n])";
+    SCOPED_TRACE(t.describe());
+    Operands ops(t, 17);
+    std::vector<std::uint16_t> a16, b16;
+    ops.args.a = bf16_view(ops.a, a16);
+    ops.args.b = bf16_view(ops.b, b16);
+    const GemmReference ref = reference_gemm(ops.args);
+    runtime.gemm(ops.args);
+    const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+    EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
+    EXPECT_EQ(written(ops.d), m * n);
+  }
+}
+
+TEST(GemmBf16, UnsupportedCombinationsAreConfigErrors) {
+  Runtime runtime;
+  GemmProblem p;
+  p.m = p.n = p.k = 64;
+  p.signature.a.dtype = p.signature.b.dtype = DType::bf16;
+  p.signature.a.layout = Layout::col_major();
+  if (!runtime.target().avx512_bf16) {
+    EXPECT_THROW(runtime.compile(p), ConfigError);
+    return;
+  }
+  EXPECT_THROW(runtime.compile(p), ConfigError);  // column-major A
+  p.signature.a.layout = Layout::row_major();
+  p.signature.b.dtype = DType::f32;
+  EXPECT_THROW(runtime.compile(p), ConfigError);  // mixed bf16 × f32
+  p.signature.b.dtype = DType::bf16;
+  EXPECT_NO_THROW(runtime.compile(p));
+}
+
+}  // namespace
+}  // namespace tessera
