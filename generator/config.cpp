@@ -32,6 +32,16 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     // vdpbf16ps consumes K in pairs from a packed B panel; the register tile is the f32 one.
   } else if (!b_rows_contiguous) {
     // Packing is what turns a column-major or strided B into NR-wide rows: keep the general shape.
+  } else if (problem.m >= 1 && problem.n >= 1 && problem.m <= 64 && problem.n <= 64 && problem.k <= 64) {
+    // Small: sizes compiled in, A and B read in place (16³×1024: 183 vs 112 GFLOP/s; 64³: 257 vs 199).
+    c.pack_b = false;
+    if (problem.n <= lanes) {
+      c.nr = lanes;
+      c.mr = avx512 ? 16 : 8;
+    }
+    c.fixed_m = static_cast<int>(problem.m);
+    c.fixed_n = static_cast<int>(problem.n);
+    c.fixed_k = static_cast<int>(problem.k);
   } else if (problem.m <= 2) {
     // GEMV-like: one row of A against wide rows of B streamed once (1×4096×4096: 11.3 vs 5.7 GFLOP/s).
     c.mr = 1;
@@ -41,12 +51,6 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     c.mr = 2;  // 8×4096×4096: 52.4 vs 45.1
     c.nr = (avx512 ? 10 : 5) * lanes;
     c.pack_b = false;
-  } else if (problem.m <= 64 && problem.n <= 64 && problem.k <= 64) {
-    c.pack_b = false;  // 64³: 244 vs 199; 32³: 164 vs 86 (with its call overhead)
-    if (problem.n <= lanes) {
-      c.nr = lanes;
-      c.mr = avx512 ? 16 : 8;  // 16³: 48 vs 39
-    }
   }
   // A KC×NR sliver of B shares L1 with A's MR×KC sliver; the KC×NC panel of B lives in half of L2 and MC rows of
   // micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).
@@ -62,6 +66,11 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     c.mc = 32 / c.mr * c.mr;
   }
   if (problem.signature.a.dtype == DType::bf16) c.kc = 2 * c.kc;  // pairs: the same bytes of B per slab
+  if (c.fixed()) {
+    c.kc = std::max(c.fixed_k, 1);
+    c.mc = (c.fixed_m + c.mr - 1) / c.mr * c.mr;
+    c.nc = (c.fixed_n + c.nr - 1) / c.nr * c.nr;
+  }
   return c;
 }
 
@@ -96,15 +105,25 @@ CpuGemmConfig CpuGemmConfig::with_overrides(const std::string& text) const {
       c.pack_a = value != 0;
     else if (key == "pack_b")
       c.pack_b = value != 0;
+    else if (key == "fixed_m")
+      c.fixed_m = value;
+    else if (key == "fixed_n")
+      c.fixed_n = value;
+    else if (key == "fixed_k")
+      c.fixed_k = value;
     else
-      throw InvalidArgument("config", "unknown key '" + key + "' (mr, nr, kc, mc, nc, k_unroll, pack_a, pack_b)");
+      throw InvalidArgument(
+          "config",
+          "unknown key '" + key + "' (mr, nr, kc, mc, nc, k_unroll, pack_a, pack_b, fixed_m, fixed_n, fixed_k)");
   }
   return c;
 }
 
 nlohmann::json CpuGemmConfig::to_json() const {
-  return {{"mr", mr},         {"nr", nr},        {"kc", kc}, {"mc", mc}, {"nc", nc}, {"k_unroll", k_unroll},
-          {"pack_a", pack_a}, {"pack_b", pack_b}};
+  return {{"mr", mr},           {"nr", nr},          {"kc", kc},
+          {"mc", mc},           {"nc", nc},          {"k_unroll", k_unroll},
+          {"pack_a", pack_a},   {"pack_b", pack_b},  {"fixed_m", fixed_m},
+          {"fixed_n", fixed_n}, {"fixed_k", fixed_k}};
 }
 
 CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
@@ -117,6 +136,9 @@ CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
   c.k_unroll = j.at("k_unroll").get<int>();
   c.pack_a = j.at("pack_a").get<bool>();
   c.pack_b = j.at("pack_b").get<bool>();
+  c.fixed_m = j.at("fixed_m").get<int>();
+  c.fixed_n = j.at("fixed_n").get<int>();
+  c.fixed_k = j.at("fixed_k").get<int>();
   return c;
 }
 
@@ -128,14 +150,15 @@ std::int64_t CpuGemmConfig::workspace_bytes() const {
 void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& target) {
   const auto fail = [](const std::string& rule) { throw ConfigError(rule); };
   const bool bf16 = s.a.dtype == DType::bf16 && s.b.dtype == DType::bf16;
-  for (const auto& [name, dtype] : {std::pair{"C", s.c.dtype}, std::pair{"D", s.d.dtype}, std::pair{"accumulator", s.accumulator}})
+  for (const auto& [name, dtype] :
+       {std::pair{"C", s.c.dtype}, std::pair{"D", s.d.dtype}, std::pair{"accumulator", s.accumulator}})
     if (dtype != DType::f32)
       fail(fmt::format("{} dtype {} is not supported on {} (f32 only)", name, dtype_name(dtype), target.str()));
   if (!bf16)
     for (const auto& [name, dtype] : {std::pair{"A", s.a.dtype}, std::pair{"B", s.b.dtype}})
       if (dtype != DType::f32)
-        fail(fmt::format("{} dtype {} is not supported on {} (A and B both f32, or both bf16)", name,
-                         dtype_name(dtype), target.str()));
+        fail(fmt::format("{} dtype {} is not supported on {} (A and B both f32, or both bf16)", name, dtype_name(dtype),
+                         target.str()));
   if (bf16) {
     if (!target.avx512_bf16) fail(fmt::format("bf16 GEMM needs avx512_bf16, which {} lacks", target.str()));
     if (s.a.layout.kind() != LayoutKind::RowMajor || s.b.layout.kind() != LayoutKind::RowMajor)
@@ -167,6 +190,14 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& targ
     fail(fmt::format("K unroll ({}) must be 1, 2, 4 or 8", c.k_unroll));
   if (c.mc < c.mr || c.mc % c.mr != 0) fail(fmt::format("MC ({}) must be a positive multiple of MR ({})", c.mc, c.mr));
   if (c.nc < c.nr || c.nc % c.nr != 0) fail(fmt::format("NC ({}) must be a positive multiple of NR ({})", c.nc, c.nr));
+  if (c.fixed_m || c.fixed_n || c.fixed_k) {
+    if (c.fixed_m < 1 || c.fixed_n < 1 || c.fixed_k < 0 || c.fixed_m > 256 || c.fixed_n > 256 || c.fixed_k > 1024)
+      fail(
+          fmt::format("fixed sizes {}x{}x{} must be M, N in 1..256 and K in 0..1024", c.fixed_m, c.fixed_n, c.fixed_k));
+    if (c.pack_a || c.pack_b) fail("a fixed-size kernel reads A and B in place (pack_a=0, pack_b=0)");
+    if (c.kc < c.fixed_k) fail(fmt::format("a fixed-size kernel is one K slab: KC ({}) >= K ({})", c.kc, c.fixed_k));
+    if (s.a.dtype != DType::f32) fail("fixed-size kernels are f32");
+  }
   if (!c.pack_b && s.b.layout.kind() != LayoutKind::RowMajor)
     fail(fmt::format("unpacked B needs row-major B (NR contiguous columns per row), not {}", s.b.layout.name()));
   if (c.workspace_bytes() > kMaxWorkspaceBytes)

@@ -24,6 +24,10 @@ struct CpuGemmConfig {
   // and skinny problems and costs locality on large ones.
   bool pack_a = true;
   bool pack_b = true;
+  // Sizes compiled in as constants (0: runtime sizes). A fixed kernel is straight-line code over its micro-tiles,
+  // with edge masks and K resolved at generation time, LIBXSMM-style; it runs only that M×N×K (any batch).
+  int fixed_m = 0, fixed_n = 0, fixed_k = 0;
+  bool fixed() const { return fixed_m > 0; }
 
   // The default for a problem on a target, derived from the ISA and the cache sizes.
   static CpuGemmConfig default_for(const GemmProblem& problem, const Target& target);

@@ -7,6 +7,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include <cstddef>
+#include <map>
 
 #include "generator/error.hpp"
 #include "generator/expr_llvm.hpp"
@@ -62,8 +63,10 @@ class CpuGemmEmitter {
         sig_.b.layout.col_stride("b")->op == ExprOp::Const && sig_.b.layout.col_stride("b")->value == 1;
     llvm::Function* pack_a = emit_pack("pack_a", cfg_.mr, a_unit_rows);
     llvm::Function* pack_b = bf16_ ? emit_pack_b_pairs() : emit_pack("pack_b", cfg_.nr, b_unit_cols);
-    llvm::Function* micro = emit_micro_kernel();
-    emit_entry(pack_a, pack_b, micro);
+    if (cfg_.fixed())
+      emit_fixed_entry();
+    else
+      emit_entry(pack_a, pack_b, emit_micro_kernel());
     std::string error;
     llvm::raw_string_ostream os(error);
     if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_llvm produced invalid IR: " + error);
@@ -282,15 +285,26 @@ class CpuGemmEmitter {
   // workspace tile (more K slabs follow) or the epilogue is applied and D stored with edge masks.
   // A is read from its packed panel (a[p·MR + r]) or in place (a[r·a_rs + p·a_cs], rows past the edge clamped to
   // the last valid row: their results are never stored); B from its packed panel or in place with column masks.
-  llvm::Function* emit_micro_kernel() {
+  // fixed_rows/cols/kc > 0 (kc >= 0) generate a variant with those values as constants: its masks, row clamps
+  // and K trip count fold at generation time, and it is one K slab (first and last).
+  llvm::Function* emit_micro_kernel(int fixed_rows = 0, int fixed_cols = 0, int fixed_kc = -1) {
+    const std::string name =
+        fixed_rows ? "micro_kernel_" + std::to_string(fixed_rows) + "x" + std::to_string(fixed_cols) : "micro_kernel";
     llvm::Function* fn = make_function(
-        "micro_kernel", b_.getVoidTy(),
+        name, b_.getVoidTy(),
         {ptr_, i64_, i64_, ptr_, i64_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_},
         false);
     auto arg = fn->arg_begin();
     llvm::Value *ap = arg++, *a_rs_arg = arg++, *a_cs_arg = arg++, *bp = arg++, *b_rs = arg++, *kc = arg++,
                 *acc_tile = arg++, *first = arg++, *last = arg++, *row0 = arg++, *col0 = arg++, *rows = arg++,
                 *cols = arg++, *batch = arg++, *args = arg++;
+    if (fixed_rows) rows = i64c(fixed_rows);
+    if (fixed_cols) cols = i64c(fixed_cols);
+    if (fixed_kc >= 0) {
+      kc = i64c(fixed_kc);
+      first = b_.getTrue();
+      last = b_.getTrue();
+    }
     const int mr = cfg_.mr, nv = cfg_.nr / lanes_;
     const auto acc_index = [&](int r, int v) { return static_cast<std::size_t>(r * nv + v); };
     const auto tile_ptr = [&](int r, int v) {
@@ -535,6 +549,41 @@ class CpuGemmEmitter {
               "slab");
         },
         "tile");
+    b_.CreateRetVoid();
+  }
+
+  // A fixed-size kernel: per batch item, straight-line calls of micro-kernel variants whose edges are constants.
+  void emit_fixed_entry() {
+    const std::int64_t M = cfg_.fixed_m, N = cfg_.fixed_n, K = cfg_.fixed_k, MR = cfg_.mr, NR = cfg_.nr;
+    std::map<std::pair<std::int64_t, std::int64_t>, llvm::Function*> variants;
+    for (std::int64_t ir = 0; ir < M; ir += MR)
+      for (std::int64_t jr = 0; jr < N; jr += NR) {
+        const auto key = std::pair{std::min(MR, M - ir), std::min(NR, N - jr)};
+        if (!variants.count(key))
+          variants[key] =
+              emit_micro_kernel(static_cast<int>(key.first), static_cast<int>(key.second), static_cast<int>(K));
+      }
+    llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
+    auto arg = fn->arg_begin();
+    llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
+    const TensorFields a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
+    const TensorFields bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
+    emit_for(
+        b_, begin, end, i64c(1),
+        [&](llvm::Value* t) {
+          llvm::Value* a_src = gep_ab(a.data, b_.CreateMul(t, a.bs));
+          llvm::Value* b_src = gep_ab(bm.data, b_.CreateMul(t, bm.bs));
+          for (std::int64_t ir = 0; ir < M; ir += MR) {
+            llvm::Value* a_tile = gep_ab(a_src, b_.CreateMul(i64c(ir), a.rs));
+            for (std::int64_t jr = 0; jr < N; jr += NR) {
+              llvm::Function* micro = variants.at({std::min(MR, M - ir), std::min(NR, N - jr)});
+              b_.CreateCall(
+                  micro, {a_tile, a.rs, a.cs, gep_ab(b_src, i64c(jr)), bm.rs, i64c(K), ws, b_.getTrue(), b_.getTrue(),
+                          i64c(ir), i64c(jr), i64c(std::min(MR, M - ir)), i64c(std::min(NR, N - jr)), t, args});
+            }
+          }
+        },
+        "batch");
     b_.CreateRetVoid();
   }
 

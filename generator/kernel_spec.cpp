@@ -10,7 +10,7 @@
 namespace tessera {
 
 namespace {
-constexpr int kSpecVersion = 2;  // 2: pack_a, pack_b in the config
+constexpr int kSpecVersion = 3;  // 2: pack_a, pack_b; 3: fixed sizes
 
 char layout_letter(const Layout& l) { return l.name()[0]; }
 
@@ -70,13 +70,15 @@ std::string KernelSpec::name() const {
       uniform ? std::string(dtype_name(s.a.dtype))
               : fmt::format("{}{}{}", dtype_name(s.a.dtype), dtype_name(s.b.dtype), dtype_name(s.d.dtype));
   const std::string isa = target.isa == CpuIsa::Avx512 ? "avx512" : "avx2";
+  const std::string fixed =
+      config.fixed() ? fmt::format("_fix{}x{}x{}", config.fixed_m, config.fixed_n, config.fixed_k) : "";
   const std::string packing = config.pack_a && config.pack_b ? ""
                               : config.pack_a                ? "_ub"
                               : config.pack_b                ? "_ua"
                                                              : "_uab";
-  return fmt::format("gemm_{}_{}{}{}{}_{}x{}x{}{}_{}_{}_{}", types, layout_letter(s.a.layout),
+  return fmt::format("gemm_{}_{}{}{}{}_{}x{}x{}{}{}_{}_{}_{}", types, layout_letter(s.a.layout),
                      layout_letter(s.b.layout), layout_letter(s.c.layout), layout_letter(s.d.layout), config.mr,
-                     config.nr, config.kc, packing, epilogue_tag(s), isa, hash().hex().substr(0, 8));
+                     config.nr, config.kc, packing, fixed, epilogue_tag(s), isa, hash().hex().substr(0, 8));
 }
 
 }  // namespace tessera

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "ops/gemm_binding.hpp"
@@ -19,6 +21,12 @@ void GemmKernel::run(const GemmArgs& args) const {
                                       compiled_->spec.signature.to_json().dump() +
                                       "\n  args:   " + bound.problem.signature.to_json().dump());
   if (args.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: every thread of the runtime)");
+  const CpuGemmConfig& fixed = compiled_->spec.config;
+  if (fixed.fixed() &&
+      (bound.problem.m != fixed.fixed_m || bound.problem.n != fixed.fixed_n || bound.problem.k != fixed.fixed_k))
+    throw InvalidArgument(
+        "args", fmt::format("are {}x{}x{}, this kernel is specialised for {}x{}x{}", bound.problem.m, bound.problem.n,
+                            bound.problem.k, fixed.fixed_m, fixed.fixed_n, fixed.fixed_k));
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
   const CpuGemmConfig& config = compiled_->spec.config;
   const GemmProblem& problem = bound.problem;

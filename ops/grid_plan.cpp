@@ -22,6 +22,11 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   GridPlan best;
   if (m <= 0 || n <= 0 || batch <= 0) return best;
   const std::int64_t depth = std::max<std::int64_t>(k, 1);
+  if (c.fixed()) {
+    // A fixed-size kernel computes whole matrices: the grid is the batch.
+    const int p = static_cast<int>(std::min<std::int64_t>(threads, batch));
+    return {c.mc, c.nc, batch, batch * m * n * depth < 200'000 ? 1 : p};
+  }
   if (threads <= 1) {
     // One thread: the largest tiles (fewest B panels packed); nothing to balance.
     const std::int64_t tm = std::min<std::int64_t>(c.mc, round_up(m, c.mr));

@@ -25,7 +25,7 @@ struct GemmRequest {
   int threads = 0;
   std::string target = "cpu";
   int ir_opt_level = 0;
-  std::string config;  // overrides of the default config, "mr=8,pack_a=0"
+  std::string config;         // overrides of the default config, "mr=8,pack_a=0"
   std::string dtype = "f32";  // of A and B: f32 or bf16 (C, D and the accumulator are f32)
 };
 

@@ -57,15 +57,15 @@ TEST(KernelSpec, HashIsStableAcrossBuildsAndMachines) {
   // XXH3-128 of the canonical JSON: pinned so that an accidental change to the spec format shows here
   // (it would silently invalidate every cache and tuning record).
   const KernelSpec spec = sample_spec();
-  EXPECT_EQ(
-      spec.canonical_json(),
-      R"({"config":{"k_unroll":4,"kc":256,"mc":128,"mr":8,"nc":512,"nr":32,"pack_a":true,"pack_b":true},"op":"gemm",)"
-      R"("signature":{"a":)"
-      R"({"dtype":"f32","layout":"col"},"accumulator":"f32","b":{"dtype":"f32","layout":"row"},"c":{"dtype":)"
-      R"("f32","layout":"zero"},"d":{"dtype":"f32","layout":"row"},"epilogue":"gelu(alpha*acc + bias[n]) + )"
-      R"(residual[m,n]","inputs":[{"dtype":"f32","index":"n","layout":"row","name":"bias"},{"dtype":"f32",)"
-      R"("index":"m,n","layout":"col","name":"residual"}]},"target":"cpu:avx512","version":2})");
-  EXPECT_EQ(spec.hash().hex(), "8177a52b41e81d06cee4a811164a686c");
+  EXPECT_EQ(spec.canonical_json(),
+            R"({"config":{"fixed_k":0,"fixed_m":0,"fixed_n":0,"k_unroll":4,"kc":256,"mc":128,"mr":8,"nc":512,"nr":32,)"
+            R"("pack_a":true,"pack_b":true},"op":"gemm",)"
+            R"("signature":{"a":)"
+            R"({"dtype":"f32","layout":"col"},"accumulator":"f32","b":{"dtype":"f32","layout":"row"},"c":{"dtype":)"
+            R"("f32","layout":"zero"},"d":{"dtype":"f32","layout":"row"},"epilogue":"gelu(alpha*acc + bias[n]) + )"
+            R"(residual[m,n]","inputs":[{"dtype":"f32","index":"n","layout":"row","name":"bias"},{"dtype":"f32",)"
+            R"("index":"m,n","layout":"col","name":"residual"}]},"target":"cpu:avx512","version":3})");
+  EXPECT_EQ(spec.hash().hex(), "d16be98eceeb3a70922a672ece691055");
 }
 
 TEST(KernelSpec, DifferentSpecsHashDifferently) {

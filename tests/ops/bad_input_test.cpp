@@ -160,6 +160,20 @@ TEST(BadInput, RuntimeAndKernelArguments) {
   }
   EXPECT_TRUE(other.d_untouched());
 
+  // A kernel specialised for 6x5x4 (small shapes compile their sizes in) refuses other sizes.
+  EXPECT_TRUE(kernel.spec().config.fixed());
+  Fixture bigger;
+  Matrix a7(1, 7, 4, Layout::row_major()), c7(1, 7, 5, Layout::row_major()), d7(1, 7, 5, Layout::row_major());
+  bigger.args.a = a7.view;
+  bigger.args.c = c7.view;
+  bigger.args.d = d7.view;
+  try {
+    kernel.run(bigger.args);
+    ADD_FAILURE() << "a fixed-size kernel ran other sizes";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("specialised for 6x5x4"), std::string::npos) << e.what();
+  }
+
   // An impossible config is a ConfigError before anything is generated.
   CpuGemmConfig bad;
   bad.mr = 40;
