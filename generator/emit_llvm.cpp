@@ -519,8 +519,9 @@ class CpuGemmEmitter {
     llvm::Value* tiles_m = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(m, tile_m), i64c(1)), tile_m);
     llvm::Value* tiles_n = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(n, tile_n), i64c(1)), tile_n);
     llvm::Value* per_batch = b_.CreateMul(tiles_m, tiles_n);
-    Workspace w{ws, b_.CreateGEP(b_.getInt8Ty(), ws, i64c(align64(MC * KC * 4))), nullptr};
-    w.acc = b_.CreateGEP(b_.getInt8Ty(), w.b, i64c(align64(KC * NC * 4)));
+    // Regions as CpuGemmConfig::workspace_bytes lays them out: packed A and B only when packed, then partial sums.
+    Workspace w{ws, b_.CreateGEP(b_.getInt8Ty(), ws, i64c(cfg_.pack_a ? align64(MC * KC * 4) : 0)), nullptr};
+    w.acc = b_.CreateGEP(b_.getInt8Ty(), w.b, i64c(cfg_.pack_b ? align64(KC * NC * 4) : 0));
     // K = 0 still runs one (empty) slab so that the epilogue writes D.
     llvm::Value* k_slabs = b_.CreateSDiv(b_.CreateAdd(k, i64c(KC - 1)), i64c(KC));
     k_slabs = b_.CreateSelect(b_.CreateICmpSLT(k_slabs, i64c(1)), i64c(1), k_slabs);
