@@ -221,25 +221,30 @@ bool c_only_under_beta(const Expr& e, bool under_beta) {
 }
 }  // namespace
 
-Epilogue::Epilogue(Expr tree) : tree_(std::move(tree)), text_(to_string(tree_)) {
-  visit(tree_, [&](const ExprNode& node) {
+Epilogue::Epilogue(Expr tree) {
+  auto s = std::make_shared<State>();
+  s->tree = std::move(tree);
+  s->text = to_string(s->tree);
+  auto& tensors = s->tensors;
+  visit(s->tree, [&](const ExprNode& node) {
     if (node.op == ExprOp::Var) {
-      reads_c_ |= node.name == "c";
-      reads_alpha_ |= node.name == "alpha";
-      reads_beta_ |= node.name == "beta";
+      s->reads_c |= node.name == "c";
+      s->reads_alpha |= node.name == "alpha";
+      s->reads_beta |= node.name == "beta";
     } else if (node.op == ExprOp::Read) {
       const EpilogueTensor t{node.name, form_of(node)};
-      auto it = std::find_if(tensors_.begin(), tensors_.end(), [&](const auto& x) { return x.name == t.name; });
-      if (it == tensors_.end())
-        tensors_.push_back(t);
+      auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& x) { return x.name == t.name; });
+      if (it == tensors.end())
+        tensors.push_back(t);
       else if (it->form != t.form)
         throw InvalidArgument("epilogue", "tensor '" + t.name + "' is indexed both [" +
                                               std::string(index_form_name(it->form)) + "] and [" +
                                               std::string(index_form_name(t.form)) + "]");
     }
   });
-  std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  c_scaled_by_beta_ = reads_c_ && c_only_under_beta(tree_, false);
+  std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  s->c_scaled_by_beta = s->reads_c && c_only_under_beta(s->tree, false);
+  state_ = std::move(s);
 }
 
 Epilogue Epilogue::parse(std::string_view text) { return Epilogue(Parser(text).parse()); }

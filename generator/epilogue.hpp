@@ -32,22 +32,28 @@ class Epilogue {
   // The BLAS default, alpha*acc + beta*c.
   static Epilogue linear_combination();
 
-  const Expr& tree() const { return tree_; }
-  const std::string& text() const { return text_; }  // canonical, printed once
+  const Expr& tree() const { return state_->tree; }
+  const std::string& text() const { return state_->text; }  // canonical, printed once
   // Named tensors, sorted by name.
-  const std::vector<EpilogueTensor>& tensors() const { return tensors_; }
-  bool reads_c() const { return reads_c_; }
-  bool reads_alpha() const { return reads_alpha_; }
-  bool reads_beta() const { return reads_beta_; }
+  const std::vector<EpilogueTensor>& tensors() const { return state_->tensors; }
+  bool reads_c() const { return state_->reads_c; }
+  bool reads_alpha() const { return state_->reads_alpha; }
+  bool reads_beta() const { return state_->reads_beta; }
   // True when every c appears inside a product with beta (as in beta*c), so beta = 0 means C is never read.
-  bool c_scaled_by_beta() const { return c_scaled_by_beta_; }
+  bool c_scaled_by_beta() const { return state_->c_scaled_by_beta; }
+  // The same epilogue object (copies share it): a cheap first test before comparing texts.
+  bool same_as(const Epilogue& other) const { return state_ == other.state_; }
 
  private:
+  // Immutable and shared, so that copying an epilogue (every call binds one) costs one reference count.
+  struct State {
+    Expr tree;
+    std::string text;
+    std::vector<EpilogueTensor> tensors;
+    bool reads_c = false, reads_alpha = false, reads_beta = false, c_scaled_by_beta = false;
+  };
   explicit Epilogue(Expr tree);
-  Expr tree_;
-  std::string text_;
-  std::vector<EpilogueTensor> tensors_;
-  bool reads_c_ = false, reads_alpha_ = false, reads_beta_ = false, c_scaled_by_beta_ = false;
+  std::shared_ptr<const State> state_;
 };
 
 // Names with a fixed meaning in epilogue text.

@@ -87,7 +87,7 @@ GemmSignature GemmSignature::from_json(const nlohmann::json& j) {
 
 bool operator==(const GemmSignature& x, const GemmSignature& y) {
   return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d && x.accumulator == y.accumulator &&
-         (x.epilogue.tree() == y.epilogue.tree() || x.epilogue.text() == y.epilogue.text()) && x.inputs == y.inputs;
+         (x.epilogue.same_as(y.epilogue) || x.epilogue.text() == y.epilogue.text()) && x.inputs == y.inputs;
 }
 
 }  // namespace tessera
