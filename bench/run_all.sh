@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every CPU benchmark suite against the peers and writes bench/results/*.json and *.svg (about 15 minutes).
+# Usage: bash bench/run_all.sh [build dir]; run it on an otherwise idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-build}/bin/tessera-bench
+out=bench/results
+mkdir -p "$out"
+for suite in square small skinny rectangular odd; do
+  "$bin" gemm --suite "$suite" --threads 1,2 --repeat 7 --json "$out/gemm_$suite.json" --svg "$out/gemm_$suite.svg"
+done
+"$bin" gemm --suite square --dtype bf16 --peers onednn --threads 1,2 --repeat 7 --json "$out/gemm_bf16_square.json" \
+  --svg "$out/gemm_bf16_square.svg"
+"$bin" fusion --shapes 512x512x512,1024x1024x1024,2048x2048x2048 --threads 1,2 --repeat 7 --json "$out/fusion.json"
