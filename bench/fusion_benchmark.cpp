@@ -60,6 +60,7 @@ nlohmann::json run_fusion_benchmark(const std::vector<GemmShape>& shapes, const 
       const GemmKernel plain_kernel = runtime.compile(runtime.describe(plain));
       const GemmKernel fused_kernel = runtime.compile(runtime.describe(fused));
 
+      omp_set_num_threads(threads);  // oneDNN sizes a primitive for the threads there are when it is created
       const dnnl::memory::desc ad({s.m, s.k}, dt::f32, tag::ab), bd({s.k, s.n}, dt::f32, tag::ab),
           biasd({1, s.n}, dt::f32, tag::ab), cd({s.m, s.n}, dt::f32, tag::ab);
       dnnl::post_ops gelu_post;

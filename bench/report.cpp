@@ -137,11 +137,12 @@ std::string to_svg(const std::vector<ShapeResult>& results, const std::string& t
   }
   top = std::ceil(top / 50) * 50;
   const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"};
-  const double left = 70, width = std::max(480.0, 70.0 * static_cast<double>(shapes.size())), panel = 260, gap = 70;
+  const double left = 70, panel = 260, gap = 110;
+  const double width = std::max({480.0, 70.0 * static_cast<double>(shapes.size()), 6.5 * title.size() - 160});
   const double height = 60 + static_cast<double>(thread_counts.size()) * (panel + gap);
   std::string svg = fmt::format(
       "<svg xmlns='http://www.w3.org/2000/svg' width='{0}' height='{1}' font-family='sans-serif' font-size='12'>\n"
-      "<rect width='{0}' height='{1}' fill='white'/>\n<text x='{2}' y='24' font-size='15'>{3}</text>\n",
+      "<rect width='{0}' height='{1}' fill='white'/>\n<text x='{2}' y='24' font-size='13'>{3}</text>\n",
       left + width + 160, height, left, escape_xml(title));
   double y0 = 50;
   for (int threads : thread_counts) {
