@@ -1,6 +1,7 @@
 #include "jit/thread_pool.hpp"
 
 #include <immintrin.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include <chrono>
@@ -28,6 +29,16 @@ bool spin_until(Done done, int spin_us) {
   }
 }
 
+// The CPUs this process may run on.
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  return cpus;
+}
+
 }  // namespace
 
 Scratch::~Scratch() { std::free(data_); }
@@ -45,7 +56,12 @@ void* Scratch::get(std::size_t bytes) {
   return data_;
 }
 
-ThreadPool::ThreadPool(int workers, int spin_us) : scratch_(static_cast<std::size_t>(workers) + 1), spin_us_(spin_us) {
+ThreadPool::ThreadPool(int workers, int spin_us)
+    : scratch_(static_cast<std::size_t>(workers) + 1),
+      spin_us_(spin_us),
+      cpus_(allowed_cpus()),
+      pinned_(static_cast<std::size_t>(workers) + 1, -1),
+      shares_(static_cast<std::size_t>(workers) + 1) {
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_loop(i + 1); });
 }
 
@@ -58,11 +74,14 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
-void ThreadPool::work(void* scratch) {
+void ThreadPool::work(int participant, void* scratch) {
   try {
-    for (std::int64_t i = next_.fetch_add(1); i < tasks_; i = next_.fetch_add(1)) (*task_)(i, scratch);
+    for (int q = 0; q < participants_; ++q) {
+      Share& share = shares_[static_cast<std::size_t>((participant + q) % participants_)];
+      for (std::int64_t i = share.next.fetch_add(1); i < share.end; i = share.next.fetch_add(1)) (*task_)(i, scratch);
+    }
   } catch (...) {
-    next_ = tasks_;  // stop handing out tasks
+    for (int q = 0; q < participants_; ++q) shares_[static_cast<std::size_t>(q)].next = tasks_;  // hand out no more
     std::lock_guard lock(mutex_);
     if (!error_) error_ = std::current_exception();
   }
@@ -82,11 +101,28 @@ void ThreadPool::worker_loop(int index) {
     seen = generation_.load();
     // Join only a job that is still open; the caller closes it before it waits for active_ to drain.
     ++active_;
-    if (open_.load() && index < participants_) work(scratch_[static_cast<std::size_t>(index)].get(scratch_bytes_));
+    if (open_.load() && index < participants_)
+      work(index, scratch_[static_cast<std::size_t>(index)].get(scratch_bytes_));
     if (--active_ == 0) {
       std::lock_guard lock(mutex_);
       done_.notify_all();
     }
+  }
+}
+
+void ThreadPool::place_workers() {
+  if (cpus_.size() < 2) return;
+  const int caller = sched_getcpu();
+  std::size_t next = 0;
+  for (int w = 1; w < participants_; ++w) {
+    if (cpus_[next % cpus_.size()] == caller) ++next;
+    const int cpu = cpus_[next++ % cpus_.size()];
+    if (pinned_[static_cast<std::size_t>(w)] == cpu) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (pthread_setaffinity_np(threads_[static_cast<std::size_t>(w - 1)].native_handle(), sizeof one, &one) == 0)
+      pinned_[static_cast<std::size_t>(w)] = cpu;
   }
 }
 
@@ -97,8 +133,13 @@ void ThreadPool::run(int participants, std::int64_t tasks, std::size_t scratch_b
   tasks_ = tasks;
   scratch_bytes_ = scratch_bytes;
   participants_ = std::max(1, std::min(participants, max_participants()));
-  next_ = 0;
+  for (int p = 0; p < participants_; ++p) {
+    Share& share = shares_[static_cast<std::size_t>(p)];
+    share.end = tasks * (p + 1) / participants_;
+    share.next = tasks * p / participants_;
+  }
   if (participants_ > 1) {
+    place_workers();
     open_ = true;
     generation_.fetch_add(1);
     if (sleepers_.load() > 0) {
@@ -106,7 +147,7 @@ void ThreadPool::run(int participants, std::int64_t tasks, std::size_t scratch_b
       wake_.notify_all();
     }
   }
-  work(scratch_[0].get(scratch_bytes));
+  work(0, scratch_[0].get(scratch_bytes));
   if (participants_ > 1) {
     open_ = false;
     if (!spin_until([&] { return active_.load() == 0; }, spin_us_)) {

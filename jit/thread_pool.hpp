@@ -26,8 +26,9 @@ class Scratch {
   std::size_t size_ = 0;
 };
 
-// Tasks are claimed one at a time from a shared counter, and the caller takes part: a worker that is late (its
-// core taken by the hypervisor or another process) delays nothing, its share is done by the others.
+// Each participant owns a contiguous share of the tasks, so that repeated calls touch the same memory from the same
+// core; one that runs out steals from the others' shares, so a late worker (its core taken by the hypervisor or
+// another process) delays nothing. The caller takes part.
 class ThreadPool {
  public:
   using Task = std::function<void(std::int64_t task, void* scratch)>;
@@ -47,21 +48,31 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
-  void work(void* scratch);  // claims and runs tasks until none are left
+  // Pins the workers of this job to CPUs other than the caller's. Unpinned, a worker woken after a pause is placed
+  // on the waker's CPU and shares it with the caller until the load balancer moves it, which on this kind of VM
+  // can take a whole benchmark sample (128³ on 2 threads ran at the 1-thread speed for 20 ms at a time).
+  void place_workers();
+  void work(int participant, void* scratch);  // runs its share, then steals until no task is left
 
   std::vector<std::thread> threads_;
   std::vector<Scratch> scratch_;
   const int spin_us_;
-  std::mutex region_;  // one parallel region at a time
-  std::mutex mutex_;   // guards sleeping and error_
+  const std::vector<int> cpus_;  // the CPUs the process may use
+  std::vector<int> pinned_;      // CPU each worker is pinned to (-1: not yet)
+  std::mutex region_;            // one parallel region at a time
+  std::mutex mutex_;             // guards sleeping and error_
   std::condition_variable wake_, done_;
   // The open job; its fields are published by open_ (sequentially consistent).
   const Task* task_ = nullptr;
   std::int64_t tasks_ = 0;
   std::size_t scratch_bytes_ = 0;
   int participants_ = 0;
-  // Each on its own cache line: the claim counter is written on every task, the others are spun on.
-  alignas(64) std::atomic<std::int64_t> next_{0};
+  // Each on its own cache line: a claim counter is written on every task, the others are spun on.
+  struct alignas(64) Share {
+    std::atomic<std::int64_t> next{0};
+    std::int64_t end = 0;
+  };
+  std::vector<Share> shares_;
   alignas(64) std::atomic<bool> open_{false};
   alignas(64) std::atomic<int> active_{0};  // workers inside the open job
   alignas(64) std::atomic<std::uint64_t> generation_{0};
