@@ -354,6 +354,14 @@ class CpuGemmEmitter {
         for (int v = 0; v < nv; ++v)
           bv.push_back(b_.CreateMaskedLoad(vec_, gep(b_row, i64c(v * lanes_)), llvm::Align(4), b_masks[v],
                                            llvm::Constant::getNullValue(vec_)));
+        if (cfg_.mr == 1) {
+          // GEMV: B streams from memory; fetch the same columns one K slab ahead, one line per vector
+          // (1×4096×4096: 15.2 vs 14.3 GFLOP/s on 1 thread, 36.8 vs 24.7 on 2; for 2-row tiles it cost 10%).
+          llvm::Value* ahead = gep(b_row, b_.CreateMul(i64c(cfg_.kc), b_rs));
+          for (int v = 0; v < nv; ++v)
+            b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                               {gep(ahead, i64c(v * lanes_)), b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+        }
       }
       llvm::Value* a_col = cfg_.pack_a ? gep(ap, b_.CreateMul(p, i64c(mr))) : nullptr;
       llvm::Value* a_offset = cfg_.pack_a ? nullptr : b_.CreateMul(p, a_cs);
