@@ -14,42 +14,61 @@ GemmKernel::GemmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr
 const KernelSpec& GemmKernel::spec() const { return compiled_->spec; }
 double GemmKernel::compile_ms() const { return compiled_->compile_ms; }
 
-void GemmKernel::run(const GemmArgs& args) const {
-  const GemmBinding bound = bind_gemm(args);
-  if (!(bound.problem.signature == compiled_->spec.signature))
+struct PreparedGemm::State {
+  std::shared_ptr<const GemmKernel::Compiled> compiled;
+  std::shared_ptr<void> runtime;
+  GemmBinding bound;
+  GemmKernelArgs args;  // points into bound.inputs
+  GridPlan plan;
+};
+
+PreparedGemm::PreparedGemm(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+
+PreparedGemm GemmKernel::prepare(const GemmArgs& args) const {
+  auto state = std::make_shared<PreparedGemm::State>();
+  state->compiled = compiled_;
+  state->runtime = runtime_;
+  state->bound = bind_gemm(args);
+  const GemmProblem& problem = state->bound.problem;
+  if (!(problem.signature == compiled_->spec.signature))
     throw InvalidArgument("args", "describe a different signature than this kernel was compiled for:\n  kernel: " +
                                       compiled_->spec.signature.to_json().dump() +
-                                      "\n  args:   " + bound.problem.signature.to_json().dump());
+                                      "\n  args:   " + problem.signature.to_json().dump());
   if (args.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: every thread of the runtime)");
-  const CpuGemmConfig& fixed = compiled_->spec.config;
-  if (fixed.fixed() &&
-      (bound.problem.m != fixed.fixed_m || bound.problem.n != fixed.fixed_n || bound.problem.k != fixed.fixed_k))
-    throw InvalidArgument(
-        "args", fmt::format("are {}x{}x{}, this kernel is specialised for {}x{}x{}", bound.problem.m, bound.problem.n,
-                            bound.problem.k, fixed.fixed_m, fixed.fixed_n, fixed.fixed_k));
-  auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
   const CpuGemmConfig& config = compiled_->spec.config;
-  const GemmProblem& problem = bound.problem;
+  if (config.fixed() && (problem.m != config.fixed_m || problem.n != config.fixed_n || problem.k != config.fixed_k))
+    throw InvalidArgument("args", fmt::format("are {}x{}x{}, this kernel is specialised for {}x{}x{}", problem.m,
+                                              problem.n, problem.k, config.fixed_m, config.fixed_n, config.fixed_k));
+  const auto& impl = *static_cast<const Runtime::Impl*>(runtime_.get());
   const int wanted = args.threads ? std::min(args.threads, impl.threads) : impl.threads;
-  const GridPlan plan = plan_grid(problem.m, problem.n, problem.k, problem.batch, config, wanted);
-  if (plan.tiles == 0) return;
-  GemmKernelArgs kargs = bound.kernel_args();
-  kargs.tile_m = plan.tile_m;
-  kargs.tile_n = plan.tile_n;
-  const std::int64_t tiles = plan.tiles;
-  const int participants = plan.participants;
-  const GemmKernelFn fn = compiled_->fn;
-  const auto workspace = static_cast<std::size_t>(config.workspace_bytes());
+  state->plan = plan_grid(problem.m, problem.n, problem.k, problem.batch, config, wanted);
+  state->args = state->bound.kernel_args();
+  state->args.tile_m = state->plan.tile_m;
+  state->args.tile_n = state->plan.tile_n;
+  return PreparedGemm(std::move(state));
+}
+
+void GemmKernel::run(const GemmArgs& args) const { prepare(args).run(); }
+
+void PreparedGemm::run() const {
+  const State& s = *state_;
+  const std::int64_t tiles = s.plan.tiles;
+  if (tiles == 0) return;
+  const int participants = s.plan.participants;
+  const GemmKernelFn fn = s.compiled->fn;
+  const GemmKernelArgs* kargs = &s.args;
+  const auto workspace = static_cast<std::size_t>(s.compiled->spec.config.workspace_bytes());
   if (participants == 1) {
     // One thread: run on the caller with its own scratch, without taking the pool.
     thread_local Scratch scratch;
-    fn(&kargs, scratch.get(workspace), 0, tiles);
+    fn(kargs, scratch.get(workspace), 0, tiles);
     return;
   }
   // Tiles are claimed in chunks so that tiny tiles (small batched GEMMs) do not all contend for the counter.
   const std::int64_t chunk = std::max<std::int64_t>(1, tiles / (8 * participants));
+  auto& impl = *static_cast<Runtime::Impl*>(s.runtime.get());
   impl.pool.run(participants, (tiles + chunk - 1) / chunk, workspace, [&](std::int64_t task, void* scratch) {
-    fn(&kargs, scratch, task * chunk, std::min(tiles, (task + 1) * chunk));
+    fn(kargs, scratch, task * chunk, std::min(tiles, (task + 1) * chunk));
   });
 }
 

@@ -45,6 +45,22 @@ class Runtime;
 // Validates GEMM arguments and states the problem they describe (shapes, layouts, epilogue inputs).
 GemmProblem describe_gemm(const GemmArgs& args);
 
+class GemmKernel;
+
+// A call validated and planned once, to be run many times on the same buffers (their contents may change, their
+// addresses, shapes and strides may not). It skips the per-call validation, which for tiny GEMMs costs more than the
+// multiplication. It keeps its kernel and runtime alive.
+class PreparedGemm {
+ public:
+  void run() const;
+
+ private:
+  friend class GemmKernel;
+  struct State;
+  explicit PreparedGemm(std::shared_ptr<const State> state);
+  std::shared_ptr<const State> state_;
+};
+
 // A compiled kernel for one signature; it runs any sizes whose arguments match that signature.
 class GemmKernel {
  public:
@@ -52,9 +68,12 @@ class GemmKernel {
   std::string name() const { return spec().name(); }
   double compile_ms() const;
   void run(const GemmArgs& args) const;
+  // Validates and plans the call once; PreparedGemm::run repeats it.
+  PreparedGemm prepare(const GemmArgs& args) const;
 
  private:
   friend class Runtime;
+  friend class PreparedGemm;
   struct Compiled;
   GemmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime);
   std::shared_ptr<const Compiled> compiled_;
@@ -82,6 +101,7 @@ class Runtime {
 
  private:
   friend class GemmKernel;
+  friend class PreparedGemm;
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };

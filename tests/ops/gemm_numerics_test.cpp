@@ -362,6 +362,26 @@ TEST(GemmNumerics, InPlaceWithCAsD) {
   EXPECT_TRUE(compare_gemm(ref, cd.view, true).ok());
 }
 
+// A prepared call runs the same multiplication again on whatever the buffers hold now.
+TEST(GemmNumerics, PreparedCallsSeeNewBufferContents) {
+  Runtime runtime;
+  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{16, 16, 16}, {100, 70, 300}}) {
+    Case t{m, n, k};
+    t.epilogue = "relu(acc + bias[n])";
+    Operands ops(t, 21);
+    const PreparedGemm call = runtime.compile(runtime.describe(ops.args)).prepare(ops.args);
+    for (int round = 0; round < 3; ++round) {
+      std::mt19937 rng(static_cast<std::uint32_t>(round));
+      ops.a.fill_integers(rng);
+      ops.inputs.at("bias").fill_integers(rng);
+      const GemmReference ref = reference_gemm(ops.args);
+      call.run();
+      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      EXPECT_TRUE(cmp.ok()) << t.describe() << " round " << round << ": " << cmp.first_mismatch;
+    }
+  }
+}
+
 TEST(GemmNumerics, ThreadCountDoesNotChangeResults) {
   Runtime runtime({"cpu", 2, 0});
   Case t{300, 700, 300};
