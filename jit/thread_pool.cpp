@@ -56,9 +56,10 @@ void* Scratch::get(std::size_t bytes) {
   return data_;
 }
 
-ThreadPool::ThreadPool(int workers, int spin_us)
+ThreadPool::ThreadPool(int workers, int spin_us, bool pin)
     : scratch_(static_cast<std::size_t>(workers) + 1),
       spin_us_(spin_us),
+      pin_(pin),
       cpus_(allowed_cpus()),
       pinned_(static_cast<std::size_t>(workers) + 1, -1),
       shares_(static_cast<std::size_t>(workers) + 1) {
@@ -139,7 +140,7 @@ void ThreadPool::run(int participants, std::int64_t tasks, std::size_t scratch_b
     share.next = tasks * p / participants_;
   }
   if (participants_ > 1) {
-    place_workers();
+    if (pin_) place_workers();
     open_ = true;
     generation_.fetch_add(1);
     if (sleepers_.load() > 0) {

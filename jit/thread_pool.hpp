@@ -35,7 +35,8 @@ class ThreadPool {
 
   // `workers` threads besides the caller. After a job, workers spin for `spin_us` before they sleep, so that
   // back-to-back small kernels do not pay a futex wake-up each (tens of microseconds on a VM).
-  explicit ThreadPool(int workers, int spin_us = 200);
+  // pin: place workers on CPUs other than the caller's for each job (see place_workers).
+  explicit ThreadPool(int workers, int spin_us = 200, bool pin = true);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -57,6 +58,7 @@ class ThreadPool {
   std::vector<std::thread> threads_;
   std::vector<Scratch> scratch_;
   const int spin_us_;
+  const bool pin_;
   const std::vector<int> cpus_;  // the CPUs the process may use
   std::vector<int> pinned_;      // CPU each worker is pinned to (-1: not yet)
   std::mutex region_;            // one parallel region at a time

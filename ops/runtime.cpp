@@ -21,7 +21,11 @@ OrcOptions orc_options(const RuntimeOptions& options) {
 }  // namespace
 
 Runtime::Impl::Impl(const RuntimeOptions& o)
-    : options(o), target(Target::parse(o.target)), threads(pool_threads(o)), orc(orc_options(o)), pool(threads - 1) {}
+    : options(o),
+      target(Target::parse(o.target)),
+      threads(pool_threads(o)),
+      orc(orc_options(o)),
+      pool(threads - 1, 200, o.pin_workers) {}
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_shared<Impl>(options)) {}
 Runtime::~Runtime() = default;

@@ -38,6 +38,9 @@ struct RuntimeOptions {
   std::string target = "cpu";  // "cpu" (the host's best ISA), "cpu:avx512", "cpu:avx2"
   int threads = 0;             // pool size; 0: one per hardware thread
   int ir_opt_level = 0;        // LLVM IR pipeline before the backend: 0 (none, the default), 2 or 3
+  // Move pool workers, per call, to CPUs other than the caller's (a woken worker otherwise may share the caller's
+  // CPU until the scheduler moves it). Turn off when the application manages thread placement itself.
+  bool pin_workers = true;
 };
 
 class Runtime;

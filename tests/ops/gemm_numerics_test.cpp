@@ -394,6 +394,14 @@ TEST(GemmNumerics, ThreadCountDoesNotChangeResults) {
   runtime.gemm(two.args);
   EXPECT_EQ(std::memcmp(one.d.storage.data(), two.d.storage.data(), one.d.storage.size() * sizeof(float)), 0)
       << "NaN padding compares equal bitwise too";
+  // Workers left where the scheduler puts them compute the same.
+  RuntimeOptions unpinned{"cpu", 2, 0};
+  unpinned.pin_workers = false;
+  Runtime free_runtime(unpinned);
+  Operands three(t, 9);
+  three.args.threads = 2;
+  free_runtime.gemm(three.args);
+  EXPECT_EQ(std::memcmp(one.d.storage.data(), three.d.storage.data(), one.d.storage.size() * sizeof(float)), 0);
 }
 
 TEST(GemmNumerics, Avx2PathMatchesTheReference) {
