@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
+#include "generator/config_overrides.hpp"
 #include "generator/error.hpp"
 
 namespace tessera {
@@ -82,19 +82,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
 
 CpuGemmConfig CpuGemmConfig::with_overrides(const std::string& text) const {
   CpuGemmConfig c = *this;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    start = end + 1;
-    const std::size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq);
-    int value = 0;
-    const char* first = eq == std::string::npos ? nullptr : item.data() + eq + 1;
-    const auto [ptr, ec] = first ? std::from_chars(first, item.data() + item.size(), value)
-                                 : std::from_chars_result{nullptr, std::errc::invalid_argument};
-    if (ec != std::errc() || ptr != item.data() + item.size())
-      throw InvalidArgument("config", "expected key=integer, got '" + item + "'");
+  for (const auto& [key, value] : parse_config_overrides(text)) {
     if (key == "mr")
       c.mr = value;
     else if (key == "nr")

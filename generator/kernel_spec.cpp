@@ -1,34 +1,14 @@
 #include "generator/kernel_spec.hpp"
 
 #include <fmt/format.h>
-#include <xxhash.h>
-
-#include <cctype>
 
 #include "generator/error.hpp"
+#include "generator/spec_naming.hpp"
 
 namespace tessera {
 
 namespace {
 constexpr int kSpecVersion = 3;  // 2: pack_a, pack_b; 3: fixed sizes
-
-char layout_letter(const Layout& l) { return l.name()[0]; }
-
-// A short, symbol-safe tag for the epilogue: "ab" for alpha*acc + beta*c, else its functions and tensors.
-std::string epilogue_tag(const GemmSignature& s) {
-  if (s.epilogue.text() == Epilogue::linear_combination().text()) return "ab";
-  std::string tag;
-  visit(s.epilogue.tree(), [&](const ExprNode& node) {
-    std::string word = node.op == ExprOp::Read ? node.name : std::string();
-    for (const auto& fn : functions())
-      if (fn.op == node.op) word = std::string(fn.name);
-    if (!word.empty() && tag.size() < 40) tag += (tag.empty() ? "" : "_") + word;
-  });
-  if (tag.empty()) tag = "expr";
-  for (char& ch : tag)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return tag;
-}
 }  // namespace
 
 std::string Hash128::hex() const { return fmt::format("{:016x}{:016x}", hi, lo); }
@@ -57,18 +37,9 @@ KernelSpec KernelSpec::from_json(const nlohmann::json& j) {
   return spec;
 }
 
-Hash128 KernelSpec::hash() const {
-  const std::string text = canonical_json();
-  const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
-  return {h.high64, h.low64};
-}
+Hash128 KernelSpec::hash() const { return hash_text(canonical_json()); }
 
 std::string KernelSpec::name() const {
-  const auto& s = signature;
-  const bool uniform = s.a.dtype == s.b.dtype && s.b.dtype == s.d.dtype;
-  const std::string types =
-      uniform ? std::string(dtype_name(s.a.dtype))
-              : fmt::format("{}{}{}", dtype_name(s.a.dtype), dtype_name(s.b.dtype), dtype_name(s.d.dtype));
   const std::string isa = target.isa == CpuIsa::Avx512 ? "avx512" : "avx2";
   const std::string fixed =
       config.fixed() ? fmt::format("_fix{}x{}x{}", config.fixed_m, config.fixed_n, config.fixed_k) : "";
@@ -76,9 +47,8 @@ std::string KernelSpec::name() const {
                               : config.pack_a                ? "_ub"
                               : config.pack_b                ? "_ua"
                                                              : "_uab";
-  return fmt::format("gemm_{}_{}{}{}{}_{}x{}x{}{}{}_{}_{}_{}", types, layout_letter(s.a.layout),
-                     layout_letter(s.b.layout), layout_letter(s.c.layout), layout_letter(s.d.layout), config.mr,
-                     config.nr, config.kc, packing, fixed, epilogue_tag(s), isa, hash().hex().substr(0, 8));
+  return fmt::format("gemm_{}_{}_{}x{}x{}{}{}_{}_{}_{}", types_tag(signature), layouts_tag(signature), config.mr,
+                     config.nr, config.kc, packing, fixed, epilogue_tag(signature), isa, hash().hex().substr(0, 8));
 }
 
 }  // namespace tessera

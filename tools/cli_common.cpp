@@ -40,9 +40,9 @@ void add_gemm_options(CLI::App& app, GemmRequest& r) {
   app.add_option("--beta", r.beta, "scalar beta");
   app.add_option("--epilogue", r.epilogue, "e.g. 'gelu(alpha*acc + bias[n])' (default alpha*acc + beta*c)");
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
-  app.add_option("--target", r.target, "cpu, cpu:avx512 or cpu:avx2");
+  app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2, cuda:sm_80/86/89/90/90a");
   app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
-  app.add_option("--dtype", r.dtype, "element type of A and B: f32 or bf16");
+  app.add_option("--dtype", r.dtype, "element type of A and B: f32 or bf16 (CPU); f32, tf32, f16, bf16 (CUDA)");
   app.add_option("--config", r.config,
                  "override the default config: mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,"
                  "pack_a=0|1,pack_b=0|1");
@@ -109,6 +109,29 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
   return buf;
 }
 
+GemmProblem cuda_problem(const GemmRequest& r) {
+  if (r.m < 0 || r.n < 0 || r.k < 0) throw InvalidArgument("M/N/K", "must be >= 0");
+  if (r.batch < 0) throw InvalidArgument("--batch", "must be >= 0");
+  const auto dtype = parse_dtype(r.dtype);
+  if (!dtype || (*dtype != DType::f32 && *dtype != DType::f16 && *dtype != DType::bf16 && *dtype != DType::tf32))
+    throw InvalidArgument("--dtype", "must be f32, tf32, f16 or bf16 on CUDA, got '" + r.dtype + "'");
+  GemmProblem p;
+  p.m = r.m, p.n = r.n, p.k = r.k, p.batch = r.batch;
+  GemmSignature& s = p.signature;
+  if (!r.epilogue.empty()) s.epilogue = Epilogue::parse(r.epilogue);
+  s.a = {*dtype, layout_option(r.layout_a, "--layout-a")};
+  s.b = {*dtype, layout_option(r.layout_b, "--layout-b")};
+  s.d = {DType::f32, layout_option(r.layout_c, "--layout-c")};
+  // As describe_gemm decides for host buffers: C is not read when beta = 0 only scales it.
+  const bool c_read = s.epilogue.reads_c() && !(r.beta == 0 && s.epilogue.c_scaled_by_beta());
+  s.c = c_read ? s.d : OperandSignature{DType::f32, Layout::zero()};
+  for (const auto& t : s.epilogue.tensors())
+    s.inputs.push_back(
+        {t.name, t.form, {DType::f32, t.form == IndexForm::M ? Layout::col_major() : Layout::row_major()}});
+  s.check();
+  return p;
+}
+
 GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool verify) {
   GemmBuffers buffers = make_gemm_buffers(request);
   const GemmArgs& args = buffers.args;
@@ -153,6 +176,9 @@ int guarded(const std::function<int()>& body) {
   } catch (const ConfigError& e) {
     std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
     return kBadArguments;
+  } catch (const CompileError& e) {
+    std::cerr << "tessera: error: " << e.what() << "\n";  // the compiler's whole log: a tessera bug to report
+    return kUnavailable;
   } catch (const Error& e) {
     std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
     return kUnavailable;

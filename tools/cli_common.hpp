@@ -26,7 +26,7 @@ struct GemmRequest {
   std::string target = "cpu";
   int ir_opt_level = 0;
   std::string config;         // overrides of the default config, "mr=8,pack_a=0"
-  std::string dtype = "f32";  // of A and B: f32 or bf16 (C, D and the accumulator are f32)
+  std::string dtype = "f32";  // of A and B: f32 or bf16 (CPU), f32, tf32, f16 or bf16 (CUDA); D is f32
 };
 
 // Adds M N K and the GEMM options shared by `gemm` and `emit gemm`.
@@ -40,6 +40,10 @@ struct GemmBuffers {
   GemmArgs args;
 };
 GemmBuffers make_gemm_buffers(const GemmRequest& request, std::uint32_t seed = 42);
+
+// The problem a request describes for a CUDA target (no host buffers): --dtype f32, tf32, f16 or bf16 for A and B,
+// D f32.
+GemmProblem cuda_problem(const GemmRequest& request);
 
 // One request carried out: compiled (then requested again to time a cache hit), timed, and optionally verified.
 struct GemmRun {

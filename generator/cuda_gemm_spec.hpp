@@ -1,0 +1,31 @@
+// CudaGemmSpec: {problem signature, CUDA config, CUDA target}, the unit of CUDA compilation, caching and naming.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/cuda_config.hpp"
+#include "generator/cuda_target.hpp"
+#include "generator/gemm_problem.hpp"
+#include "generator/kernel_spec.hpp"
+
+namespace tessera {
+
+struct CudaGemmSpec {
+  GemmSignature signature;
+  CudaGemmConfig config;
+  CudaTarget target;
+
+  // Canonical JSON (sorted keys, no whitespace).
+  nlohmann::json to_json() const;
+  std::string canonical_json() const { return to_json().dump(); }
+  // Parses and validates; throws InvalidArgument (malformed) or ConfigError (invalid combination).
+  static CudaGemmSpec from_json(const nlohmann::json& j);
+  Hash128 hash() const;
+  // A valid C symbol, e.g. gemm_f16f16f32_rcrr_tc128x128x32_w64x64_s4_ab_sm80_1a2b3c4d; it is the kernel's
+  // extern "C" entry name in the generated source.
+  std::string name() const;
+};
+
+}  // namespace tessera

@@ -1,0 +1,49 @@
+#include "jit/cuda_gemm_build.hpp"
+
+namespace tessera {
+
+CudaGemmBuild build_cuda_gemm(const CudaGemmSpec& spec, bool cubin) {
+  validate(spec.signature, spec.config, spec.target);
+  CudaGemmBuild build;
+  build.spec = spec;
+  build.source = emit_cuda(spec);
+  build.binary = Nvrtc::instance().compile(build.source.code, build.source.kernel, spec.target, cubin);
+  build.ptx = count_ptx(build.binary.ptx);
+  if (auto it = build.binary.resources.find(build.source.kernel); it != build.binary.resources.end())
+    build.gemm = it->second;
+  if (auto it = build.binary.resources.find(build.source.reduce_kernel); it != build.binary.resources.end())
+    build.reduce = it->second;
+  return build;
+}
+
+nlohmann::json CudaGemmBuild::report() const {
+  nlohmann::json j{{"name", source.kernel},
+                   {"arch", spec.target.arch()},
+                   {"target", spec.target.str()},
+                   {"threads", source.threads},
+                   {"registers", gemm.registers},
+                   {"shared_bytes", source.shared_bytes + gemm.static_shared_bytes},
+                   {"dynamic_shared_bytes", source.shared_bytes},
+                   {"static_shared_bytes", gemm.static_shared_bytes},
+                   {"spill_store_bytes", gemm.spill_store_bytes},
+                   {"spill_load_bytes", gemm.spill_load_bytes},
+                   {"stack_bytes", gemm.stack_bytes},
+                   {"compile_ms", binary.compile_ms},
+                   {"cubin_bytes", binary.cubin.size()},
+                   {"mma_count", ptx.mma},
+                   {"ldmatrix_count", ptx.ldmatrix},
+                   {"cp_async_count", ptx.cp_async},
+                   {"cp_async_wait_count", ptx.cp_async_wait},
+                   {"local_access_count", ptx.local_access},
+                   {"config", spec.config.to_json()},
+                   {"spec_hash", spec.hash().hex()}};
+  if (!source.reduce_kernel.empty())
+    j["reduce"] = {{"name", source.reduce_kernel},
+                   {"registers", reduce.registers},
+                   {"spill_store_bytes", reduce.spill_store_bytes},
+                   {"spill_load_bytes", reduce.spill_load_bytes},
+                   {"stack_bytes", reduce.stack_bytes}};
+  return j;
+}
+
+}  // namespace tessera

@@ -1,0 +1,187 @@
+#include "jit/nvrtc.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+
+#include "generator/error.hpp"
+#include "jit/embedded_templates.hpp"
+#include "jit/shared_library.hpp"
+
+namespace tessera {
+
+namespace {
+// NVRTC's C API, declared here so that tessera builds without the toolkit's headers.
+using nvrtcResult = int;
+using nvrtcProgram = struct _nvrtcProgram*;
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+int count_occurrences(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++count;
+  return count;
+}
+}  // namespace
+
+struct Nvrtc::Api {
+  SharedLibrary library;
+  const char* (*get_error_string)(nvrtcResult);
+  nvrtcResult (*version)(int*, int*);
+  nvrtcResult (*create_program)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
+  nvrtcResult (*destroy_program)(nvrtcProgram*);
+  nvrtcResult (*compile_program)(nvrtcProgram, int, const char* const*);
+  nvrtcResult (*get_ptx_size)(nvrtcProgram, std::size_t*);
+  nvrtcResult (*get_ptx)(nvrtcProgram, char*);
+  nvrtcResult (*get_cubin_size)(nvrtcProgram, std::size_t*);
+  nvrtcResult (*get_cubin)(nvrtcProgram, char*);
+  nvrtcResult (*get_log_size)(nvrtcProgram, std::size_t*);
+  nvrtcResult (*get_log)(nvrtcProgram, char*);
+
+  explicit Api(SharedLibrary lib) : library(std::move(lib)) {
+    get_error_string = library.get<decltype(get_error_string)>("nvrtcGetErrorString");
+    version = library.get<decltype(version)>("nvrtcVersion");
+    create_program = library.get<decltype(create_program)>("nvrtcCreateProgram");
+    destroy_program = library.get<decltype(destroy_program)>("nvrtcDestroyProgram");
+    compile_program = library.get<decltype(compile_program)>("nvrtcCompileProgram");
+    get_ptx_size = library.get<decltype(get_ptx_size)>("nvrtcGetPTXSize");
+    get_ptx = library.get<decltype(get_ptx)>("nvrtcGetPTX");
+    get_cubin_size = library.get<decltype(get_cubin_size)>("nvrtcGetCUBINSize");
+    get_cubin = library.get<decltype(get_cubin)>("nvrtcGetCUBIN");
+    get_log_size = library.get<decltype(get_log_size)>("nvrtcGetProgramLogSize");
+    get_log = library.get<decltype(get_log)>("nvrtcGetProgramLog");
+  }
+
+  void check(nvrtcResult result, const char* call) const {
+    if (result != 0) throw CompileError(fmt::format("nvrtc: {} failed: {}", call, get_error_string(result)));
+  }
+};
+
+Nvrtc::Nvrtc() {
+  std::vector<std::string> candidates{env_or_empty("TESSERA_NVRTC"), "libnvrtc.so.13", "libnvrtc.so"};
+  for (const std::string& root : {env_or_empty("CUDA_HOME"), std::string("/usr/local/cuda")})
+    if (!root.empty()) candidates.push_back(root + "/lib64/libnvrtc.so.13");
+  api_ = new Api(SharedLibrary::open("NVRTC", candidates));
+}
+
+Nvrtc::~Nvrtc() { delete api_; }
+
+const Nvrtc& Nvrtc::instance() {
+  // A failed load is remembered: asking again gives the same reason without retrying dlopen.
+  static const auto loaded = []() -> std::pair<Nvrtc*, std::string> {
+    try {
+      return {new Nvrtc(), ""};
+    } catch (const Unavailable& e) {
+      return {nullptr, e.what()};
+    }
+  }();
+  if (!loaded.first) throw Unavailable(loaded.second);
+  return *loaded.first;
+}
+
+std::string Nvrtc::version() const {
+  int major = 0, minor = 0;
+  api_->check(api_->version(&major, &minor), "nvrtcVersion");
+  return fmt::format("{}.{}", major, minor);
+}
+
+CudaBinary Nvrtc::compile(const std::string& source, const std::string& name, const CudaTarget& target,
+                          bool cubin) const {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<const char*> header_texts, header_names;
+  std::vector<std::string> storage;  // string_views of the table are not NUL-terminated
+  storage.reserve(2 * embedded_templates().size());
+  for (const auto& file : embedded_templates()) {
+    storage.emplace_back(file.text);
+    header_texts.push_back(storage.back().c_str());
+    storage.emplace_back(file.path);
+    header_names.push_back(storage.back().c_str());
+  }
+  nvrtcProgram program = nullptr;
+  api_->check(api_->create_program(&program, source.c_str(), (name + ".cu").c_str(),
+                                   static_cast<int>(header_texts.size()), header_texts.data(), header_names.data()),
+              "nvrtcCreateProgram");
+  struct Destroy {
+    const Api* api;
+    nvrtcProgram* program;
+    ~Destroy() { api->destroy_program(program); }
+  } destroy{api_, &program};
+
+  // A real architecture (sm_XX) yields both PTX and CUBIN; a virtual one (compute_XX) only PTX.
+  const std::string arch = "--gpu-architecture=" + (cubin ? target.arch() : "compute_" + target.arch().substr(3));
+  std::vector<const char*> options{arch.c_str(), "-std=c++17", "-DNDEBUG"};
+  if (cubin) options.push_back("--ptxas-options=-v");
+  const nvrtcResult compiled = api_->compile_program(program, static_cast<int>(options.size()), options.data());
+
+  CudaBinary binary;
+  std::size_t size = 0;
+  api_->check(api_->get_log_size(program, &size), "nvrtcGetProgramLogSize");
+  binary.log.resize(size);
+  if (size) api_->check(api_->get_log(program, binary.log.data()), "nvrtcGetProgramLog");
+  while (!binary.log.empty() && (binary.log.back() == '\0' || binary.log.back() == '\n')) binary.log.pop_back();
+  if (compiled != 0)
+    throw CompileError(
+        fmt::format("nvrtc: {} for {}: {}\n{}", name, target.arch(), api_->get_error_string(compiled), binary.log));
+  api_->check(api_->get_ptx_size(program, &size), "nvrtcGetPTXSize");
+  binary.ptx.resize(size);
+  api_->check(api_->get_ptx(program, binary.ptx.data()), "nvrtcGetPTX");
+  while (!binary.ptx.empty() && binary.ptx.back() == '\0') binary.ptx.pop_back();
+  if (cubin) {
+    api_->check(api_->get_cubin_size(program, &size), "nvrtcGetCUBINSize");
+    binary.cubin.resize(size);
+    api_->check(api_->get_cubin(program, binary.cubin.data()), "nvrtcGetCUBIN");
+    binary.resources = parse_ptxas_report(binary.log);
+  }
+  binary.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return binary;
+}
+
+std::map<std::string, KernelResources> parse_ptxas_report(const std::string& log) {
+  static const std::regex entry(R"(Compiling entry function '([A-Za-z_0-9]+)')");
+  static const std::regex properties(R"(Function properties for ([A-Za-z_0-9]+))");
+  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex used(R"(Used (\d+) registers)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  static const std::regex cmem(R"((\d+) bytes cmem\[0\])");
+  std::map<std::string, KernelResources> kernels;
+  std::string current;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, entry) || std::regex_search(line, m, properties)) {
+      current = m[1];
+      kernels[current];
+      continue;
+    }
+    if (current.empty()) continue;
+    KernelResources& r = kernels[current];
+    if (std::regex_search(line, m, frame)) {
+      r.stack_bytes = std::stoi(m[1]);
+      r.spill_store_bytes = std::stoi(m[2]);
+      r.spill_load_bytes = std::stoi(m[3]);
+    }
+    if (std::regex_search(line, m, used)) r.registers = std::stoi(m[1]);
+    if (std::regex_search(line, m, smem)) r.static_shared_bytes = std::stoi(m[1]);
+    if (std::regex_search(line, m, cmem)) r.constant_bytes = std::stoi(m[1]);
+  }
+  return kernels;
+}
+
+PtxCounts count_ptx(const std::string& ptx) {
+  PtxCounts c;
+  c.mma = count_occurrences(ptx, "mma.sync.aligned.");
+  c.ldmatrix = count_occurrences(ptx, "ldmatrix.sync.aligned.");
+  c.cp_async =
+      count_occurrences(ptx, "cp.async.cg.shared.global") + count_occurrences(ptx, "cp.async.ca.shared.global");
+  c.cp_async_wait = count_occurrences(ptx, "cp.async.wait_group");
+  c.local_access = count_occurrences(ptx, "ld.local.") + count_occurrences(ptx, "st.local.");
+  return c;
+}
+
+}  // namespace tessera

@@ -1,0 +1,66 @@
+// NVRTC, loaded on first use: compiles generated CUDA sources (with the embedded templates) to PTX and CUBIN, and
+// reads the ptxas report of what each kernel uses.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "generator/cuda_target.hpp"
+
+namespace tessera {
+
+// What ptxas reports for one kernel.
+struct KernelResources {
+  int registers = 0;
+  int static_shared_bytes = 0;
+  int stack_bytes = 0;
+  int spill_store_bytes = 0;
+  int spill_load_bytes = 0;
+  int constant_bytes = 0;  // cmem[0]: the parameter block
+};
+
+// Counts of instruction families in PTX text, the proof that a kernel is the kernel it claims to be.
+struct PtxCounts {
+  int mma = 0;            // mma.sync.aligned.*
+  int ldmatrix = 0;       // ldmatrix.sync.aligned.*
+  int cp_async = 0;       // cp.async.{ca,cg}.shared.global
+  int cp_async_wait = 0;  // cp.async.wait_group
+  int local_access = 0;   // ld.local / st.local (spills or stack arrays)
+};
+PtxCounts count_ptx(const std::string& ptx);
+
+// Parses ptxas -v output ("Compiling entry function 'f'", "Used N registers, ...", "N bytes stack frame, ...").
+std::map<std::string, KernelResources> parse_ptxas_report(const std::string& log);
+
+struct CudaBinary {
+  std::string ptx;
+  std::vector<char> cubin;                           // empty when only PTX was requested
+  std::string log;                                   // NVRTC's log, including the ptxas report
+  std::map<std::string, KernelResources> resources;  // per kernel, from the ptxas report (CUBIN builds only)
+  double compile_ms = 0;
+};
+
+class Nvrtc {
+ public:
+  // The process-wide NVRTC, loaded on first call: $TESSERA_NVRTC, libnvrtc.so.13, libnvrtc.so, then the toolkit's
+  // lib64 under $CUDA_HOME or /usr/local/cuda. Throws Unavailable with the reasons when none loads.
+  static const Nvrtc& instance();
+  // "13.0"
+  std::string version() const;
+
+  // Compiles `source` (it may include any embedded template) for the target's architecture. With `cubin`, also
+  // runs ptxas and returns the CUBIN and its resource report. Throws CompileError with NVRTC's log on failure.
+  CudaBinary compile(const std::string& source, const std::string& name, const CudaTarget& target, bool cubin) const;
+
+  Nvrtc(const Nvrtc&) = delete;
+  Nvrtc& operator=(const Nvrtc&) = delete;
+  ~Nvrtc();
+
+ private:
+  Nvrtc();
+  struct Api;
+  Api* api_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,20 @@
+// The arch wrappers: the only functions with inline PTX. Kernels call these; the device bodies live in arch/,
+// the SIMT emulator supplies host bodies with the same signatures (tessera/emu/arch_host.cuh) and defines
+// TESSERA_EMULATION, so no kernel changes between the GPU and the emulator.
+//
+// Shared-memory operands are 32-bit shared-window addresses (what cp.async and ldmatrix take), obtained once per
+// kernel from shared_address(); the emulator maps them to its per-block arena.
+#pragma once
+
+#include "tessera/platform.cuh"
+
+#if defined(TESSERA_EMULATION)
+#include "tessera/emu/arch_host.cuh"
+#else
+#include "tessera/arch/convert.cuh"
+#include "tessera/arch/cp_async.cuh"
+#include "tessera/arch/ldmatrix.cuh"
+#include "tessera/arch/mma.cuh"
+#include "tessera/arch/shared.cuh"
+#include "tessera/arch/shuffle.cuh"
+#endif

@@ -1,0 +1,63 @@
+// Global→shared copies of one operand tile for one pipeline stage, as 16-byte chunks of the tile's contiguous
+// dimension. Edges are predicated chunk by chunk (zero-filled), so any M, N, K works; kAlign (elements the
+// arguments guarantee) picks 16-, 8- or 4-byte cp.async, or synchronous 2-byte copies for unaligned 16-bit data.
+#pragma once
+
+#include "tessera/arch.cuh"
+
+namespace tessera {
+
+template <class E, int kAlign>
+TESSERA_DEVICE void copy_chunk(u32 dst, char* dst_generic, const E* src, int valid) {
+  constexpr int kChunkElems = 16 / static_cast<int>(sizeof(E));
+  constexpr int kBytes = kAlign * static_cast<int>(sizeof(E));
+  if constexpr (kBytes == 16) {
+    cp_async_16(dst, src, valid * static_cast<int>(sizeof(E)));
+  } else if constexpr (kBytes >= 4) {
+#pragma unroll
+    for (int j = 0; j < 16 / kBytes; ++j) {
+      int v = valid - j * kAlign;
+      v = v < 0 ? 0 : (v > kAlign ? kAlign : v);
+      const E* s = v > 0 ? src + j * kAlign : src;
+      if constexpr (kBytes == 8)
+        cp_async_8(dst + j * kBytes, s, v * static_cast<int>(sizeof(E)));
+      else
+        cp_async_4(dst + j * kBytes, s, v * static_cast<int>(sizeof(E)));
+    }
+  } else {
+    // 2-byte alignment: cp.async has no 2-byte form. The stage being filled is not read until after the next
+    // barrier, so plain stores are as safe as the asynchronous copies.
+    const u16* s = reinterpret_cast<const u16*>(src);
+    u16* d = reinterpret_cast<u16*>(dst_generic);
+#pragma unroll
+    for (int j = 0; j < kChunkElems; ++j) d[j] = j < valid ? s[j] : u16(0);
+  }
+}
+
+// The tile is kRows × kCols elements (kCols contiguous, both in global memory and in shared memory), laid out by
+// Tile (a SwizzledTile); element (r, c) is at global + r * row_stride + c. Rows at or beyond rows_valid and columns
+// at or beyond cols_valid read as zero.
+template <class E, int kRows, int kCols, int kThreads, int kAlign, class Tile>
+struct TileLoader {
+  static constexpr int kChunkElems = 16 / static_cast<int>(sizeof(E));
+  static constexpr int kChunksPerRow = kCols / kChunkElems;
+  static constexpr int kChunks = kRows * kChunksPerRow;
+  static_assert(kChunks % kThreads == 0, "validate() guarantees whole chunks per thread");
+
+  TESSERA_DEVICE static void load(u32 tile, char* tile_generic, const E* global, i64 row_stride, int rows_valid,
+                                  int cols_valid, int tid) {
+#pragma unroll
+    for (int i = 0; i < kChunks / kThreads; ++i) {
+      const int chunk = tid + i * kThreads;
+      const int r = chunk / kChunksPerRow;
+      const int c = (chunk % kChunksPerRow) * kChunkElems;
+      int valid = cols_valid - c;
+      valid = r >= rows_valid || valid < 0 ? 0 : (valid > kChunkElems ? kChunkElems : valid);
+      const int offset = Tile::offset(r, c * static_cast<int>(sizeof(E)));
+      const E* src = valid > 0 ? global + r * row_stride + c : global;
+      copy_chunk<E, kAlign>(tile + offset, tile_generic + offset, src, valid);
+    }
+  }
+};
+
+}  // namespace tessera
