@@ -183,6 +183,7 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
                        in == DType::f16 || in == DType::bf16 ? std::string(" or ") + std::string(dtype_name(in)) : ""));
   }
   if (s.c.layout.reads_memory() && s.c.dtype != s.d.dtype) fail("C and D dtypes must match");
+  if (s.inputs.size() > 8) fail(fmt::format("{} epilogue tensors: CUDA kernels take at most 8", s.inputs.size()));
   for (const auto& input : s.inputs)
     if (input.operand.dtype != DType::f32)
       fail(fmt::format("epilogue tensor '{}' must be f32 on {}", input.name, where));

@@ -30,4 +30,17 @@ inline std::uint16_t to_bf16(float x) {
 }
 inline float from_bf16(std::uint16_t x) { return __builtin_bit_cast(float, static_cast<std::uint32_t>(x) << 16); }
 
+// IEEE binary16, round to nearest even (overflow → inf, NaN stays NaN, subnormals kept).
+std::uint16_t to_f16(float x);
+float from_f16(std::uint16_t x);
+
+// TF32 as mma.sync consumes it: f32 with the low 13 mantissa bits cleared after rounding to nearest, ties away from
+// zero (cvt.rna.tf32.f32).
+inline float round_tf32(float x) {
+  std::uint32_t bits = __builtin_bit_cast(std::uint32_t, x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return x;  // inf and NaN unchanged
+  bits = (bits + 0x1000u) & 0xffffe000u;
+  return __builtin_bit_cast(float, bits);
+}
+
 }  // namespace tessera

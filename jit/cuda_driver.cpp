@@ -33,6 +33,12 @@ constexpr int kRequiredVersion = 12000;  // cuGetProcAddress_v2 and every entry 
 void* const kLaunchParamBufferPointer = reinterpret_cast<void*>(1);
 void* const kLaunchParamBufferSize = reinterpret_cast<void*>(2);
 void* const kLaunchParamEnd = nullptr;
+
+std::string stub_message(const std::string& path) {
+  return fmt::format(
+      "CUDA driver {} is the toolkit's stub library (CUDA_ERROR_STUB_LIBRARY, 34): this machine has no NVIDIA driver",
+      path);
+}
 }  // namespace
 
 struct CudaDriver::Api {
@@ -82,9 +88,10 @@ struct CudaDriver::Api {
     void* address = nullptr;
     int status = 0;
     const CUresult r = get_proc_address(symbol, &address, kRequiredVersion, 0, &status);
+    if (r == kStubLibrary) throw Unavailable(stub_message(library.path()));
     if (r != kSuccess || !address)
-      throw Unavailable(fmt::format("CUDA driver {}: cuGetProcAddress({}) failed: {}", library.path(), symbol,
-                                    r == kStubLibrary ? "CUDA_ERROR_STUB_LIBRARY (34)" : describe(r)));
+      throw Unavailable(
+          fmt::format("CUDA driver {}: cuGetProcAddress({}) failed: {}", library.path(), symbol, describe(r)));
     fn = reinterpret_cast<Fn>(address);
   }
 };
@@ -104,11 +111,7 @@ std::shared_ptr<const CudaDriver> CudaDriver::load(const std::string& path) {
     throw Unavailable(fmt::format("CUDA driver {} is older than CUDA 12 (no cuGetProcAddress_v2)", where));
   api->resolve(api->init, "cuInit");
   const CUresult init = api->init(0);
-  if (init == kStubLibrary)
-    throw Unavailable(
-        fmt::format("CUDA driver {} is the toolkit's stub library (cuInit: CUDA_ERROR_STUB_LIBRARY, 34); "
-                    "this machine has no NVIDIA driver",
-                    where));
+  if (init == kStubLibrary) throw Unavailable(stub_message(where));
   if (init == kNoDevice) throw Unavailable(fmt::format("CUDA driver {}: no CUDA device (cuInit: 100)", where));
   if (init == kInsufficientDriver)
     throw Unavailable(fmt::format("CUDA driver {} is too old for this toolkit (cuInit: 35)", where));

@@ -15,9 +15,9 @@ SharedLibrary SharedLibrary::open(const std::string& what, const std::vector<std
     // RTLD_LOCAL: OpenBLAS-style symbol clashes stay private to the library.
     if (void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) return SharedLibrary(handle, candidate, what);
     const char* error = dlerror();
-    reasons += "\n  " + candidate + ": " + (error ? error : "not found");
+    reasons += (reasons.empty() ? "" : "; ") + std::string(error ? error : candidate + ": not found");
   }
-  throw Unavailable(what + " cannot be loaded:" + reasons);
+  throw Unavailable(what + " cannot be loaded (" + reasons + ")");
 }
 
 SharedLibrary::SharedLibrary(void* handle, std::string path, std::string what)

@@ -11,9 +11,17 @@ namespace tessera {
 namespace {
 
 double element(const Tensor& t, std::int64_t offset) {
-  if (t.dtype == DType::bf16) return from_bf16(static_cast<const std::uint16_t*>(t.data)[offset]);
-  if (t.dtype != DType::f32) throw InvalidArgument("reference", "supports f32 and bf16 tensors");
-  return static_cast<const float*>(t.data)[offset];
+  switch (t.dtype) {
+    case DType::bf16:
+      return from_bf16(static_cast<const std::uint16_t*>(t.data)[offset]);
+    case DType::f16:
+      return from_f16(static_cast<const std::uint16_t*>(t.data)[offset]);
+    case DType::f32:
+    case DType::tf32:  // stored as f32; the kernel's rounding to tf32 is in the tolerance
+      return static_cast<const float*>(t.data)[offset];
+    default:
+      throw InvalidArgument("reference", "supports f32, tf32, f16 and bf16 tensors");
+  }
 }
 
 // Element (batch, row, col) of a 2-D or 3-D tensor; 2-D tensors are shared across batches.
@@ -44,6 +52,12 @@ GemmReference reference_gemm(const GemmArgs& g) {
   const Epilogue& e = g.epilogue;
   const bool c_read = e.reads_c() && !(g.beta == 0 && e.c_scaled_by_beta());
   const double eps = std::ldexp(1.0, -24);
+  // tf32 math rounds each input to 10 mantissa bits, so each product may be off by about 2^-10 of itself.
+  const double product_eps = g.a.dtype == DType::tf32 || g.b.dtype == DType::tf32 ? std::ldexp(1.0, -10) : 0.0;
+  // A 16-bit D rounds the result once more.
+  const double output_eps = g.d.dtype == DType::f16    ? std::ldexp(1.0, -11)
+                            : g.d.dtype == DType::bf16 ? std::ldexp(1.0, -8)
+                                                       : 0.0;
   ref.values.resize(static_cast<std::size_t>(ref.batch * m * n));
   ref.tolerance.resize(ref.values.size());
 
@@ -74,7 +88,8 @@ GemmReference reference_gemm(const GemmArgs& g) {
         ref.values[idx] = value;
         const double scale = magnitude * std::max(1.0, std::fabs(double{g.alpha})) + std::fabs(double{g.beta} * c) +
                              std::fabs(c) + inputs_magnitude;
-        ref.tolerance[idx] = 1e-5 * std::fabs(value) + 4 * eps * static_cast<double>(k + 16) * scale;
+        ref.tolerance[idx] = (1e-5 + output_eps) * std::fabs(value) + 4 * eps * static_cast<double>(k + 16) * scale +
+                             product_eps * magnitude * std::max(1.0, std::fabs(double{g.alpha}));
       }
   return ref;
 }
@@ -89,8 +104,11 @@ GemmComparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exac
         const std::size_t idx = static_cast<std::size_t>((bi * ref.m + i) * ref.n + j);
         const double got = at(d, bi, i, j), want = ref.values[idx];
         const double err = std::fabs(got - want);
-        const bool good = exact ? got == static_cast<double>(static_cast<float>(want))
-                                : (err <= ref.tolerance[idx] || (std::isinf(want) && got == want));
+        const double representable = d.dtype == DType::f16    ? from_f16(to_f16(static_cast<float>(want)))
+                                     : d.dtype == DType::bf16 ? from_bf16(to_bf16(static_cast<float>(want)))
+                                                              : static_cast<double>(static_cast<float>(want));
+        const bool good =
+            exact ? got == representable : (err <= ref.tolerance[idx] || (std::isinf(want) && got == want));
         if (std::isfinite(err)) cmp.max_abs_err = std::max(cmp.max_abs_err, err);
         if (!good) {
           if (cmp.mismatches == 0)

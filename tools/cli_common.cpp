@@ -73,18 +73,21 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
   };
   g.a = operand(buf.a, r.m, r.k, la);
   g.b = operand(buf.b, r.k, r.n, lb);
-  if (r.dtype == "bf16") {
-    // The same random values rounded to bf16, viewed with the same shapes and strides.
-    const auto narrow = [](const std::vector<float>& v, std::vector<std::uint16_t>& out, Tensor& t) {
+  if (r.dtype == "bf16" || r.dtype == "f16") {
+    // The same random values rounded to 16 bits, viewed with the same shapes and strides.
+    const bool bf16 = r.dtype == "bf16";
+    const auto narrow = [bf16](const std::vector<float>& v, std::vector<std::uint16_t>& out, Tensor& t) {
       out.resize(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_bf16(v[i]);
+      for (std::size_t i = 0; i < v.size(); ++i) out[i] = bf16 ? to_bf16(v[i]) : to_f16(v[i]);
       t.data = out.data();
-      t.dtype = DType::bf16;
+      t.dtype = bf16 ? DType::bf16 : DType::f16;
     };
     narrow(buf.a, buf.a16, g.a);
     narrow(buf.b, buf.b16, g.b);
+  } else if (r.dtype == "tf32") {
+    g.a.dtype = g.b.dtype = DType::tf32;  // f32 in memory, tf32 math
   } else if (r.dtype != "f32") {
-    throw InvalidArgument("--dtype", "must be f32 or bf16, got '" + r.dtype + "'");
+    throw InvalidArgument("--dtype", "must be f32, bf16, f16 or tf32, got '" + r.dtype + "'");
   }
   g.c = operand(buf.c, r.m, r.n, lc);
   g.d = operand(buf.d, r.m, r.n, lc);

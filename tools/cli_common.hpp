@@ -35,7 +35,7 @@ void add_gemm_options(CLI::App& app, GemmRequest& request);
 // Buffers for every operand the request needs, filled with random values, and the GemmArgs viewing them.
 struct GemmBuffers {
   std::vector<float> a, b, c, d;
-  std::vector<std::uint16_t> a16, b16;  // A and B when they are bf16
+  std::vector<std::uint16_t> a16, b16;  // A and B when they are bf16 or f16
   std::map<std::string, std::vector<float>> inputs;
   GemmArgs args;
 };

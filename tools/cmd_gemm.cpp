@@ -6,6 +6,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "tessera/cuda.hpp"
 
 namespace tessera::cli {
 
@@ -19,6 +20,7 @@ struct GemmCommand {
 
   int run() const {
     if (repeat < 1) throw InvalidArgument("--repeat", "must be >= 1");
+    if (CudaTarget::is_cuda_text(request.target)) return run_cuda();
     Runtime runtime({request.target, 0, request.ir_opt_level});
     const GemmRun r = run_gemm(runtime, request, repeat, verify);
     const GemmProblem& p = r.problem;
@@ -55,6 +57,72 @@ struct GemmCommand {
                                  cmp.max_abs_err, cmp.max_rel_err, r.ok() ? "" : "  first: " + cmp.first_mismatch);
     }
     return r.ok() ? kOk : kVerifyFailed;
+  }
+
+  // On a GPU: host buffers mirrored to the device, the kernel timed with CUDA events, D copied back and verified.
+  int run_cuda() const {
+    if (request.target.starts_with("cuda-emu"))
+      throw Unavailable("target " + request.target + ": the SIMT emulator is not part of this build yet");
+    CudaRuntime runtime(request.target);  // no driver or no device: Unavailable, with the reason
+    GemmBuffers host = make_gemm_buffers(request);
+    GemmArgs device_args = host.args;
+    std::vector<DeviceBuffer> keep;
+    const auto mirror = [&](Tensor& t, const void* data, std::size_t bytes) {
+      DeviceBuffer buffer = runtime.allocate(bytes);
+      buffer.copy_from_host(data, bytes);
+      t.data = buffer.data();
+      keep.push_back(std::move(buffer));
+    };
+    const auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
+    if (host.a16.empty()) {
+      mirror(device_args.a, host.a.data(), bytes_of(host.a));
+      mirror(device_args.b, host.b.data(), bytes_of(host.b));
+    } else {
+      mirror(device_args.a, host.a16.data(), bytes_of(host.a16));
+      mirror(device_args.b, host.b16.data(), bytes_of(host.b16));
+    }
+    mirror(device_args.c, host.c.data(), bytes_of(host.c));
+    mirror(device_args.d, host.d.data(), bytes_of(host.d));
+    for (auto& [name, tensor] : device_args.inputs)
+      mirror(tensor, host.inputs.at(name).data(), bytes_of(host.inputs.at(name)));
+
+    const GemmProblem problem = describe_gemm(device_args);
+    const CudaGemmKernel kernel =
+        runtime.compile(problem, runtime.default_config(device_args).with_overrides(request.config));
+    GemmReference reference;
+    if (verify) reference = reference_gemm(host.args);
+    const double ms = kernel.time_ms(device_args, repeat);
+    runtime.synchronize();
+    keep[3].copy_to_host(host.d.data(), bytes_of(host.d));
+    GemmComparison cmp;
+    if (verify) cmp = compare_gemm(reference, host.args.d);
+    const double gflops = ms > 0 ? problem.flops() / (ms * 1e6) : 0;
+    const bool ok = !verify || cmp.ok();
+    if (json) {
+      nlohmann::json j{{"name", kernel.name()},
+                       {"spec", kernel.spec().to_json()},
+                       {"target", runtime.target().str()},
+                       {"device", runtime.device_name()},
+                       {"m", problem.m},
+                       {"n", problem.n},
+                       {"k", problem.k},
+                       {"batch", problem.batch},
+                       {"compile_ms", kernel.report().compile_ms},
+                       {"median_ms", ms},
+                       {"gflops", gflops},
+                       {"verified", verify},
+                       {"ok", ok}};
+      if (verify) j["max_abs_err"] = cmp.max_abs_err, j["max_rel_err"] = cmp.max_rel_err;
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << fmt::format("{} on {}\n  {}x{}x{} batch {}  compile {:.1f} ms  run {:.3f} ms  {:.1f} GFLOP/s\n",
+                               kernel.name(), runtime.device_name(), problem.m, problem.n, problem.k, problem.batch,
+                               kernel.report().compile_ms, ms, gflops);
+      if (verify)
+        std::cout << fmt::format("  verify: {}  max abs err {:.3g}{}\n", ok ? "ok" : "FAILED", cmp.max_abs_err,
+                                 ok ? "" : "  first: " + cmp.first_mismatch);
+    }
+    return ok ? kOk : kVerifyFailed;
   }
 };
 
