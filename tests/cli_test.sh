@@ -62,6 +62,40 @@ asm2=$("$bin" emit gemm 64 64 64 --asm --target cpu:avx2)
 if [[ $(grep -cE 'vfmadd[0-9]+ps.*%ymm' <<<"$asm2") -ge 12 && $(grep -c '%zmm' <<<"$asm2") -eq 0 ]]; then ok; else
   bad "emit --asm --target cpu:avx2"; fi
 
+# CUDA: emit prints the source, the PTX and a JSON resource report; without a GPU, gemm says why and exits 3.
+src=$("$bin" emit gemm 256 256 256 --target cuda:sm_80 --dtype f16 --epilogue "relu(acc + bias[n])")
+if [[ $src == *'#include "tessera/gemm_tensorop.cuh"'* && $src == *"tessera::epi::relu("* ]]; then ok; else
+  bad "emit gemm --target cuda source"; fi
+if "$bin" emit gemm 256 256 256 --target cuda:sm_90 --dtype bf16 --ptx | grep -q "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"; then ok; else
+  bad "emit gemm --ptx lacks bf16 mma.sync"; fi
+report=$("$bin" emit gemm 1024 1024 1024 --target cuda:sm_90 --dtype f16 --layout-b col --json)
+code=$?
+if [[ $code -eq 0 && $(printf '%s\n' "$report" | wc -l) -eq 1 && $report == *'"spill_store_bytes":0'* && $report == *'"local_access_count":0'* ]]; then ok; else
+  bad "emit --json: exit $code: $report"; fi
+for field in name arch registers shared_bytes spill_store_bytes spill_load_bytes stack_bytes compile_ms mma_count \
+  ldmatrix_count cp_async_count local_access_count; do
+  if [[ $report == *"\"$field\":"* ]]; then ok; else bad "emit --json lacks $field"; fi
+done
+expect_bad "stages (7) must be in 2..5" emit gemm 64 64 64 --target cuda:sm_80 --dtype f16 --config stages=7
+expect_bad "f32 inputs need simt math" emit gemm 64 64 64 --target cuda:sm_80 --config simt=0
+expect_bad "unknown CUDA target" emit gemm 64 64 64 --target cuda:sm_75
+expect_bad "--asm" emit gemm 64 64 64 --target cuda:sm_80 --asm
+expect_unavailable() {
+  local needle=$1
+  shift
+  local err code
+  err=$("$@" 2>&1 >/dev/null)
+  code=$?
+  if [[ $code -eq 3 && $err == *"$needle"* ]]; then ok; else bad "$* → exit $code, stderr: $err"; fi
+}
+if [[ ! -e /dev/nvidia0 ]]; then
+  expect_unavailable "CUDA driver" "$bin" gemm 128 128 128 --target cuda:sm_80 --dtype f16 --verify
+  if [[ -e /usr/local/cuda/lib64/stubs/libcuda.so ]]; then
+    expect_unavailable "stub library" env TESSERA_CUDA_DRIVER=/usr/local/cuda/lib64/stubs/libcuda.so \
+      "$bin" gemm 128 128 128 --target cuda:sm_80 --dtype f16
+  fi
+fi
+
 # The demo verifies its kernels and exits 0.
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 

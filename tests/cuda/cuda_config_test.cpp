@@ -1,0 +1,147 @@
+// The CUDA vocabulary without compiling anything: targets, configs and the rules validate() enforces, specs.
+#include <gtest/gtest.h>
+
+#include "generator/cuda_config.hpp"
+#include "generator/cuda_gemm_spec.hpp"
+#include "generator/error.hpp"
+
+namespace tessera {
+namespace {
+
+GemmProblem problem(std::int64_t m, std::int64_t n, std::int64_t k, DType in, Layout a = Layout::row_major(),
+                    Layout b = Layout::row_major()) {
+  GemmProblem p;
+  p.m = m, p.n = n, p.k = k;
+  p.signature.a = {in, a};
+  p.signature.b = {in, b};
+  p.signature.c = {DType::f32, Layout::zero()};
+  p.signature.d = {DType::f32, Layout::row_major()};
+  return p;
+}
+
+// The rule's text must appear in the ConfigError.
+void expect_rule(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget& t, const std::string& rule) {
+  try {
+    validate(s, c, t);
+    ADD_FAILURE() << "accepted; expected: " << rule;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaTarget, ParsesKnownArchitecturesAndRejectsOthers) {
+  const CudaTarget a100 = CudaTarget::parse("cuda:sm_80");
+  EXPECT_EQ(a100.sm, 80);
+  EXPECT_EQ(a100.arch(), "sm_80");
+  EXPECT_EQ(a100.max_shared_per_block, 166912);
+  const CudaTarget h100a = CudaTarget::parse("cuda:sm_90a");
+  EXPECT_TRUE(h100a.arch_specific);
+  EXPECT_EQ(h100a.str(), "cuda:sm_90a");
+  EXPECT_EQ(CudaTarget::parse("cuda:sm_86").max_shared_per_block, 101376);
+  EXPECT_TRUE(CudaTarget::parse("cuda-emu:sm_89").emulated);
+  for (const char* bad : {"cuda:sm_70", "cuda:sm_80a", "cuda:", "cuda:sm", "gpu:sm_80", "cuda:sm_9x"})
+    EXPECT_THROW(CudaTarget::parse(bad), InvalidArgument) << bad;
+}
+
+TEST(CudaGemmConfig, DefaultsValidateAcrossShapesTypesLayoutsAndTargets) {
+  for (const char* target : {"cuda:sm_80", "cuda:sm_86", "cuda:sm_89", "cuda:sm_90"})
+    for (DType in : {DType::f32, DType::tf32, DType::f16, DType::bf16})
+      for (auto [m, n, k] : {std::tuple{1, 1, 1}, {17, 129, 255}, {64, 64, 8192}, {4096, 4096, 4096}, {1000, 8, 3}})
+        for (Layout a : {Layout::row_major(), Layout::col_major()})
+          for (Layout b : {Layout::row_major(), Layout::col_major()}) {
+            const GemmProblem p = problem(m, n, k, in, a, b);
+            const CudaTarget t = CudaTarget::parse(target);
+            const CudaGemmConfig c = CudaGemmConfig::default_for(p, t);
+            EXPECT_NO_THROW(validate(p.signature, c, t)) << target << " " << c.to_json().dump();
+            EXPECT_EQ(c.math, in == DType::f32 ? CudaMath::Simt : CudaMath::TensorOp);
+          }
+}
+
+TEST(CudaGemmConfig, DefaultsFollowTheProblem) {
+  const CudaTarget t = CudaTarget::parse("cuda:sm_80");
+  const CudaGemmConfig big = CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::f16), t);
+  EXPECT_EQ(big.split_k, 1);
+  EXPECT_GE(big.block_m * big.block_n, 128 * 128);
+  const CudaGemmConfig deep = CudaGemmConfig::default_for(problem(64, 64, 16384, DType::f16), t);
+  EXPECT_GT(deep.split_k, 1) << "one output tile and deep K: split K over the idle SMs";
+  const CudaGemmConfig odd = CudaGemmConfig::default_for(problem(100, 100, 1001, DType::f16), t);
+  EXPECT_EQ(odd.align_a, 1) << "a packed row-major A with K = 1001 has 2-byte-aligned rows";
+  EXPECT_EQ(odd.align_b, 4) << "row-major B with N = 100: 8-byte vectors";
+}
+
+TEST(CudaGemmConfig, ValidateNamesTheRuleItBreaks) {
+  const CudaTarget sm80 = CudaTarget::parse("cuda:sm_80"), sm86 = CudaTarget::parse("cuda:sm_86");
+  const GemmSignature f16 = problem(256, 256, 256, DType::f16).signature;
+  const GemmSignature f32 = problem(256, 256, 256, DType::f32).signature;
+  const CudaGemmConfig tc;
+  expect_rule(f16, tc.with_overrides("warp_m=48"), sm80, "warp_m (48) must be a power of two");
+  expect_rule(f16, tc.with_overrides("block_m=64,warp_m=128"), sm80, "multiple of the warp tile");
+  expect_rule(f16, tc.with_overrides("warp_n=128"), sm80, "registers per thread");
+  expect_rule(f16, tc.with_overrides("stages=6"), sm80, "stages (6) must be in 2..5");
+  expect_rule(f16, tc.with_overrides("block_k=8"), sm80, "block_k (8) must be a multiple of the mma K");
+  expect_rule(f16, tc.with_overrides("block_n=256,stages=5"), sm86, "exceeds sm_86's 101376 bytes");
+  expect_rule(f16, tc.with_overrides("align_a=16"), sm80, "align_a (16) must be a power of two of at most 16 bytes");
+  expect_rule(f16, tc.with_overrides("split_k=0"), sm80, "split_k (0) must be in 1..64");
+  expect_rule(f16, tc.with_overrides("swizzle=3"), sm80, "swizzle (3)");
+  expect_rule(f16, tc.with_overrides("simt=1"), sm80, "f16 inputs need tensorop math");
+  expect_rule(f32, tc, sm80, "f32 inputs need simt math");
+  expect_rule(f16, tc.with_overrides("block_m=512,block_n=128,warp_m=32,warp_n=32"), sm80, "exceed 1024 threads");
+  expect_rule(f16, tc.with_overrides("block_m=16,block_n=64,warp_m=16,warp_n=16,block_k=16"), sm80,
+              "16-byte chunks must divide evenly");
+  const CudaGemmConfig simt = tc.with_overrides("simt=1,block_k=8,warp_n=32,stages=2,align_a=4,align_b=4");
+  EXPECT_NO_THROW(validate(f32, simt, sm80));
+  expect_rule(f32, simt.with_overrides("stages=3"), sm80, "SIMT kernels double-buffer");
+  expect_rule(f32, simt.with_overrides("warp_m=16"), sm80, "SIMT warp tile 16x32");
+
+  GemmSignature mixed = f16;
+  mixed.b.dtype = DType::bf16;
+  expect_rule(mixed, tc, sm80, "A and B dtypes must match");
+  GemmSignature strided = f16;
+  strided.a.layout = Layout::strided();
+  expect_rule(strided, tc, sm80, "A layout must be row or col");
+  GemmSignature f16_out = f16;
+  f16_out.d.dtype = DType::f16;
+  EXPECT_NO_THROW(validate(f16_out, tc, sm80));
+  f16_out.d.dtype = DType::bf16;
+  expect_rule(f16_out, tc, sm80, "D dtype bf16 is not supported with f16 inputs");
+  GemmSignature i8 = f16;
+  i8.a.dtype = i8.b.dtype = DType::i8;
+  expect_rule(i8, tc, sm80, "input dtype i8 is not supported");
+}
+
+TEST(CudaGemmConfig, OverridesRejectUnknownKeysAndMalformedItems) {
+  EXPECT_THROW(CudaGemmConfig().with_overrides("block_q=4"), InvalidArgument);
+  EXPECT_THROW(CudaGemmConfig().with_overrides("block_m"), InvalidArgument);
+  EXPECT_THROW(CudaGemmConfig().with_overrides("block_m=x"), InvalidArgument);
+  EXPECT_EQ(CudaGemmConfig().with_overrides("block_m=64,stages=2").block_m, 64);
+}
+
+TEST(CudaGemmSpec, JsonRoundTripHashAndName) {
+  const CudaTarget t = CudaTarget::parse("cuda:sm_90");
+  GemmProblem p = problem(300, 200, 100, DType::bf16, Layout::row_major(), Layout::col_major());
+  p.signature.epilogue = Epilogue::parse("gelu(acc + bias[n])");
+  p.signature.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
+  const CudaGemmSpec spec{p.signature, CudaGemmConfig::default_for(p, t), t};
+  const CudaGemmSpec back = CudaGemmSpec::from_json(nlohmann::json::parse(spec.canonical_json()));
+  EXPECT_EQ(back.canonical_json(), spec.canonical_json());
+  EXPECT_EQ(back.hash(), spec.hash());
+  EXPECT_EQ(spec.name(), back.name());
+  EXPECT_TRUE(spec.name().starts_with("gemm_bf16bf16f32_rczr_tc")) << spec.name();
+  EXPECT_NE(spec.name().find("gelu_bias_sm90"), std::string::npos) << spec.name();
+  CudaGemmSpec other = spec;
+  other.config.stages = spec.config.stages == 3 ? 4 : 3;
+  EXPECT_NE(other.hash(), spec.hash());
+  // Invalid combinations are refused on the way in, malformed JSON with InvalidArgument.
+  nlohmann::json j = spec.to_json();
+  j["config"]["warp_m"] = 24;
+  EXPECT_THROW(CudaGemmSpec::from_json(j), ConfigError);
+  j = spec.to_json();
+  j["config"].erase("stages");
+  EXPECT_THROW(CudaGemmSpec::from_json(j), InvalidArgument);
+  j = spec.to_json();
+  j["target"] = "cuda:sm_75";
+  EXPECT_THROW(CudaGemmSpec::from_json(j), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera
