@@ -5,10 +5,12 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/cuda_benchmark.hpp"
 #include "bench/fusion_benchmark.hpp"
 #include "bench/gemm_benchmark.hpp"
 #include "bench/report.hpp"
 #include "bench/suite.hpp"
+#include "generator/cuda_target.hpp"
 #include "generator/error.hpp"
 
 namespace {
@@ -43,6 +45,9 @@ int main(int argc, char** argv) {
   gemm->add_option("--settle-ms", options.settle_ms, "pause before each sample while other libraries' threads go idle");
   gemm->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   gemm->add_option("--svg", svg_path, "write a plot to FILE");
+  std::string target = "cpu", layouts_text = "rr,rc,cr,cc";
+  gemm->add_option("--target", target, "cpu (default) or cuda[:sm_XX]: tessera's CUDA kernels against cuBLAS");
+  gemm->add_option("--layouts", layouts_text, "CUDA: A and B layouts to run, r(ow)/c(ol) pairs: rr,rc,cr,cc");
   CLI::App* fusion = app.add_subcommand("fusion", "gelu(acc + bias[n]) fused vs plain vs oneDNN (fused and split)");
   fusion->add_option("--shapes", shapes_text, "MxNxK,...")->required();
   fusion->add_option("--threads", threads_text, "comma-separated thread counts");
@@ -68,6 +73,35 @@ int main(int argc, char** argv) {
     }
     if (suite.empty() == shapes_text.empty()) throw tessera::InvalidArgument("--suite/--shapes", "give exactly one");
     const std::vector<GemmShape> shapes = suite.empty() ? parse_shapes(shapes_text) : load_suite(suite);
+    if (tessera::CudaTarget::is_cuda_text(target)) {
+      if (peers_text != "cublas") throw tessera::InvalidArgument("--peers", "on a CUDA target the peer is cublas");
+      CudaBenchmarkOptions cuda;
+      cuda.target = target;
+      cuda.repeat = options.repeat;
+      const auto parsed = tessera::parse_dtype(dtype);
+      if (!parsed || *parsed == tessera::DType::i8 || *parsed == tessera::DType::i32)
+        throw tessera::InvalidArgument("--dtype", "must be f16, bf16, tf32 or f32");
+      cuda.dtype = *parsed;
+      for (const auto& pair : split(layouts_text)) {
+        if (pair.size() != 2 || pair.find_first_not_of("rc") != std::string::npos)
+          throw tessera::InvalidArgument("--layouts", "expected pairs like rr,rc,cr,cc, got '" + pair + "'");
+        const auto layout = [](char c) {
+          return c == 'r' ? tessera::Layout::row_major() : tessera::Layout::col_major();
+        };
+        cuda.layouts.emplace_back(layout(pair[0]), layout(pair[1]));
+      }
+      try {
+        const auto report =
+            run_cuda_benchmark(shapes, cuda, [](const nlohmann::json& row) { std::cout << row.dump() << std::endl; });
+        if (!json_path.empty()) write_file_atomically(json_path, report.dump(1) + "\n");
+        for (const auto& row : report["rows"])
+          if (!row["agrees"].get<bool>()) return 1;
+        return 0;
+      } catch (const tessera::Unavailable& e) {
+        std::cerr << "tessera-bench: no usable CUDA device: " << e.what() << "\n";
+        return 3;
+      }
+    }
     if (dtype != "f32" && dtype != "bf16") throw tessera::InvalidArgument("--dtype", "must be f32 or bf16");
     options.bf16 = dtype == "bf16";
     options.peers = peers_text == "none" ? std::vector<std::string>{} : split(peers_text);

@@ -25,7 +25,8 @@ constexpr CUresult kSuccess = 0;
 constexpr CUresult kNoDevice = 100;
 constexpr CUresult kStubLibrary = 34;
 constexpr CUresult kInsufficientDriver = 35;
-constexpr int kAttrComputeMajor = 75, kAttrComputeMinor = 76, kAttrSmCount = 16, kAttrSharedOptin = 97;
+constexpr int kAttrComputeMajor = 75, kAttrComputeMinor = 76, kAttrSmCount = 16, kAttrSharedOptin = 97,
+              kAttrL2Bytes = 38;
 constexpr int kFuncAttrMaxDynamicShared = 8;
 constexpr int kRequiredVersion = 12000;  // cuGetProcAddress_v2 and every entry point used here
 
@@ -196,6 +197,9 @@ CudaDeviceInfo CudaDriver::device(int ordinal) const {
   api_->check(api_->device_get_attribute(&info.sm_count, kAttrSmCount, device), "cuDeviceGetAttribute");
   api_->check(api_->device_get_attribute(&info.max_shared_per_block_optin, kAttrSharedOptin, device),
               "cuDeviceGetAttribute");
+  int l2 = 0;
+  api_->check(api_->device_get_attribute(&l2, kAttrL2Bytes, device), "cuDeviceGetAttribute");
+  info.l2_bytes = l2;
   std::size_t memory = 0;
   api_->check(api_->device_total_mem(&memory, device), "cuDeviceTotalMem");
   info.ordinal = ordinal;
@@ -261,9 +265,9 @@ void CudaModule::launch(const std::string& kernel, unsigned grid_x, unsigned gri
             "cuLaunchKernel");
 }
 
-double CudaModule::time_ms(const std::function<void()>& fn) const {
-  const auto& api = *driver_->api_;
-  driver_->make_current();
+double CudaDriver::time_ms(const std::function<void()>& fn) const {
+  const auto& api = *api_;
+  make_current();
   CUevent start = nullptr, stop = nullptr;
   api.check(api.event_create(&start, 0), "cuEventCreate");
   api.check(api.event_create(&stop, 0), "cuEventCreate");

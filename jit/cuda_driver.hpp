@@ -20,6 +20,7 @@ struct CudaDeviceInfo {
   int sm_count = 0;
   std::int64_t memory_bytes = 0;
   int max_shared_per_block_optin = 0;
+  std::int64_t l2_bytes = 0;
 };
 
 class CudaModule;
@@ -46,6 +47,9 @@ class CudaDriver : public std::enable_shared_from_this<CudaDriver> {
   void copy_to_host(void* dst, CuDevicePtr src, std::size_t bytes) const;
   void synchronize() const;
 
+  // Milliseconds of GPU time spent by whatever fn enqueues, between a start and a stop CUDA event.
+  double time_ms(const std::function<void()>& fn) const;
+
   // Loads a CUBIN into the primary context of device 0.
   std::shared_ptr<CudaModule> load_module(const std::vector<char>& cubin) const;
 
@@ -65,8 +69,6 @@ class CudaModule {
   // Launches `kernel` with one by-value parameter block. Raises the dynamic shared memory limit when needed.
   void launch(const std::string& kernel, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block,
               unsigned shared_bytes, const void* params, std::size_t params_bytes) const;
-  // Milliseconds between two launches' events: runs fn between a start and a stop event.
-  double time_ms(const std::function<void()>& fn) const;
   ~CudaModule();
 
  private:

@@ -103,6 +103,8 @@ DeviceBuffer CudaRuntime::allocate(std::size_t bytes) const {
 }
 
 void CudaRuntime::synchronize() const { impl_->driver->synchronize(); }
+double CudaRuntime::time_ms(const std::function<void()>& fn) const { return impl_->driver->time_ms(fn); }
+std::int64_t CudaRuntime::l2_bytes() const { return impl_->device.l2_bytes; }
 
 CudaGemmKernel::CudaGemmKernel(std::shared_ptr<const Compiled> compiled) : compiled_(std::move(compiled)) {}
 const CudaGemmSpec& CudaGemmKernel::spec() const { return compiled_->build.spec; }
@@ -136,7 +138,7 @@ void CudaGemmKernel::run(const GemmArgs& device_args) const {
 double CudaGemmKernel::time_ms(const GemmArgs& device_args, int repeat) const {
   run(device_args);
   std::vector<double> times;
-  for (int i = 0; i < std::max(1, repeat); ++i) times.push_back(compiled_->module->time_ms([&] { run(device_args); }));
+  for (int i = 0; i < std::max(1, repeat); ++i) times.push_back(compiled_->driver->time_ms([&] { run(device_args); }));
   std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
   return times[times.size() / 2];
 }

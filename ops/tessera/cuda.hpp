@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,9 @@ class CudaRuntime {
   void gemm(const GemmArgs& device_args);
   DeviceBuffer allocate(std::size_t bytes) const;
   void synchronize() const;
+  // GPU milliseconds of the work fn enqueues (CUDA events), e.g. to time another library on the same device.
+  double time_ms(const std::function<void()>& fn) const;
+  std::int64_t l2_bytes() const;
 
   // Empty when a CUDA device can be used here, else why not.
   static std::string unavailable_reason();
