@@ -53,8 +53,8 @@ std::string epilogue_body(const GemmSignature& s) {
       if (node.name == "beta") return "p.beta";
       if (node.name == "c") {
         if (!s.c.layout.reads_memory()) return "0.0f";
-        return fmt::format("tessera::to_f32(static_cast<const {}*>(p.c.data)[{}])", storage_type(s.c.dtype),
-                           print_cuda(s.c.layout.offset("c", m, n, b), leaf));
+        return fmt::format("tessera::to_f32(tessera::ld_global(static_cast<const {}*>(p.c.data) + {}))",
+                           storage_type(s.c.dtype), print_cuda(s.c.layout.offset("c", m, n, b), leaf));
       }
       throw std::logic_error("emit_cuda: unknown epilogue variable " + node.name);
     }
@@ -65,7 +65,8 @@ std::string epilogue_body(const GemmSignature& s) {
       const Expr offset = in.form == IndexForm::M   ? in.operand.layout.offset(prefix, m, zero, b)
                           : in.form == IndexForm::N ? in.operand.layout.offset(prefix, zero, n, b)
                                                     : in.operand.layout.offset(prefix, m, n, b);
-      return fmt::format("static_cast<const float*>(p.inputs[{}].data)[{}]", i, print_cuda(offset, leaf));
+      return fmt::format("tessera::ld_global(static_cast<const float*>(p.inputs[{}].data) + {})", i,
+                         print_cuda(offset, leaf));
     }
     throw std::logic_error("emit_cuda: unknown epilogue tensor " + node.name);
   };
@@ -102,7 +103,7 @@ CudaSource emit_cuda(const CudaGemmSpec& spec) {
       s.epilogue.text(), epilogue_body(s));
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const tessera::GemmParams p) {{\n"
-      "  extern __shared__ __align__(128) char smem[];\n  tessera::{}<Traits, Epilogue>(p, smem);\n}}\n",
+      "  tessera::{}<Traits, Epilogue>(p);\n}}\n",
       out.threads, out.kernel, simt ? "gemm_simt" : "gemm_tensorop");
   if (c.split_k > 1) {
     out.reduce_kernel = out.kernel + "_reduce";

@@ -2,8 +2,8 @@
 // the SIMT emulator supplies host bodies with the same signatures (tessera/emu/arch_host.cuh) and defines
 // TESSERA_EMULATION, so no kernel changes between the GPU and the emulator.
 //
-// Shared-memory operands are 32-bit shared-window addresses (what cp.async and ldmatrix take), obtained once per
-// kernel from shared_address(); the emulator maps them to its per-block arena.
+// Shared memory is addressed by byte offsets into the kernel's dynamic shared memory (the emulator's per-block
+// arena); global memory is read and written through ld_global/st_global.
 #pragma once
 
 #include "tessera/platform.cuh"

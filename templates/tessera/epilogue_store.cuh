@@ -24,12 +24,12 @@ TESSERA_DEVICE void store_d(const GemmParams& p, i64 m, i64 n, i64 b, const floa
     Vector<Out, kVec> v;
 #pragma unroll
     for (int i = 0; i < kVec; ++i) v.v[i] = from_f32<Out>(values[i]);
-    *reinterpret_cast<Vector<Out, kVec>*>(d) = v;
+    st_global(reinterpret_cast<Vector<Out, kVec>*>(d), v);
   } else {
     // Unrolled with a predicate: a loop bounded by `valid` would index `values` dynamically (local memory).
 #pragma unroll
     for (int i = 0; i < kVec; ++i)
-      if (i < valid) d[i] = from_f32<Out>(values[i]);
+      if (i < valid) st_global(d + i, from_f32<Out>(values[i]));
   }
 }
 
@@ -48,8 +48,9 @@ TESSERA_DEVICE void splitk_reduce(const GemmParams& p) {
     const i64 rem = idx - b * p.m * p.n;
     const i64 m = rem / p.n, n = rem - m * p.n;
     float sum = 0.0f;
-    for (int s = 0; s < T::SplitK; ++s) sum += *workspace_element(p, s, m, n, b);
-    *d_element<typename T::Out, T::DRowMajor>(p, m, n, b) = from_f32<typename T::Out>(Epi::apply(sum, m, n, b, p));
+    for (int s = 0; s < T::SplitK; ++s) sum += ld_global(workspace_element(p, s, m, n, b));
+    st_global(d_element<typename T::Out, T::DRowMajor>(p, m, n, b),
+              from_f32<typename T::Out>(Epi::apply(sum, m, n, b, p)));
   }
 }
 

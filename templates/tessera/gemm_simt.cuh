@@ -25,13 +25,13 @@ struct SimtShape {
 template <int kAlign>
 TESSERA_DEVICE void load_4(float (&v)[4], const float* src, int valid) {
   if (kAlign == 4 && valid == 4) {
-    const Vector<float, 4> x = *reinterpret_cast<const Vector<float, 4>*>(src);
+    const Vector<float, 4> x = ld_global(reinterpret_cast<const Vector<float, 4>*>(src));
 #pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = x.v[i];
     return;
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) v[i] = i < valid ? src[i] : 0.0f;
+  for (int i = 0; i < 4; ++i) v[i] = i < valid ? ld_global(src + i) : 0.0f;
 }
 
 // Chunks of 4 along the operand's contiguous dimension: (row r, columns c..c+3) of a kRows×kCols view with
@@ -49,30 +49,29 @@ TESSERA_DEVICE void load_tile(float (&regs)[kChunks][4], const float* global, i6
   }
 }
 
-// Stores the chunks into a shared tile of K rows × kWidth (M or N) columns. kKMajor: the chunk runs along K (it
-// is transposed into four rows); otherwise along M/N (one float4 row segment).
+// Stores the chunks into a shared tile (byte offset `tile`) of K rows × kWidth (M or N) columns. kKMajor: the chunk
+// runs along K (it is transposed into four rows); otherwise along M/N (one float4 row segment).
 template <int kRows, int kCols, int kThreads, int kChunks, bool kKMajor, int kWidth>
-TESSERA_DEVICE void store_tile(float* tile, const float (&regs)[kChunks][4], int tid) {
+TESSERA_DEVICE void store_tile(u32 tile, const float (&regs)[kChunks][4], int tid) {
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
     const int chunk = tid + i * kThreads;
     const int r = chunk / (kCols / 4), c = (chunk % (kCols / 4)) * 4;
     if constexpr (kKMajor) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) tile[(c + j) * kWidth + r] = regs[i][j];
+      for (int j = 0; j < 4; ++j) st_shared<float>(tile + static_cast<u32>(((c + j) * kWidth + r) * 4), regs[i][j]);
     } else {
       Vector<float, 4> v;
 #pragma unroll
       for (int j = 0; j < 4; ++j) v.v[j] = regs[i][j];
-      *reinterpret_cast<Vector<float, 4>*>(tile + r * kWidth + c) = v;
+      st_shared(tile + static_cast<u32>((r * kWidth + c) * 4), v);
     }
   }
 }
 
 template <class T, class Epi>
-TESSERA_DEVICE void gemm_simt(const GemmParams& p, char* smem) {
+TESSERA_DEVICE void gemm_simt(const GemmParams& p) {
   using S = SimtShape<T>;
-  float* shared = reinterpret_cast<float*>(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_row = (warp / S::kWarpsN) * T::WM, warp_col = (warp % S::kWarpsN) * T::WN;
   const int lane_m = lane >> 2, lane_n = lane & 3;
@@ -104,8 +103,8 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p, char* smem) {
                                                                    tid);
   };
   auto store_shared = [&](int buffer) {
-    float* as = shared + buffer * (S::kATileFloats + S::kBTileFloats);
-    float* bs = as + S::kATileFloats;
+    const u32 as = static_cast<u32>(buffer * (S::kATileFloats + S::kBTileFloats) * 4);
+    const u32 bs = as + S::kATileFloats * 4;
     if constexpr (T::AKMajor)
       store_tile<T::BM, T::BK, S::kThreads, S::kAChunks, true, T::BM>(as, ra, tid);
     else
@@ -130,21 +129,21 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p, char* smem) {
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int buffer = kt & 1;
     if (kt + 1 < k_tiles) load_global(k_begin + (kt + 1) * T::BK);
-    const float* as = shared + buffer * (S::kATileFloats + S::kBTileFloats);
-    const float* bs = as + S::kATileFloats;
+    const u32 as = static_cast<u32>(buffer * (S::kATileFloats + S::kBTileFloats) * 4);
+    const u32 bs = as + S::kATileFloats * 4;
 #pragma unroll
     for (int k = 0; k < T::BK; ++k) {
       float fa[S::kTM], fb[S::kTN];
 #pragma unroll
       for (int i = 0; i < S::kTM; i += 4) {
         const Vector<float, 4> v =
-            *reinterpret_cast<const Vector<float, 4>*>(as + k * T::BM + warp_row + (i / 4) * 32 + lane_m * 4);
+            ld_shared<Vector<float, 4>>(as + static_cast<u32>((k * T::BM + warp_row + (i / 4) * 32 + lane_m * 4) * 4));
         fa[i] = v.v[0], fa[i + 1] = v.v[1], fa[i + 2] = v.v[2], fa[i + 3] = v.v[3];
       }
 #pragma unroll
       for (int j = 0; j < S::kTN; j += 4) {
         const Vector<float, 4> v =
-            *reinterpret_cast<const Vector<float, 4>*>(bs + k * T::BN + warp_col + (j / 4) * 16 + lane_n * 4);
+            ld_shared<Vector<float, 4>>(bs + static_cast<u32>((k * T::BN + warp_col + (j / 4) * 16 + lane_n * 4) * 4));
         fb[j] = v.v[0], fb[j + 1] = v.v[1], fb[j + 2] = v.v[2], fb[j + 3] = v.v[3];
       }
 #pragma unroll
@@ -169,7 +168,7 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p, char* smem) {
       if constexpr (T::SplitK > 1) {
 #pragma unroll
         for (int q = 0; q < 4; ++q)
-          if (q < valid) *workspace_element(p, split, m, n + q, batch) = acc[i][j + q];
+          if (q < valid) st_global(workspace_element(p, split, m, n + q, batch), acc[i][j + q]);
       } else if constexpr (T::DRowMajor && T::AlignC == 4) {
         float values[4];
 #pragma unroll
@@ -179,8 +178,8 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p, char* smem) {
 #pragma unroll
         for (int q = 0; q < 4; ++q)
           if (q < valid)
-            *d_element<typename T::Out, T::DRowMajor>(p, m, n + q, batch) =
-                from_f32<typename T::Out>(Epi::apply(acc[i][j + q], m, n + q, batch, p));
+            st_global(d_element<typename T::Out, T::DRowMajor>(p, m, n + q, batch),
+                      from_f32<typename T::Out>(Epi::apply(acc[i][j + q], m, n + q, batch, p)));
       }
     }
   }

@@ -38,15 +38,9 @@ struct TensorOpShape {
   static constexpr int kStagePitch = T::WN + 4;  // floats per row of a warp's epilogue slab
 };
 
-template <class T>
-TESSERA_DEVICE u32 load_shared_u32(const char* tile, int offset) {
-  return *reinterpret_cast<const u32*>(tile + offset);
-}
-
 // A fragments of k-step ks for every m16 tile of the warp.
 template <class T>
-TESSERA_DEVICE void load_a_fragments(u32 (&fa)[TensorOpShape<T>::kMI][4], u32 tile, const char* tile_generic,
-                                     int warp_row, int ks, int lane) {
+TESSERA_DEVICE void load_a_fragments(u32 (&fa)[TensorOpShape<T>::kMI][4], u32 tile, int warp_row, int ks, int lane) {
   using S = TensorOpShape<T>;
 #pragma unroll
   for (int mi = 0; mi < S::kMI; ++mi) {
@@ -61,10 +55,10 @@ TESSERA_DEVICE void load_a_fragments(u32 (&fa)[TensorOpShape<T>::kMI][4], u32 ti
     } else {
       // tf32 with M contiguous: ldmatrix.trans moves 16-bit elements only, so 32-bit loads in fragment order.
       const int g = lane >> 2, t = lane & 3, k = ks * 8 + t;
-      fa[mi][0] = load_shared_u32<T>(tile_generic, S::ATile::offset(k, (row0 + g) * 4));
-      fa[mi][1] = load_shared_u32<T>(tile_generic, S::ATile::offset(k, (row0 + g + 8) * 4));
-      fa[mi][2] = load_shared_u32<T>(tile_generic, S::ATile::offset(k + 4, (row0 + g) * 4));
-      fa[mi][3] = load_shared_u32<T>(tile_generic, S::ATile::offset(k + 4, (row0 + g + 8) * 4));
+      fa[mi][0] = ld_shared<u32>(tile + S::ATile::offset(k, (row0 + g) * 4));
+      fa[mi][1] = ld_shared<u32>(tile + S::ATile::offset(k, (row0 + g + 8) * 4));
+      fa[mi][2] = ld_shared<u32>(tile + S::ATile::offset(k + 4, (row0 + g) * 4));
+      fa[mi][3] = ld_shared<u32>(tile + S::ATile::offset(k + 4, (row0 + g + 8) * 4));
     }
     if constexpr (T::kInput == kInputTf32)
 #pragma unroll
@@ -74,8 +68,7 @@ TESSERA_DEVICE void load_a_fragments(u32 (&fa)[TensorOpShape<T>::kMI][4], u32 ti
 
 // B fragments of k-step ks for every n8 tile of the warp, two tiles per ldmatrix.x4.
 template <class T>
-TESSERA_DEVICE void load_b_fragments(u32 (&fb)[TensorOpShape<T>::kNI][2], u32 tile, const char* tile_generic,
-                                     int warp_col, int ks, int lane) {
+TESSERA_DEVICE void load_b_fragments(u32 (&fb)[TensorOpShape<T>::kNI][2], u32 tile, int warp_col, int ks, int lane) {
   using S = TensorOpShape<T>;
 #pragma unroll
   for (int ni = 0; ni < S::kNI; ni += 2) {
@@ -92,8 +85,8 @@ TESSERA_DEVICE void load_b_fragments(u32 (&fb)[TensorOpShape<T>::kNI][2], u32 ti
       const int g = lane >> 2, t = lane & 3, k = ks * 8 + t;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        fb[ni + h][0] = load_shared_u32<T>(tile_generic, S::BTile::offset(k, (col0 + h * 8 + g) * 4));
-        fb[ni + h][1] = load_shared_u32<T>(tile_generic, S::BTile::offset(k + 4, (col0 + h * 8 + g) * 4));
+        fb[ni + h][0] = ld_shared<u32>(tile + S::BTile::offset(k, (col0 + h * 8 + g) * 4));
+        fb[ni + h][1] = ld_shared<u32>(tile + S::BTile::offset(k + 4, (col0 + h * 8 + g) * 4));
       }
     }
     if constexpr (T::kInput == kInputTf32)
@@ -114,10 +107,9 @@ TESSERA_DEVICE void mma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
 }
 
 template <class T, class Epi>
-TESSERA_DEVICE void gemm_tensorop(const GemmParams& p, char* smem) {
+TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   using S = TensorOpShape<T>;
   using E = typename S::E;
-  const u32 smem_base = shared_address(smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_row = (warp / S::kWarpsN) * T::WM, warp_col = (warp % S::kWarpsN) * T::WN;
 
@@ -134,21 +126,20 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p, char* smem) {
 
   // One stage: A then B, each addressed as (row, contiguous column) of its shared tile.
   auto load_stage = [&](int stage, int k0) {
-    const u32 tile = smem_base + stage * S::kStageBytes;
-    char* generic = smem + stage * S::kStageBytes;
+    const u32 tile = stage * S::kStageBytes;
     const int k_valid = k_end - k0;
     if constexpr (T::AKMajor)
       TileLoader<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile>::load(
-          tile, generic, a + m0 * p.a.rs + k0, p.a.rs, p.m - m0, k_valid, tid);
+          tile, a + m0 * p.a.rs + k0, p.a.rs, p.m - m0, k_valid, tid);
     else
       TileLoader<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile>::load(
-          tile, generic, a + k0 * p.a.cs + m0, p.a.cs, k_valid, p.m - m0, tid);
+          tile, a + k0 * p.a.cs + m0, p.a.cs, k_valid, p.m - m0, tid);
     if constexpr (T::BKMajor)
       TileLoader<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile>::load(
-          tile + S::kABytes, generic + S::kABytes, b + n0 * p.b.cs + k0, p.b.cs, p.n - n0, k_valid, tid);
+          tile + S::kABytes, b + n0 * p.b.cs + k0, p.b.cs, p.n - n0, k_valid, tid);
     else
       TileLoader<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile>::load(
-          tile + S::kABytes, generic + S::kABytes, b + k0 * p.b.rs + n0, p.b.rs, k_valid, p.n - n0, tid);
+          tile + S::kABytes, b + k0 * p.b.rs + n0, p.b.rs, k_valid, p.n - n0, tid);
   };
 
   float acc[S::kMI][S::kNI][4];
@@ -177,17 +168,15 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p, char* smem) {
     if (kt + T::Stages - 1 < k_tiles) load_stage(write_stage, k_begin + (kt + T::Stages - 1) * T::BK);
     cp_async_commit();
 
-    const u32 a_tile = smem_base + read_stage * S::kStageBytes, b_tile = a_tile + S::kABytes;
-    const char* a_generic = smem + read_stage * S::kStageBytes;
-    const char* b_generic = a_generic + S::kABytes;
-    load_a_fragments<T>(fa[0], a_tile, a_generic, warp_row, 0, lane);
-    load_b_fragments<T>(fb[0], b_tile, b_generic, warp_col, 0, lane);
+    const u32 a_tile = read_stage * S::kStageBytes, b_tile = a_tile + S::kABytes;
+    load_a_fragments<T>(fa[0], a_tile, warp_row, 0, lane);
+    load_b_fragments<T>(fb[0], b_tile, warp_col, 0, lane);
 #pragma unroll
     for (int ks = 0; ks < S::kKSteps; ++ks) {
       // Fetch the next k-step's fragments while this one's mma.sync run.
       if (ks + 1 < S::kKSteps) {
-        load_a_fragments<T>(fa[(ks + 1) & 1], a_tile, a_generic, warp_row, ks + 1, lane);
-        load_b_fragments<T>(fb[(ks + 1) & 1], b_tile, b_generic, warp_col, ks + 1, lane);
+        load_a_fragments<T>(fa[(ks + 1) & 1], a_tile, warp_row, ks + 1, lane);
+        load_b_fragments<T>(fb[(ks + 1) & 1], b_tile, warp_col, ks + 1, lane);
       }
 #pragma unroll
       for (int mi = 0; mi < S::kMI; ++mi)
@@ -202,17 +191,18 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p, char* smem) {
 
   // Epilogue: each warp moves one 16-row slab of its accumulators through shared memory at a time, then its lanes
   // read the slab back along D's contiguous dimension and store kVec elements per lane.
-  float* slab = reinterpret_cast<float*>(smem) + warp * 16 * S::kStagePitch;
+  const u32 slab = warp * 16 * S::kStagePitch * 4;  // byte offset of this warp's 16 × kStagePitch floats
+  const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * S::kStagePitch + c) * 4); };
   const int g = lane >> 2, t = lane & 3;
   constexpr int kVec = T::SplitK > 1 ? 1 : T::AlignC;
 #pragma unroll
   for (int mi = 0; mi < S::kMI; ++mi) {
 #pragma unroll
     for (int ni = 0; ni < S::kNI; ++ni) {
-      slab[g * S::kStagePitch + ni * 8 + t * 2] = acc[mi][ni][0];
-      slab[g * S::kStagePitch + ni * 8 + t * 2 + 1] = acc[mi][ni][1];
-      slab[(g + 8) * S::kStagePitch + ni * 8 + t * 2] = acc[mi][ni][2];
-      slab[(g + 8) * S::kStagePitch + ni * 8 + t * 2 + 1] = acc[mi][ni][3];
+      st_shared<float>(at(g, ni * 8 + t * 2), acc[mi][ni][0]);
+      st_shared<float>(at(g, ni * 8 + t * 2 + 1), acc[mi][ni][1]);
+      st_shared<float>(at(g + 8, ni * 8 + t * 2), acc[mi][ni][2]);
+      st_shared<float>(at(g + 8, ni * 8 + t * 2 + 1), acc[mi][ni][3]);
     }
     syncwarp();
     const int row_base = m0 + warp_row + mi * 16, col_base = n0 + warp_col;
@@ -220,7 +210,7 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p, char* smem) {
       for (int s = lane; s < 16 * T::WN; s += 32) {
         const int r = s / T::WN, c = s % T::WN;
         if (row_base + r < p.m && col_base + c < p.n)
-          *workspace_element(p, split, row_base + r, col_base + c, batch) = slab[r * S::kStagePitch + c];
+          st_global(workspace_element(p, split, row_base + r, col_base + c, batch), ld_shared<float>(at(r, c)));
       }
     } else if constexpr (T::DRowMajor) {
       constexpr int kPerRow = T::WN / kVec;
@@ -232,7 +222,7 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p, char* smem) {
         float values[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; ++i)
-          values[i] = i < valid ? Epi::apply(slab[r * S::kStagePitch + c + i], m, n + i, batch, p) : 0.0f;
+          values[i] = i < valid ? Epi::apply(ld_shared<float>(at(r, c + i)), m, n + i, batch, p) : 0.0f;
         store_d<typename T::Out, true, kVec>(p, m, n, batch, values, valid);
       }
     } else {
@@ -245,7 +235,7 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p, char* smem) {
         float values[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; ++i)
-          values[i] = i < valid ? Epi::apply(slab[(r + i) * S::kStagePitch + c], m + i, n, batch, p) : 0.0f;
+          values[i] = i < valid ? Epi::apply(ld_shared<float>(at(r + i, c)), m + i, n, batch, p) : 0.0f;
         store_d<typename T::Out, false, kVec>(p, m, n, batch, values, valid);
       }
     }

@@ -8,7 +8,7 @@
 namespace tessera {
 
 template <class E, int kAlign>
-TESSERA_DEVICE void copy_chunk(u32 dst, char* dst_generic, const E* src, int valid) {
+TESSERA_DEVICE void copy_chunk(u32 dst, const E* src, int valid) {
   constexpr int kChunkElems = 16 / static_cast<int>(sizeof(E));
   constexpr int kBytes = kAlign * static_cast<int>(sizeof(E));
   if constexpr (kBytes == 16) {
@@ -28,15 +28,14 @@ TESSERA_DEVICE void copy_chunk(u32 dst, char* dst_generic, const E* src, int val
     // 2-byte alignment: cp.async has no 2-byte form. The stage being filled is not read until after the next
     // barrier, so plain stores are as safe as the asynchronous copies.
     const u16* s = reinterpret_cast<const u16*>(src);
-    u16* d = reinterpret_cast<u16*>(dst_generic);
 #pragma unroll
-    for (int j = 0; j < kChunkElems; ++j) d[j] = j < valid ? s[j] : u16(0);
+    for (int j = 0; j < kChunkElems; ++j) st_shared<u16>(dst + 2 * j, j < valid ? ld_global(s + j) : u16(0));
   }
 }
 
 // The tile is kRows × kCols elements (kCols contiguous, both in global memory and in shared memory), laid out by
-// Tile (a SwizzledTile); element (r, c) is at global + r * row_stride + c. Rows at or beyond rows_valid and columns
-// at or beyond cols_valid read as zero.
+// Tile (a SwizzledTile) from shared offset `tile`; element (r, c) is at global + r * row_stride + c. Rows at or beyond
+// rows_valid and columns at or beyond cols_valid read as zero.
 template <class E, int kRows, int kCols, int kThreads, int kAlign, class Tile>
 struct TileLoader {
   static constexpr int kChunkElems = 16 / static_cast<int>(sizeof(E));
@@ -44,8 +43,7 @@ struct TileLoader {
   static constexpr int kChunks = kRows * kChunksPerRow;
   static_assert(kChunks % kThreads == 0, "validate() guarantees whole chunks per thread");
 
-  TESSERA_DEVICE static void load(u32 tile, char* tile_generic, const E* global, i64 row_stride, int rows_valid,
-                                  int cols_valid, int tid) {
+  TESSERA_DEVICE static void load(u32 tile, const E* global, i64 row_stride, int rows_valid, int cols_valid, int tid) {
 #pragma unroll
     for (int i = 0; i < kChunks / kThreads; ++i) {
       const int chunk = tid + i * kThreads;
@@ -55,7 +53,7 @@ struct TileLoader {
       valid = r >= rows_valid || valid < 0 ? 0 : (valid > kChunkElems ? kChunkElems : valid);
       const int offset = Tile::offset(r, c * static_cast<int>(sizeof(E)));
       const E* src = valid > 0 ? global + r * row_stride + c : global;
-      copy_chunk<E, kAlign>(tile + offset, tile_generic + offset, src, valid);
+      copy_chunk<E, kAlign>(tile + offset, src, valid);
     }
   }
 };

@@ -1,15 +1,37 @@
-// Device bodies: shared-window addresses.
+// Device bodies: shared and global memory accesses. Kernels address their dynamic shared memory by byte offset
+// and touch global memory only through ld_global/st_global, so that the emulator's host bodies can bounds-check every
+// access and find races between barriers; on the GPU these are plain loads and stores.
 #pragma once
 
 #include "tessera/platform.cuh"
 
+// The dynamic shared memory of every tessera kernel (sized at launch).
+extern __shared__ __align__(128) char tessera_smem[];
+
 namespace tessera {
 
-// The 32-bit shared-window address of a generic pointer into shared memory.
-TESSERA_DEVICE u32 shared_address(const void* generic) {
-  u32 address;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(address) : "l"(generic));
-  return address;
+// The 32-bit shared-window address of a shared-memory byte offset (what cp.async and ldmatrix take).
+TESSERA_DEVICE u32 shared_address(u32 offset) {
+  u32 base;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(base) : "l"(tessera_smem));
+  return base + offset;
+}
+
+template <class T>
+TESSERA_DEVICE T ld_shared(u32 offset) {
+  return *reinterpret_cast<const T*>(tessera_smem + offset);
+}
+template <class T>
+TESSERA_DEVICE void st_shared(u32 offset, const T& value) {
+  *reinterpret_cast<T*>(tessera_smem + offset) = value;
+}
+template <class T>
+TESSERA_DEVICE T ld_global(const T* address) {
+  return *address;
+}
+template <class T>
+TESSERA_DEVICE void st_global(T* address, const T& value) {
+  *address = value;
 }
 
 }  // namespace tessera
