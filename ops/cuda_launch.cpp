@@ -90,4 +90,25 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
   return launch;
 }
 
+std::vector<EmuMemoryRange> operand_extents(const GemmBinding& binding) {
+  const GemmProblem& p = binding.problem;
+  const GemmSignature& s = p.signature;
+  std::vector<EmuMemoryRange> extents;
+  const auto add = [&](const TensorArg& t, DType dtype, std::int64_t rows, std::int64_t cols) {
+    if (!t.data || rows <= 0 || cols <= 0 || p.batch <= 0) return;
+    const std::int64_t last = (p.batch - 1) * t.bs + (rows - 1) * t.rs + (cols - 1) * t.cs;
+    extents.push_back({t.data, static_cast<std::size_t>((last + 1) * dtype_bytes(dtype))});
+  };
+  const GemmKernelArgs& k = binding.args;
+  add(k.a, s.a.dtype, p.m, p.k);
+  add(k.b, s.b.dtype, p.k, p.n);
+  if (s.c.layout.reads_memory()) add(k.c, s.c.dtype, p.m, p.n);
+  add(k.d, s.d.dtype, p.m, p.n);
+  for (std::size_t i = 0; i < binding.inputs.size(); ++i) {
+    const IndexForm form = s.inputs[i].form;
+    add(binding.inputs[i], s.inputs[i].operand.dtype, form == IndexForm::N ? 1 : p.m, form == IndexForm::M ? 1 : p.n);
+  }
+  return extents;
+}
+
 }  // namespace tessera

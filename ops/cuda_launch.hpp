@@ -6,6 +6,7 @@
 
 #include "gemm_binding.hpp"
 #include "generator/cuda_gemm_spec.hpp"
+#include "jit/simt_emulator.hpp"
 #include "tessera/gemm_params.cuh"
 
 namespace tessera {
@@ -24,5 +25,8 @@ CudaGemmConfig fit_alignment(CudaGemmConfig config, const GemmBinding& binding);
 
 // Throws InvalidArgument when the arguments break the spec's alignment claims or exceed the grid's limits.
 CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec);
+
+// The bytes each operand view spans (A, B, C if read, D, the epilogue tensors): all a correct kernel touches.
+std::vector<EmuMemoryRange> operand_extents(const GemmBinding& binding);
 
 }  // namespace tessera

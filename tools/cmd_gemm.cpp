@@ -59,10 +59,9 @@ struct GemmCommand {
     return r.ok() ? kOk : kVerifyFailed;
   }
 
-  // On a GPU: host buffers mirrored to the device, the kernel timed with CUDA events, D copied back and verified.
+  // On a GPU (or in the emulator): host buffers mirrored to the device, the kernel timed with CUDA events (wall time
+  // in the emulator), D copied back and verified.
   int run_cuda() const {
-    if (request.target.starts_with("cuda-emu"))
-      throw Unavailable("target " + request.target + ": the SIMT emulator is not part of this build yet");
     CudaRuntime runtime(request.target);  // no driver or no device: Unavailable, with the reason
     GemmBuffers host = make_gemm_buffers(request);
     GemmArgs device_args = host.args;

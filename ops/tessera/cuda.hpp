@@ -1,5 +1,6 @@
 // tessera on an NVIDIA GPU: kernels generated from the same GemmArgs vocabulary, compiled by NVRTC for the device's
-// architecture and launched through the lazily loaded driver. Tensors hold device addresses.
+// architecture and launched through the lazily loaded driver; or the same kernels in the SIMT emulator on the CPU
+// (target "cuda-emu:sm_XX"), which checks them. Tensors hold device addresses (host addresses in the emulator).
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,13 @@
 
 #include "generator/cuda_config.hpp"
 #include "generator/cuda_gemm_spec.hpp"
+#include "jit/simt_emulator.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera {
+
+class CudaBackend;
+class CudaProgram;
 
 struct CudaKernelReport {
   int registers = 0;
@@ -25,8 +30,10 @@ struct CudaKernelReport {
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(DeviceBuffer&&) noexcept = default;
-  DeviceBuffer& operator=(DeviceBuffer&&) noexcept = default;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer();
   void* data() const { return reinterpret_cast<void*>(address_); }
   std::size_t bytes() const { return bytes_; }
@@ -35,7 +42,7 @@ class DeviceBuffer {
 
  private:
   friend class CudaRuntime;
-  std::shared_ptr<const void> driver_;
+  std::shared_ptr<const CudaBackend> backend_;
   std::uint64_t address_ = 0;
   std::size_t bytes_ = 0;
 };
@@ -53,16 +60,17 @@ class CudaGemmKernel {
 
  private:
   friend class CudaRuntime;
-  struct Compiled;
-  explicit CudaGemmKernel(std::shared_ptr<const Compiled> compiled);
-  std::shared_ptr<const Compiled> compiled_;
+  CudaGemmKernel(std::shared_ptr<const CudaProgram> program, std::shared_ptr<const CudaBackend> backend);
+  std::shared_ptr<const CudaProgram> program_;
+  std::shared_ptr<const CudaBackend> backend_;
 };
 
 class CudaRuntime {
  public:
   // "cuda" (the device's own architecture) or "cuda:sm_80" etc. Throws Unavailable with the reason when there is
-  // no usable driver or device, or the device cannot run code for that architecture.
-  explicit CudaRuntime(const std::string& target = "cuda");
+  // no usable driver or device, or the device cannot run code for that architecture. "cuda-emu:sm_80" etc. runs
+  // the kernels in the SIMT emulator with `emulation` options (no GPU, no NVRTC needed).
+  explicit CudaRuntime(const std::string& target = "cuda", const EmuOptions& emulation = {});
   ~CudaRuntime();
   CudaRuntime(const CudaRuntime&) = delete;
   CudaRuntime& operator=(const CudaRuntime&) = delete;
@@ -81,6 +89,8 @@ class CudaRuntime {
   // GPU milliseconds of the work fn enqueues (CUDA events), e.g. to time another library on the same device.
   double time_ms(const std::function<void()>& fn) const;
   std::int64_t l2_bytes() const;
+
+  bool emulated() const;
 
   // Empty when a CUDA device can be used here, else why not.
   static std::string unavailable_reason();

@@ -1,0 +1,156 @@
+#include "jit/host_kernel_compiler.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "generator/error.hpp"
+#include "generator/spec_naming.hpp"
+#include "jit/embedded_templates.hpp"
+
+extern char** environ;
+
+namespace tessera {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : "";
+}
+
+std::string unique_suffix() {
+  static std::mt19937_64 rng(std::random_device{}());
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  return fmt::format("{}-{:x}", getpid(), rng());
+}
+
+void write_file(const fs::path& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!out) throw Error("emulator: cannot write " + path.string());
+}
+
+// Runs argv, returning its exit status and its combined output.
+int run(const std::vector<std::string>& argv, std::string& output, const fs::path& log) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0)
+    throw Unavailable(fmt::format("emulator: cannot run the host compiler '{}': {}", argv[0], std::strerror(spawned)));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  output = text.str();
+  std::error_code ignored;
+  fs::remove(log, ignored);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::string compiler() { return env("TESSERA_HOST_CXX").empty() ? "c++" : env("TESSERA_HOST_CXX"); }
+
+// The templates as files, once per templates hash: written to a temporary directory renamed into place.
+fs::path templates_dir(const fs::path& root) {
+  const fs::path dir = root / ("templates-" + embedded_templates_hash().hex().substr(0, 16));
+  if (fs::exists(dir / "tessera" / "emu" / "prelude.cuh")) return dir;
+  const fs::path tmp = root / ("tmp-templates-" + unique_suffix());
+  for (const auto& file : embedded_templates()) {
+    const fs::path path = tmp / std::string(file.path);
+    fs::create_directories(path.parent_path());
+    write_file(path, file.text);
+  }
+  std::error_code error;
+  fs::rename(tmp, dir, error);
+  if (error) fs::remove_all(tmp, error);  // another process put the same files in place first
+  return dir;
+}
+
+const std::vector<std::string>& compile_flags() {
+  static const std::vector<std::string> flags{"-std=c++20",      "-O1",      "-fPIC", "-shared", "-w",
+                                              "-fno-exceptions", "-fno-rtti"};
+  return flags;
+}
+}  // namespace
+
+std::string tessera_cache_dir() {
+  fs::path dir;
+  if (!env("TESSERA_CACHE_DIR").empty())
+    dir = env("TESSERA_CACHE_DIR");
+  else if (!env("XDG_CACHE_HOME").empty())
+    dir = fs::path(env("XDG_CACHE_HOME")) / "tessera";
+  else if (!env("HOME").empty())
+    dir = fs::path(env("HOME")) / ".cache" / "tessera";
+  else
+    dir = fs::temp_directory_path() / fmt::format("tessera-cache-{}", getuid());
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw Unavailable(fmt::format("cache directory {}: {}", dir.string(), error.message()));
+  return dir.string();
+}
+
+HostKernelLibrary compile_host_kernel(const std::string& source, const std::string& name) {
+  const fs::path root = fs::path(tessera_cache_dir()) / "emu";
+  fs::create_directories(root);
+  const fs::path includes = templates_dir(root);
+  std::string key_text = source + "\n" + compiler();
+  for (const auto& flag : compile_flags()) key_text += " " + flag;
+  const fs::path library = root / (name.substr(0, 48) + "-" + hash_text(key_text).hex().substr(0, 20) + ".so");
+
+  HostKernelLibrary result;
+  result.path = library.string();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!fs::exists(library)) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::string suffix = unique_suffix();
+      const fs::path cpp = root / ("tmp-" + suffix + ".cpp"), so = root / ("tmp-" + suffix + ".so");
+      write_file(cpp, source);
+      std::vector<std::string> argv{compiler()};
+      argv.insert(argv.end(), compile_flags().begin(), compile_flags().end());
+      argv.insert(argv.end(), {"-I", includes.string(), "-include", "tessera/emu/prelude.cuh", "-x", "c++",
+                               cpp.string(), "-o", so.string()});
+      std::string output;
+      const int status = run(argv, output, root / ("tmp-" + suffix + ".log"));
+      std::error_code ignored;
+      fs::remove(cpp, ignored);
+      if (status != 0) {
+        fs::remove(so, ignored);
+        throw CompileError(fmt::format("emulator: the host compiler rejected {} (exit {}):\n{}", name, status, output));
+      }
+      fs::rename(so, library);  // atomic: readers see the whole library or none
+      result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+    result.handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (result.handle) return result;
+    // A truncated or foreign file under the cache name: discard it and build again.
+    std::error_code ignored;
+    fs::remove(library, ignored);
+  }
+  throw Error(fmt::format("emulator: cannot load {}: {}", library.string(), dlerror()));
+}
+
+}  // namespace tessera

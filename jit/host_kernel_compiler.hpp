@@ -1,0 +1,22 @@
+// Compiles a CUDA kernel source as host C++ for the SIMT emulator: the embedded templates are written once to the
+// cache directory, the host compiler runs as a subprocess, and the shared library is cached on disk by content
+// (written to a temporary name and renamed into place; an entry that fails to load is discarded and rebuilt).
+#pragma once
+
+#include <string>
+
+namespace tessera {
+
+struct HostKernelLibrary {
+  std::string path;        // the cached shared library
+  void* handle = nullptr;  // dlopen'ed, never closed (kernels may be running from it)
+  double compile_ms = 0;   // 0 when it came from the cache
+};
+
+// $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else ~/.cache/tessera (created if needed).
+std::string tessera_cache_dir();
+
+// Throws CompileError with the compiler's output when the source does not compile.
+HostKernelLibrary compile_host_kernel(const std::string& source, const std::string& name);
+
+}  // namespace tessera

@@ -1,0 +1,635 @@
+#include "jit/simt_emulator.hpp"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+#include <boost/context/detail/fcontext.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "generator/dtype.hpp"
+#include "jit/host_kernel_compiler.hpp"
+#include "tessera/emu/api.cuh"
+
+namespace tessera {
+
+namespace {
+namespace ctx = boost::context::detail;
+using tessera_emu::Dim3;
+using Entry = void (*)(GemmParams);
+
+constexpr std::size_t kStackBytes = 128 << 10;
+constexpr std::size_t kGuardBytes = 4096;
+constexpr unsigned kRedZone = 256;  // bytes poisoned on each side of the shared arena
+
+enum class State : unsigned char { Runnable, Barrier, Warp, Done };
+enum class WarpOp : unsigned char { None, SyncWarp, Ldmatrix, Mma, Shuffle };
+
+struct Copy {
+  unsigned dst, size, src_bytes;
+  const char* src;
+};
+
+struct Thread {
+  tessera_emu::ThreadIndex index{};
+  ctx::fcontext_t context = nullptr;    // where this fiber resumes
+  ctx::fcontext_t scheduler = nullptr;  // where it returns when it blocks
+  State state = State::Runnable;
+  int barrier_line = 0;
+  std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
+  std::vector<Copy> open_group;
+  // The warp collective this lane waits in, with its operands.
+  WarpOp op = WarpOp::None;
+  unsigned mask = 0, offset = 0, value = 0, result = 0;
+  int kind = 0, count = 0, arg = 0;
+  bool trans = false;
+  unsigned* regs = nullptr;
+  float* d = nullptr;
+  const unsigned *a = nullptr, *b = nullptr;
+};
+
+// Who last touched a 4-byte word of shared memory in the current barrier epoch.
+struct Shadow {
+  std::uint32_t epoch = 0;
+  int writer = -1, reader = -1, reader2 = -1;
+  std::uint32_t writer_warp_epoch = 0, reader_warp_epoch = 0, reader2_warp_epoch = 0;
+};
+
+// Fiber stacks of one worker, with a guard page under each.
+class Stacks {
+ public:
+  explicit Stacks(unsigned count) : count_(count) {
+    bytes_ = count_ * (kStackBytes + kGuardBytes);
+    memory_ = static_cast<char*>(mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (memory_ == MAP_FAILED) throw Error("emulator: cannot map fiber stacks");
+    for (unsigned i = 0; i < count_; ++i) mprotect(memory_ + i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
+  }
+  ~Stacks() { munmap(memory_, bytes_); }
+  Stacks(const Stacks&) = delete;
+  Stacks& operator=(const Stacks&) = delete;
+  // The top of stack i (stacks grow down).
+  void* top(unsigned i) const { return memory_ + (i + 1) * (kStackBytes + kGuardBytes); }
+
+ private:
+  unsigned count_;
+  std::size_t bytes_;
+  char* memory_;
+};
+
+struct Block {
+  const EmuLaunch* launch = nullptr;
+  const EmuOptions* options = nullptr;
+  Entry entry = nullptr;
+  Dim3 block_idx{};
+  std::vector<Thread> threads;
+  std::vector<char> arena;  // red zone | shared memory | red zone
+  std::vector<Shadow> shadow;
+  std::vector<std::uint16_t> in_flight;  // per 4-byte word: cp.async copies not yet landed
+  std::vector<std::uint32_t> warp_epoch;
+  std::uint32_t epoch = 1;
+  int current = -1;
+  bool in_fiber = false;
+  std::string error;
+  std::mt19937_64 rng;
+
+  char* shared() { return arena.data() + kRedZone; }
+  Thread& me() { return threads[static_cast<std::size_t>(current)]; }
+  int warp_of(int tid) const { return tid / 32; }
+};
+
+thread_local Block* t_block = nullptr;
+
+std::string thread_name(const Block& b, int tid) {
+  return fmt::format("thread {} of block ({}, {}, {})", tid, b.block_idx.x, b.block_idx.y, b.block_idx.z);
+}
+
+// "0-15, 17, 20-31"
+std::string ranges(const std::vector<int>& ids) {
+  std::string text;
+  for (std::size_t i = 0; i < ids.size();) {
+    std::size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    text += (text.empty() ? "" : ", ") + (i == j ? std::to_string(ids[i]) : fmt::format("{}-{}", ids[i], ids[j]));
+    i = j + 1;
+  }
+  return text;
+}
+
+void yield() {
+  Thread& t = t_block->me();
+  const ctx::transfer_t back = ctx::jump_fcontext(t.scheduler, nullptr);
+  t.scheduler = back.fctx;
+}
+
+// Records the first bug and leaves the fiber for good: kernel frames are abandoned, never unwound.
+// Outside a fiber (a warp collective carried out by the scheduler) it throws instead.
+[[noreturn]] void fail(const std::string& what) {
+  Block& b = *t_block;
+  const std::string message = fmt::format("kernel {}: {}: {}", b.launch->kernel, thread_name(b, b.current), what);
+  if (!b.in_fiber) throw EmulationError(message);
+  if (b.error.empty()) b.error = message;
+  b.me().state = State::Done;
+  yield();
+  __builtin_unreachable();
+}
+
+void check_shared(unsigned offset, unsigned bytes, const char* what) {
+  const unsigned size = t_block->launch->shared_bytes;
+  if (static_cast<std::uint64_t>(offset) + bytes > size)
+    fail(fmt::format("shared-memory overflow: {} of {} bytes at offset {} is outside the block's {} bytes", what, bytes,
+                     offset, size));
+}
+
+bool ordered(const Block& b, int other, std::uint32_t other_warp_epoch, int tid) {
+  if (other == tid) return true;
+  const int warp = b.warp_of(tid);
+  return b.warp_of(other) == warp && b.warp_epoch[static_cast<std::size_t>(warp)] > other_warp_epoch;
+}
+
+// Race check and bookkeeping for an access by thread tid to shared bytes [offset, offset + bytes).
+void track(int tid, unsigned offset, unsigned bytes, bool write) {
+  Block& b = *t_block;
+  if (!b.options->detect_races) return;
+  const std::uint32_t warp_epoch = b.warp_epoch[static_cast<std::size_t>(b.warp_of(tid))];
+  for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w) {
+    Shadow& s = b.shadow[w];
+    if (s.epoch != b.epoch) s = Shadow{b.epoch};
+    const auto race = [&](int other, const char* other_did) {
+      fail(fmt::format("shared-memory race at offset {}: it {} bytes that thread {} {} since the last barrier", w * 4,
+                       write ? "writes" : "reads", other, other_did));
+    };
+    if (s.writer >= 0 && !ordered(b, s.writer, s.writer_warp_epoch, tid)) race(s.writer, "wrote");
+    if (write) {
+      if (s.reader >= 0 && !ordered(b, s.reader, s.reader_warp_epoch, tid)) race(s.reader, "read");
+      if (s.reader2 >= 0 && !ordered(b, s.reader2, s.reader2_warp_epoch, tid)) race(s.reader2, "read");
+      s.writer = tid, s.writer_warp_epoch = warp_epoch, s.reader = s.reader2 = -1;
+    } else if (s.reader < 0 || s.reader == tid) {
+      s.reader = tid, s.reader_warp_epoch = warp_epoch;
+    } else {
+      s.reader2 = tid, s.reader2_warp_epoch = warp_epoch;
+    }
+  }
+}
+
+void check_in_flight(unsigned offset, unsigned bytes, const char* what) {
+  const Block& b = *t_block;
+  for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w)
+    if (b.in_flight[w])
+      fail(
+          fmt::format("{} shared bytes at offset {} while a cp.async to them is in flight (missing "
+                      "cp.async.wait_group or barrier?)",
+                      what, w * 4));
+}
+
+void check_global(const void* address, unsigned bytes, const char* what) {
+  const auto* p = static_cast<const char*>(address);
+  for (const auto& range : t_block->launch->global) {
+    const auto* begin = static_cast<const char*>(range.begin);
+    if (p >= begin && p + bytes <= begin + range.bytes) return;
+  }
+  fail(fmt::format("out-of-bounds global {} of {} bytes at {}", what, bytes, address));
+}
+
+// --- the Api functions the kernel calls ---
+
+const tessera_emu::ThreadIndex* api_index() { return &t_block->me().index; }
+
+void api_syncthreads(int line) {
+  Thread& t = t_block->me();
+  t.state = State::Barrier;
+  t.barrier_line = line;
+  yield();
+}
+
+void wait_in_warp(WarpOp op) {
+  Thread& t = t_block->me();
+  t.op = op;
+  t.state = State::Warp;
+  yield();
+}
+
+void api_syncwarp(unsigned mask) {
+  t_block->me().mask = mask;
+  wait_in_warp(WarpOp::SyncWarp);
+}
+
+void api_shared_load(unsigned offset, unsigned bytes, void* out) {
+  check_shared(offset, bytes, "read");
+  check_in_flight(offset, bytes, "reads");
+  track(t_block->current, offset, bytes, false);
+  std::memcpy(out, t_block->shared() + offset, bytes);
+}
+
+void api_shared_store(unsigned offset, unsigned bytes, const void* in) {
+  check_shared(offset, bytes, "write");
+  check_in_flight(offset, bytes, "writes");
+  track(t_block->current, offset, bytes, true);
+  std::memcpy(t_block->shared() + offset, in, bytes);
+}
+
+void api_global_load(const void* address, unsigned bytes, void* out) {
+  check_global(address, bytes, "read");
+  std::memcpy(out, address, bytes);
+}
+
+void api_global_store(void* address, unsigned bytes, const void* in) {
+  check_global(address, bytes, "write");
+  std::memcpy(address, in, bytes);
+}
+
+void api_cp_async(unsigned dst, const void* src, unsigned size, unsigned src_bytes) {
+  if (src_bytes > size) fail(fmt::format("cp.async src-size {} exceeds the copy size {}", src_bytes, size));
+  if (dst % size) fail(fmt::format("cp.async of {} bytes to misaligned shared offset {}", size, dst));
+  if (reinterpret_cast<std::uintptr_t>(src) % size)
+    fail(fmt::format("cp.async of {} bytes from misaligned {}", size, src));
+  check_shared(dst, size, "cp.async write");
+  if (src_bytes) check_global(src, src_bytes, "cp.async read");
+  Block& b = *t_block;
+  for (unsigned w = dst / 4; w < (dst + size + 3) / 4; ++w) ++b.in_flight[w];
+  b.me().open_group.push_back({dst, size, src_bytes, static_cast<const char*>(src)});
+}
+
+void api_cp_async_commit() {
+  Thread& t = t_block->me();
+  t.groups.push_back(std::move(t.open_group));
+  t.open_group.clear();
+}
+
+// The copies land now, as writes by the waiting thread: data a missing wait would have left stale stays stale.
+void api_cp_async_wait(int pending) {
+  Block& b = *t_block;
+  Thread& t = b.me();
+  while (static_cast<int>(t.groups.size()) > std::max(pending, 0)) {
+    for (const Copy& c : t.groups.front()) {
+      for (unsigned w = c.dst / 4; w < (c.dst + c.size + 3) / 4; ++w) --b.in_flight[w];
+      track(b.current, c.dst, c.size, true);
+      std::memcpy(b.shared() + c.dst, c.src, c.src_bytes);
+      std::memset(b.shared() + c.dst + c.src_bytes, 0, c.size - c.src_bytes);
+    }
+    t.groups.erase(t.groups.begin());
+  }
+}
+
+void api_ldmatrix(unsigned* regs, int count, int trans, unsigned offset) {
+  Thread& t = t_block->me();
+  t.regs = regs, t.count = count, t.trans = trans != 0, t.offset = offset, t.mask = 0xffffffffu;
+  wait_in_warp(WarpOp::Ldmatrix);
+}
+
+void api_mma(int kind, float* d, const unsigned* a, const unsigned* b) {
+  Thread& t = t_block->me();
+  t.kind = kind, t.d = d, t.a = a, t.b = b, t.mask = 0xffffffffu;
+  wait_in_warp(WarpOp::Mma);
+}
+
+unsigned api_shuffle(int kind, unsigned mask, unsigned value, int arg) {
+  Thread& t = t_block->me();
+  t.kind = kind, t.mask = mask, t.value = value, t.arg = arg;
+  wait_in_warp(WarpOp::Shuffle);
+  return t.result;
+}
+
+unsigned short api_f32_to_f16(float x) { return to_f16(x); }
+float api_f16_to_f32(unsigned short h) { return from_f16(h); }
+unsigned short api_f32_to_bf16(float x) { return to_bf16(x); }
+unsigned api_f32_to_tf32(unsigned bits) {
+  return __builtin_bit_cast(unsigned, round_tf32(__builtin_bit_cast(float, bits)));
+}
+
+tessera_emu::Api g_api{api_index,       api_syncthreads,  api_syncwarp, api_shared_load,     api_shared_store,
+                       api_global_load, api_global_store, api_cp_async, api_cp_async_commit, api_cp_async_wait,
+                       api_ldmatrix,    api_mma,          api_shuffle,  api_f32_to_f16,      api_f16_to_f32,
+                       api_f32_to_bf16, api_f32_to_tf32};
+
+// --- warp collectives, carried out by the scheduler once every lane has arrived ---
+
+// A 32-bit word of shared memory read on behalf of lane `provider` (the lane that supplied the address).
+void read_shared_for(Block& b, int provider, unsigned offset, unsigned bytes, void* out) {
+  const int saved = b.current;
+  b.current = provider;
+  api_shared_load(offset, bytes, out);
+  b.current = saved;
+}
+
+void run_ldmatrix(Block& b, int warp) {
+  Thread* lanes = &b.threads[static_cast<std::size_t>(warp * 32)];
+  const int count = lanes[0].count;
+  const bool trans = lanes[0].trans;
+  for (int i = 0; i < 32; ++i)
+    if (lanes[i].count != count || lanes[i].trans != trans)
+      throw EmulationError(fmt::format("kernel {}: ldmatrix shapes differ within warp {}", b.launch->kernel, warp));
+  for (int m = 0; m < count; ++m)
+    for (int r = 0; r < 8; ++r)
+      if (lanes[m * 8 + r].offset % 16)
+        throw EmulationError(fmt::format("kernel {}: {}: ldmatrix row address {} is not 16-byte aligned",
+                                         b.launch->kernel, thread_name(b, warp * 32 + m * 8 + r),
+                                         lanes[m * 8 + r].offset));
+  for (int l = 0; l < 32; ++l)
+    for (int m = 0; m < count; ++m) {
+      unsigned word = 0;
+      if (!trans) {
+        // Lane l holds row l/4, 16-bit columns 2(l%4) and 2(l%4)+1 of matrix m.
+        const int provider = warp * 32 + m * 8 + l / 4;
+        read_shared_for(b, provider, lanes[m * 8 + l / 4].offset + (l % 4) * 4, 4, &word);
+      } else {
+        // Transposed: lane l holds rows 2(l%4) and 2(l%4)+1 of column l/4.
+        std::uint16_t lo = 0, hi = 0;
+        const int r0 = m * 8 + (l % 4) * 2;
+        read_shared_for(b, warp * 32 + r0, lanes[r0].offset + (l / 4) * 2, 2, &lo);
+        read_shared_for(b, warp * 32 + r0 + 1, lanes[r0 + 1].offset + (l / 4) * 2, 2, &hi);
+        word = lo | (static_cast<unsigned>(hi) << 16);
+      }
+      lanes[l].regs[m] = word;
+    }
+}
+
+float decode(int kind, unsigned bits, int half) {
+  const auto h = static_cast<std::uint16_t>(half ? bits >> 16 : bits & 0xffffu);
+  switch (kind) {
+    case tessera_emu::kMmaF16:
+      return from_f16(h);
+    case tessera_emu::kMmaBf16:
+      return from_bf16(h);
+    default:
+      return __builtin_bit_cast(float, bits & 0xffffe000u);  // tf32: the low 13 mantissa bits are ignored
+  }
+}
+
+// mma.sync with the PTX ISA fragment layouts (g = lane/4, t = lane%4).
+void run_mma(Block& b, int warp) {
+  Thread* lanes = &b.threads[static_cast<std::size_t>(warp * 32)];
+  const int kind = lanes[0].kind;
+  for (int i = 0; i < 32; ++i)
+    if (lanes[i].kind != kind)
+      throw EmulationError(fmt::format("kernel {}: mma.sync types differ within warp {}", b.launch->kernel, warp));
+  const int k_depth = kind == tessera_emu::kMmaTf32 ? 8 : 16;
+  float A[16][16] = {}, B[16][8] = {}, C[16][8] = {};
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    const Thread& x = lanes[l];
+    if (kind == tessera_emu::kMmaTf32) {
+      A[g][t] = decode(kind, x.a[0], 0), A[g + 8][t] = decode(kind, x.a[1], 0);
+      A[g][t + 4] = decode(kind, x.a[2], 0), A[g + 8][t + 4] = decode(kind, x.a[3], 0);
+      B[t][g] = decode(kind, x.b[0], 0), B[t + 4][g] = decode(kind, x.b[1], 0);
+    } else {
+      for (int h = 0; h < 2; ++h) {
+        A[g][2 * t + h] = decode(kind, x.a[0], h), A[g + 8][2 * t + h] = decode(kind, x.a[1], h);
+        A[g][2 * t + 8 + h] = decode(kind, x.a[2], h), A[g + 8][2 * t + 8 + h] = decode(kind, x.a[3], h);
+        B[2 * t + h][g] = decode(kind, x.b[0], h), B[2 * t + 8 + h][g] = decode(kind, x.b[1], h);
+      }
+    }
+    C[g][2 * t] = x.d[0], C[g][2 * t + 1] = x.d[1], C[g + 8][2 * t] = x.d[2], C[g + 8][2 * t + 1] = x.d[3];
+  }
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+    for (int i = 0; i < 4; ++i) {
+      // Products of 16-bit (or tf32) values are exact in double; the sum is rounded to f32 once.
+      double sum = C[rows[i]][cols[i]];
+      for (int k = 0; k < k_depth; ++k) sum += double{A[rows[i]][k]} * double{B[k][cols[i]]};
+      lanes[l].d[i] = static_cast<float>(sum);
+    }
+  }
+}
+
+void run_shuffle(Block& b, int warp, unsigned mask) {
+  Thread* lanes = &b.threads[static_cast<std::size_t>(warp * 32)];
+  for (int l = 0; l < 32; ++l) {
+    if (!(mask >> l & 1u)) continue;
+    Thread& x = lanes[l];
+    int src = l;
+    switch (x.kind) {
+      case tessera_emu::kShuffleIdx:
+        src = x.arg & 31;
+        break;
+      case tessera_emu::kShuffleXor:
+        src = l ^ (x.arg & 31);
+        break;
+      case tessera_emu::kShuffleDown:
+        src = l + x.arg < 32 ? l + x.arg : l;
+        break;
+      default:
+        src = l - x.arg >= 0 ? l - x.arg : l;
+    }
+    x.result = mask >> src & 1u ? lanes[src].value : x.value;
+  }
+}
+
+// Completes warp collectives whose participants have all arrived; returns whether any did.
+bool resolve_warps(Block& b) {
+  bool released = false;
+  const int warps = static_cast<int>(b.threads.size() / 32);
+  for (int w = 0; w < warps; ++w) {
+    Thread* lanes = &b.threads[static_cast<std::size_t>(w * 32)];
+    int leader = -1;
+    for (int l = 0; l < 32 && leader < 0; ++l)
+      if (lanes[l].state == State::Warp) leader = l;
+    if (leader < 0) continue;
+    const WarpOp op = lanes[leader].op;
+    const unsigned mask = lanes[leader].mask;
+    bool complete = true;
+    std::vector<int> exited;
+    for (int l = 0; l < 32; ++l) {
+      if (!(mask >> l & 1u)) continue;
+      if (lanes[l].state == State::Done) exited.push_back(w * 32 + l);
+      if (lanes[l].state != State::Warp || lanes[l].op != op || lanes[l].mask != mask) complete = false;
+    }
+    if (!exited.empty())
+      throw EmulationError(
+          fmt::format("kernel {}: block ({}, {}, {}): a warp collective of warp {} waits for threads "
+                      "{}, which exited",
+                      b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, w, ranges(exited)));
+    if (!complete) continue;
+    switch (op) {
+      case WarpOp::Ldmatrix:
+        run_ldmatrix(b, w);
+        break;
+      case WarpOp::Mma:
+        run_mma(b, w);
+        break;
+      case WarpOp::Shuffle:
+        run_shuffle(b, w, mask);
+        break;
+      default:
+        break;
+    }
+    if (!b.error.empty()) return true;
+    if (op == WarpOp::SyncWarp) ++b.warp_epoch[static_cast<std::size_t>(w)];
+    for (int l = 0; l < 32; ++l)
+      if (mask >> l & 1u) lanes[l].state = State::Runnable, lanes[l].op = WarpOp::None;
+    released = true;
+  }
+  return released;
+}
+
+// Releases a barrier every live thread has reached; reports one that only some reach.
+bool resolve_barrier(Block& b, bool stuck) {
+  std::vector<int> waiting, exited, elsewhere;
+  std::vector<int> lines;
+  for (int i = 0; i < static_cast<int>(b.threads.size()); ++i) {
+    const Thread& t = b.threads[static_cast<std::size_t>(i)];
+    if (t.state == State::Barrier) {
+      waiting.push_back(i);
+      if (std::find(lines.begin(), lines.end(), t.barrier_line) == lines.end()) lines.push_back(t.barrier_line);
+    } else if (t.state == State::Done) {
+      exited.push_back(i);
+    } else {
+      elsewhere.push_back(i);
+    }
+  }
+  if (waiting.empty() || !elsewhere.empty()) {
+    if (!stuck) return false;
+    throw EmulationError(fmt::format(
+        "kernel {}: block ({}, {}, {}): deadlock: threads {} wait at __syncthreads, threads {} wait in warp "
+        "collectives that cannot complete",
+        b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, waiting.empty() ? "none" : ranges(waiting),
+        ranges(elsewhere)));
+  }
+  if (!exited.empty())
+    throw EmulationError(fmt::format(
+        "kernel {}: block ({}, {}, {}): divergent __syncthreads: threads {} wait at the "
+        "barrier (line {}) but threads {} exited without reaching it",
+        b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, ranges(waiting), lines[0], ranges(exited)));
+  if (lines.size() > 1)
+    throw EmulationError(
+        fmt::format("kernel {}: block ({}, {}, {}): divergent __syncthreads: threads wait at "
+                    "different barriers (lines {} and {})",
+                    b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, lines[0], lines[1]));
+  ++b.epoch;
+  for (Thread& t : b.threads) t.state = State::Runnable;
+  return true;
+}
+
+void fiber_entry(ctx::transfer_t transfer) {
+  Block& b = *t_block;
+  Thread& t = b.me();
+  t.scheduler = transfer.fctx;
+  b.entry(b.launch->params);
+  if (!t.open_group.empty() || !t.groups.empty()) {
+    // Copies still in flight when a thread exits land eventually on hardware; here they land now.
+    api_cp_async_commit();
+    api_cp_async_wait(0);
+  }
+  t.state = State::Done;
+  yield();
+}
+
+void run_block(Block& b, const Stacks& stacks) {
+  const unsigned n = b.launch->block;
+  b.threads.assign(n, Thread{});
+  std::fill(b.arena.begin(), b.arena.end(), static_cast<char>(0xa5));
+  std::fill(b.shadow.begin(), b.shadow.end(), Shadow{});
+  std::fill(b.in_flight.begin(), b.in_flight.end(), 0);
+  std::fill(b.warp_epoch.begin(), b.warp_epoch.end(), 1);
+  b.epoch = 1;
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (b.options->schedule == EmuSchedule::Reverse) std::reverse(order.begin(), order.end());
+  for (unsigned i = 0; i < n; ++i) {
+    Thread& t = b.threads[i];
+    t.index = {{i, 0, 0}, b.block_idx, {n, 1, 1}, {b.launch->grid_x, b.launch->grid_y, b.launch->grid_z}};
+    t.context = ctx::make_fcontext(stacks.top(i), kStackBytes, fiber_entry);
+  }
+  for (;;) {
+    if (b.options->schedule == EmuSchedule::Shuffle) std::shuffle(order.begin(), order.end(), b.rng);
+    bool ran = false;
+    for (int i : order) {
+      Thread& t = b.threads[static_cast<std::size_t>(i)];
+      if (t.state != State::Runnable) continue;
+      b.current = i;
+      b.in_fiber = true;
+      const ctx::transfer_t back = ctx::jump_fcontext(t.context, nullptr);
+      b.in_fiber = false;
+      t.context = back.fctx;
+      ran = true;
+      if (!b.error.empty()) throw EmulationError(b.error);
+    }
+    if (std::all_of(b.threads.begin(), b.threads.end(), [](const Thread& t) { return t.state == State::Done; })) break;
+    const bool released = resolve_warps(b);
+    if (!b.error.empty()) throw EmulationError(b.error);
+    if (!released && !resolve_barrier(b, !ran) && !ran)
+      throw EmulationError(fmt::format("kernel {}: block ({}, {}, {}) made no progress", b.launch->kernel,
+                                       b.block_idx.x, b.block_idx.y, b.block_idx.z));
+  }
+  for (unsigned i = 0; i < kRedZone; ++i)
+    if (b.arena[i] != static_cast<char>(0xa5) ||
+        b.arena[kRedZone + b.launch->shared_bytes + i] != static_cast<char>(0xa5))
+      throw EmulationError(fmt::format("kernel {}: block ({}, {}, {}): the shared-memory red zone was overwritten",
+                                       b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z));
+}
+
+std::mutex g_modules_mutex;
+}  // namespace
+
+std::shared_ptr<const EmuModule> EmuModule::compile(const std::string& source, const std::string& name) {
+  const HostKernelLibrary library = compile_host_kernel(source, name);
+  auto* slot = static_cast<tessera_emu::Api**>(dlsym(library.handle, "tessera_emu_api"));
+  if (!slot) throw Error("emulator: " + library.path + " lacks tessera_emu_api (not built with the emulation prelude)");
+  {
+    std::lock_guard lock(g_modules_mutex);
+    *slot = &g_api;
+  }
+  auto module = std::shared_ptr<EmuModule>(new EmuModule());
+  module->handle_ = library.handle;
+  module->path_ = library.path;
+  module->compile_ms_ = library.compile_ms;
+  return module;
+}
+
+void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const {
+  if (launch.block == 0 || launch.block % 32 || launch.block > 1024)
+    throw InvalidArgument("block", fmt::format("{} threads: must be a multiple of 32 up to 1024", launch.block));
+  const auto entry = reinterpret_cast<Entry>(dlsym(handle_, launch.kernel.c_str()));
+  if (!entry) throw InvalidArgument("kernel", "no kernel named " + launch.kernel + " in " + path_);
+  const std::uint64_t blocks = std::uint64_t{launch.grid_x} * launch.grid_y * launch.grid_z;
+  if (blocks == 0) return;
+  unsigned workers = options.workers > 0 ? static_cast<unsigned>(options.workers) : std::thread::hardware_concurrency();
+  workers = static_cast<unsigned>(std::clamp<std::uint64_t>(blocks, 1, std::max(1u, workers)));
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  const auto work = [&](unsigned worker) {
+    try {
+      const Stacks stacks(launch.block);
+      Block b;
+      b.launch = &launch;
+      b.options = &options;
+      b.entry = entry;
+      b.arena.resize(launch.shared_bytes + 2 * kRedZone);
+      b.shadow.resize((launch.shared_bytes + 3) / 4 + 1);
+      b.in_flight.resize((launch.shared_bytes + 3) / 4 + 1);
+      b.warp_epoch.resize(launch.block / 32);
+      b.rng.seed(options.seed * 0x9e3779b97f4a7c15ULL + worker);
+      t_block = &b;
+      for (std::uint64_t id = next++; id < blocks && !stop; id = next++) {
+        // Reverse schedules also walk the grid backwards.
+        const std::uint64_t linear = options.schedule == EmuSchedule::Reverse ? blocks - 1 - id : id;
+        b.block_idx = {static_cast<unsigned>(linear % launch.grid_x),
+                       static_cast<unsigned>(linear / launch.grid_x % launch.grid_y),
+                       static_cast<unsigned>(linear / (std::uint64_t{launch.grid_x} * launch.grid_y))};
+        run_block(b, stacks);
+      }
+      t_block = nullptr;
+    } catch (...) {
+      t_block = nullptr;
+      stop = true;
+      std::lock_guard lock(error_mutex);
+      if (!first_error) first_error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work, w);
+  work(0);
+  for (auto& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace tessera

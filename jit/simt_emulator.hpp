@@ -1,0 +1,65 @@
+// The SIMT emulator: runs tessera's CUDA kernels on the CPU with a faithful model of the execution model, to check
+// their numerics and find their bugs without a GPU. Each CUDA thread is a fiber (Boost.Context fcontext); a block's
+// fibers run on one worker thread until they block in __syncthreads, __syncwarp or a warp collective (ldmatrix,
+// mma.sync, shuffles), which the emulator carries out once every participant has arrived. Shared memory is a
+// per-block arena; every shared and global access is bounds-checked, shared accesses are checked for races between
+// barriers, and cp.async copies land only when a cp.async.wait_group retires them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator/error.hpp"
+#include "tessera/gemm_params.cuh"
+
+namespace tessera {
+
+// A bug the emulator found in a kernel: the message names the kernel, the block, the threads and the address.
+class EmulationError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The order in which a block's runnable fibers are resumed; a kernel whose result depends on it has a race.
+enum class EmuSchedule : unsigned char { Forward, Reverse, Shuffle };
+
+struct EmuOptions {
+  EmuSchedule schedule = EmuSchedule::Forward;
+  std::uint64_t seed = 1;  // for Shuffle
+  int workers = 0;         // OS threads running blocks; 0: one per hardware thread
+  bool detect_races = true;
+};
+
+struct EmuMemoryRange {
+  const void* begin = nullptr;
+  std::size_t bytes = 0;
+};
+
+struct EmuLaunch {
+  std::string kernel;
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block = 32;  // threads per block (x), a multiple of 32
+  unsigned shared_bytes = 0;
+  GemmParams params{};
+  std::vector<EmuMemoryRange> global;  // every global byte the kernel may touch; anything else is out of bounds
+};
+
+class EmuModule {
+ public:
+  // Compiles CUDA source (which may include any embedded template) for the host and loads it; cached on disk.
+  static std::shared_ptr<const EmuModule> compile(const std::string& source, const std::string& name);
+  // Runs a grid to completion. Throws EmulationError for the first bug found (and InvalidArgument for a bad launch).
+  void launch(const EmuLaunch& launch, const EmuOptions& options = {}) const;
+  double compile_ms() const { return compile_ms_; }
+  const std::string& library_path() const { return path_; }
+
+ private:
+  EmuModule() = default;
+  void* handle_ = nullptr;
+  std::string path_;
+  double compile_ms_ = 0;
+};
+
+}  // namespace tessera

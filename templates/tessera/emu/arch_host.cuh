@@ -1,0 +1,84 @@
+// Host bodies of the arch wrappers (tessera/arch/*.cuh), for kernels built for the SIMT emulator: every memory access,
+// copy and warp collective goes to the emulator, which checks it and carries it out.
+#pragma once
+
+#include "tessera/emu/api.cuh"
+#include "tessera/numeric.cuh"
+#include "tessera/platform.cuh"
+
+namespace tessera {
+
+template <class T>
+inline T ld_shared(u32 offset) {
+  T value;
+  tessera_emu_api->shared_load(offset, sizeof(T), &value);
+  return value;
+}
+template <class T>
+inline void st_shared(u32 offset, const T& value) {
+  tessera_emu_api->shared_store(offset, sizeof(T), &value);
+}
+template <class T>
+inline T ld_global(const T* address) {
+  T value;
+  tessera_emu_api->global_load(address, sizeof(T), &value);
+  return value;
+}
+template <class T>
+inline void st_global(T* address, const T& value) {
+  tessera_emu_api->global_store(address, sizeof(T), &value);
+}
+
+inline void cp_async_16(u32 dst, const void* src, int src_bytes) {
+  tessera_emu_api->cp_async(dst, src, 16, static_cast<unsigned>(src_bytes));
+}
+inline void cp_async_8(u32 dst, const void* src, int src_bytes) {
+  tessera_emu_api->cp_async(dst, src, 8, static_cast<unsigned>(src_bytes));
+}
+inline void cp_async_4(u32 dst, const void* src, int src_bytes) {
+  tessera_emu_api->cp_async(dst, src, 4, static_cast<unsigned>(src_bytes));
+}
+inline void cp_async_commit() { tessera_emu_api->cp_async_commit(); }
+template <int N>
+inline void cp_async_wait() {
+  tessera_emu_api->cp_async_wait(N);
+}
+
+inline void ldmatrix_x1(u32 (&r)[1], u32 offset) { tessera_emu_api->ldmatrix(r, 1, 0, offset); }
+inline void ldmatrix_x2(u32 (&r)[2], u32 offset) { tessera_emu_api->ldmatrix(r, 2, 0, offset); }
+inline void ldmatrix_x4(u32 (&r)[4], u32 offset) { tessera_emu_api->ldmatrix(r, 4, 0, offset); }
+inline void ldmatrix_x1_trans(u32 (&r)[1], u32 offset) { tessera_emu_api->ldmatrix(r, 1, 1, offset); }
+inline void ldmatrix_x2_trans(u32 (&r)[2], u32 offset) { tessera_emu_api->ldmatrix(r, 2, 1, offset); }
+inline void ldmatrix_x4_trans(u32 (&r)[4], u32 offset) { tessera_emu_api->ldmatrix(r, 4, 1, offset); }
+
+inline void mma_m16n8k16_f16(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+  tessera_emu_api->mma(tessera_emu::kMmaF16, d, a, b);
+}
+inline void mma_m16n8k16_bf16(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+  tessera_emu_api->mma(tessera_emu::kMmaBf16, d, a, b);
+}
+inline void mma_m16n8k8_tf32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+  tessera_emu_api->mma(tessera_emu::kMmaTf32, d, a, b);
+}
+
+inline float shuffle_float(int kind, unsigned mask, float value, int arg) {
+  return __builtin_bit_cast(float, tessera_emu_api->shuffle(kind, mask, __builtin_bit_cast(unsigned, value), arg));
+}
+inline float shfl_xor(unsigned mask, float value, int lane_mask) {
+  return shuffle_float(tessera_emu::kShuffleXor, mask, value, lane_mask);
+}
+inline float shfl_down(unsigned mask, float value, unsigned delta) {
+  return shuffle_float(tessera_emu::kShuffleDown, mask, value, static_cast<int>(delta));
+}
+inline float shfl_idx(unsigned mask, float value, int lane) {
+  return shuffle_float(tessera_emu::kShuffleIdx, mask, value, lane);
+}
+inline void syncwarp(unsigned mask = 0xffffffffu) { tessera_emu_api->syncwarp(mask); }
+
+inline half_t f32_to_f16(float x) { return half_t{tessera_emu_api->f32_to_f16(x)}; }
+inline float f16_to_f32(half_t h) { return tessera_emu_api->f16_to_f32(h.bits); }
+inline bfloat16_t f32_to_bf16(float x) { return bfloat16_t{tessera_emu_api->f32_to_bf16(x)}; }
+inline float bf16_to_f32(bfloat16_t h) { return __builtin_bit_cast(float, static_cast<u32>(h.bits) << 16); }
+inline u32 f32_to_tf32(u32 bits) { return tessera_emu_api->f32_to_tf32(bits); }
+
+}  // namespace tessera
