@@ -117,7 +117,8 @@ HostKernelLibrary compile_host_kernel(const std::string& source, const std::stri
   const fs::path root = fs::path(tessera_cache_dir()) / "emu";
   fs::create_directories(root);
   const fs::path includes = templates_dir(root);
-  std::string key_text = source + "\n" + compiler();
+  // The key covers everything the library depends on: the source, the templates it includes, the compiler and flags.
+  std::string key_text = source + "\n" + embedded_templates_hash().hex() + "\n" + compiler();
   for (const auto& flag : compile_flags()) key_text += " " + flag;
   const fs::path library = root / (name.substr(0, 48) + "-" + hash_text(key_text).hex().substr(0, 20) + ".so");
 
