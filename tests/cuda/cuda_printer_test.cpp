@@ -41,10 +41,12 @@ TEST(CudaPrinter, EpilogueBecomesCudaCWithLayoutsFromExpr) {
                       "tessera::ld_global(static_cast<const float*>(p.inputs[0].data) + ((b * p.inputs[0].bs) + n))))"),
             std::string::npos)
       << code;
-  EXPECT_NE(code.find("tessera::ld_global(static_cast<const float*>(p.inputs[1].data) + ((b * p.inputs[1].bs) + m))"), std::string::npos)
+  EXPECT_NE(code.find("tessera::ld_global(static_cast<const float*>(p.inputs[1].data) + ((b * p.inputs[1].bs) + m))"),
+            std::string::npos)
       << code;
   // Column-major C: row stride 1, column stride p.c.cs.
-  EXPECT_NE(code.find("tessera::ld_global(static_cast<const float*>(p.c.data) + (((b * p.c.bs) + m) + (n * p.c.cs)))"), std::string::npos)
+  EXPECT_NE(code.find("tessera::ld_global(static_cast<const float*>(p.c.data) + (((b * p.c.bs) + m) + (n * p.c.cs)))"),
+            std::string::npos)
       << code;
   EXPECT_NE(code.find("AKMajor = true, BKMajor = false, DRowMajor = false"), std::string::npos);
   EXPECT_NE(code.find("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(src.threads) + ", 1) " +

@@ -6,90 +6,17 @@
 
 #include "generator/error.hpp"
 #include "jit/cuda_gemm_build.hpp"
+#include "tests/cuda/cuda_matrix.hpp"
 
 namespace tessera {
 namespace {
-
-struct MatrixCase {
-  DType in;
-  Layout a, b;
-  std::string tile;  // config overrides
-  std::string epilogue;
-  std::string arch;
-
-  std::string label() const {
-    std::string text = fmt::format("{}_{}{}_{}_{}_{}", dtype_name(in), a.name()[0], b.name()[0], tile,
-                                   epilogue.empty() ? "plain" : "fused", arch);
-    for (char& c : text)
-      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    return text;
-  }
-};
-
-void PrintTo(const MatrixCase& c, std::ostream* os) { *os << c.label(); }
-
-std::vector<MatrixCase> matrix() {
-  std::vector<MatrixCase> cases;
-  const std::vector<std::pair<Layout, Layout>> layouts{{Layout::row_major(), Layout::row_major()},
-                                                       {Layout::row_major(), Layout::col_major()},
-                                                       {Layout::col_major(), Layout::row_major()},
-                                                       {Layout::col_major(), Layout::col_major()}};
-  const std::vector<std::string> tiles{
-      "block_m=64,block_n=64,warp_m=32,warp_n=32", "block_m=128,block_n=128,warp_m=64,warp_n=64",
-      "block_m=128,block_n=256,warp_m=64,warp_n=64", "block_m=256,block_n=128,warp_m=64,warp_n=64"};
-  const std::string fused = "gelu(alpha*acc + bias[n]) + beta*c";
-  int index = 0;
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    // Tensor cores: every input type × layout × block tile, stages cycling 2..4, plain and fused epilogues.
-    for (DType in : {DType::f16, DType::bf16, DType::tf32})
-      for (const auto& [a, b] : layouts)
-        for (const auto& tile : tiles) {
-          const int stages = 2 + index % 3;
-          const std::string epilogue = index % 2 ? fused : "";
-          cases.push_back({in, a, b, fmt::format("{},stages={}", tile, stages), epilogue, arch});
-          ++index;
-        }
-    // SIMT f32: each layout with both SIMT tiles, plain and fused.
-    for (const auto& [a, b] : layouts)
-      for (const char* tile : {"simt=1,block_m=128,block_n=128,block_k=8,warp_m=64,warp_n=32,stages=2",
-                               "simt=1,block_m=64,block_n=64,block_k=8,warp_m=32,warp_n=32,stages=2"}) {
-        cases.push_back({DType::f32, a, b, tile, index % 2 ? fused : "", arch});
-        ++index;
-      }
-    // Split-K (with its reduction kernel) and unaligned operands (narrow cp.async, synchronous 2-byte copies).
-    cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
-                     "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=4", fused, arch});
-    cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),
-                     "block_m=128,block_n=128,warp_m=64,warp_n=64,stages=3,align_a=1,align_b=2,align_c=1", "", arch});
-    cases.push_back({DType::tf32, Layout::row_major(), Layout::row_major(),
-                     "block_m=128,block_n=128,warp_m=64,warp_n=64,stages=3,align_a=1,align_b=2,split_k=2", fused,
-                     arch});
-  }
-  return cases;
-}
 
 class NvrtcMatrix : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(NvrtcMatrix, CompilesWithoutSpillsAndHasTheClaimedInstructions) {
   const MatrixCase& mc = GetParam();
-  const CudaTarget target = CudaTarget::parse("cuda:" + mc.arch);
-  GemmSignature s;
-  s.a = {mc.in, mc.a};
-  s.b = {mc.in, mc.b};
-  s.d = {DType::f32, Layout::row_major()};
-  s.c = {DType::f32, Layout::zero()};
-  if (!mc.epilogue.empty()) {
-    s.epilogue = Epilogue::parse(mc.epilogue);
-    s.c = s.d;
-    s.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
-  }
-  CudaGemmConfig config;
-  config.math = mc.in == DType::f32 ? CudaMath::Simt : CudaMath::TensorOp;
-  config.block_k = mc.in == DType::f32 ? 8 : 64 / dtype_bytes(mc.in);
-  config.align_a = config.align_b = 16 / dtype_bytes(mc.in);
-  config = config.with_overrides(mc.tile);
-  const CudaGemmSpec spec{s, config, target};
-
+  const CudaGemmSpec spec = matrix_spec(mc);
+  const CudaTarget& target = spec.target;
   CudaGemmBuild build;
   try {
     build = build_cuda_gemm(spec, true);

@@ -1,0 +1,124 @@
+// Every kernel of the CUDA test matrix, run in the SIMT emulator on edge shapes (1, 17, 127, 129, 255, odd K) and
+// compared with the reference: bit-exact with small-integer inputs and the linear epilogue, within the reference's
+// tolerance with the fused one.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tessera/cuda.hpp"
+#include "tessera/reference.hpp"
+#include "tests/cuda/cuda_matrix.hpp"
+
+namespace tessera {
+namespace {
+
+struct Shape {
+  std::int64_t m, n, k, batch;
+};
+
+// Emulator "device" memory is host memory: the reference reads the same buffers.
+class Operands {
+ public:
+  Operands(CudaRuntime& rt, const CudaGemmSpec& spec, const Shape& shape, std::mt19937& rng) {
+    const GemmSignature& s = spec.signature;
+    // Leading dimensions padded to 8 elements so every alignment claim of the matrix holds.
+    const auto ld = [](std::int64_t extent) { return (extent + 7) / 8 * 8; };
+    const auto tensor = [&](const OperandSignature& op, std::int64_t rows, std::int64_t cols, bool integers) {
+      const bool row = op.layout.kind() == LayoutKind::RowMajor;
+      const std::int64_t lead = ld(row ? cols : rows), outer = row ? rows : cols;
+      const std::int64_t per_batch = lead * outer, count = per_batch * shape.batch;
+      DeviceBuffer& buffer =
+          buffers_.emplace_back(rt.allocate(static_cast<std::size_t>(count * dtype_bytes(op.dtype))));
+      std::uniform_int_distribution<int> small(-3, 3);
+      std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+      for (std::int64_t i = 0; i < count; ++i) {
+        const float x = integers ? static_cast<float>(small(rng)) : real(rng);
+        if (op.dtype == DType::f16)
+          static_cast<std::uint16_t*>(buffer.data())[i] = to_f16(x);
+        else if (op.dtype == DType::bf16)
+          static_cast<std::uint16_t*>(buffer.data())[i] = to_bf16(x);
+        else
+          static_cast<float*>(buffer.data())[i] = x;
+      }
+      return shape.batch == 1
+                 ? Tensor::matrix(buffer.data(), rows, cols, op.layout, lead, op.dtype)
+                 : Tensor::batched(buffer.data(), shape.batch, rows, cols, op.layout, lead, per_batch, op.dtype);
+    };
+    args.a = tensor(s.a, shape.m, shape.k, true);
+    args.b = tensor(s.b, shape.k, shape.n, true);
+    args.d = tensor(s.d, shape.m, shape.n, true);
+    args.epilogue = s.epilogue;
+    if (s.c.layout.reads_memory()) {
+      args.c = tensor(s.c, shape.m, shape.n, true);
+      args.beta = 0.5f;
+    }
+    for (const auto& in : s.inputs) {
+      DeviceBuffer& buffer = buffers_.emplace_back(rt.allocate(static_cast<std::size_t>(shape.n * 4)));
+      for (std::int64_t i = 0; i < shape.n; ++i) static_cast<float*>(buffer.data())[i] = static_cast<float>(i % 5) - 2;
+      args.inputs[in.name] = Tensor::vector(static_cast<float*>(buffer.data()), shape.n);
+    }
+  }
+  GemmArgs args;
+
+ private:
+  std::vector<DeviceBuffer> buffers_;
+};
+
+class EmulatedMatrix : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(EmulatedMatrix, MatchesTheReferenceOnEdgeShapes) {
+  const CudaGemmSpec spec = matrix_spec(GetParam());
+  CudaRuntime runtime("cuda-emu:" + spec.target.arch());
+  std::mt19937 rng(11);
+  const bool exact = spec.signature.epilogue.text() == Epilogue::linear_combination().text();
+  for (const Shape& shape : {Shape{1, 1, 1, 1}, Shape{17, 127, 33, 1}, Shape{129, 255, 17, 1}, Shape{255, 129, 255, 1},
+                             Shape{33, 17, 129, 2}}) {
+    SCOPED_TRACE(fmt::format("{}x{}x{} batch {}", shape.m, shape.n, shape.k, shape.batch));
+    Operands ops(runtime, spec, shape, rng);
+    const GemmProblem problem = describe_gemm(ops.args);
+    ASSERT_TRUE(problem.signature == spec.signature) << "the test built other operands than the spec describes";
+    const CudaGemmKernel kernel = runtime.compile(problem, spec.config);
+    const GemmReference reference = reference_gemm(ops.args);
+    kernel.run(ops.args);
+    const GemmComparison cmp = compare_gemm(reference, ops.args.d, exact);
+    EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches; first: " << cmp.first_mismatch;
+  }
+}
+
+// sm_80 and sm_90 build the same host code; the emulator runs the sm_80 half of the matrix.
+std::vector<MatrixCase> sm80_matrix() {
+  std::vector<MatrixCase> cases;
+  for (const auto& c : matrix())
+    if (c.arch == "sm_80") cases.push_back(c);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, EmulatedMatrix, ::testing::ValuesIn(sm80_matrix()),
+                         [](const auto& param_info) { return param_info.param.label(); });
+
+TEST(EmulatedGemm, UnalignedOperandsAndSixteenBitOutput) {
+  // K = 255 with packed rows: 2-byte rows, synchronous copies; f16 D with the linear epilogue.
+  CudaRuntime runtime("cuda-emu:sm_80");
+  for (DType out : {DType::f32, DType::f16}) {
+    std::vector<std::uint16_t> a(37 * 255), b(255 * 19), d(37 * 19);
+    std::vector<float> d32(37 * 19);
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> small(-3, 3);
+    for (auto& x : a) x = to_f16(static_cast<float>(small(rng)));
+    for (auto& x : b) x = to_f16(static_cast<float>(small(rng)));
+    GemmArgs args;
+    args.a = Tensor::matrix(a.data(), 37, 255, Layout::row_major(), 0, DType::f16);
+    args.b = Tensor::matrix(b.data(), 255, 19, Layout::row_major(), 0, DType::f16);
+    args.d = out == DType::f16 ? Tensor::matrix(d.data(), 37, 19, Layout::row_major(), 0, DType::f16)
+                               : Tensor::matrix(d32.data(), 37, 19);
+    const CudaGemmConfig config = runtime.default_config(args);
+    EXPECT_EQ(config.align_a, 1);
+    const GemmReference reference = reference_gemm(args);
+    runtime.compile(describe_gemm(args), config).run(args);
+    const GemmComparison cmp = compare_gemm(reference, args.d, true);
+    EXPECT_TRUE(cmp.ok()) << dtype_name(out) << ": " << cmp.first_mismatch;
+  }
+}
+
+}  // namespace
+}  // namespace tessera
