@@ -96,6 +96,14 @@ if [[ ! -e /dev/nvidia0 ]]; then
   fi
 fi
 
+# The same CUDA kernels in the SIMT emulator: verified against the reference.
+out=$("$bin" gemm 129 127 255 --target cuda-emu:sm_80 --dtype f16 --layout-b col --epilogue "gelu(alpha*acc + bias[n])" --verify --json --repeat 1)
+if [[ $? -eq 0 && $out == *'"ok":true'* && $out == *'"target":"cuda-emu:sm_80"'* ]]; then ok; else bad "gemm --target cuda-emu: $out"; fi
+for dtype in bf16 tf32 f32; do
+  if "$bin" gemm 65 33 17 --target cuda-emu:sm_90 --dtype $dtype --verify --repeat 1 >/dev/null; then ok; else
+    bad "gemm --target cuda-emu:sm_90 --dtype $dtype"; fi
+done
+
 # The demo verifies its kernels and exits 0.
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 
