@@ -401,7 +401,21 @@ void run_mma(Block& b, int warp) {
 
 void run_shuffle(Block& b, int warp, unsigned mask) {
   Thread* lanes = &b.threads[static_cast<std::size_t>(warp * 32)];
+  unsigned votes = 0;  // the ballot of the lanes in the mask
+  for (int l = 0; l < 32; ++l)
+    if (mask >> l & 1u && lanes[l].value != 0) votes |= 1u << l;
   for (int l = 0; l < 32; ++l) {
+    if (!(mask >> l & 1u)) continue;
+    Thread& v = lanes[l];
+    if (v.kind == tessera_emu::kVoteAll || v.kind == tessera_emu::kVoteAny || v.kind == tessera_emu::kBallot) {
+      v.result = v.kind == tessera_emu::kBallot    ? votes
+                 : v.kind == tessera_emu::kVoteAll ? static_cast<unsigned>(votes == mask)
+                                                   : static_cast<unsigned>(votes != 0);
+      continue;
+    }
+  }
+  for (int l = 0; l < 32; ++l) {
+    if (lanes[l].kind >= tessera_emu::kVoteAll) continue;
     if (!(mask >> l & 1u)) continue;
     Thread& x = lanes[l];
     int src = l;

@@ -85,15 +85,7 @@ TEST_P(EmulatedMatrix, MatchesTheReferenceOnEdgeShapes) {
   }
 }
 
-// sm_80 and sm_90 build the same host code; the emulator runs the sm_80 half of the matrix.
-std::vector<MatrixCase> sm80_matrix() {
-  std::vector<MatrixCase> cases;
-  for (const auto& c : matrix())
-    if (c.arch == "sm_80") cases.push_back(c);
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Cuda, EmulatedMatrix, ::testing::ValuesIn(sm80_matrix()),
+INSTANTIATE_TEST_SUITE_P(Cuda, EmulatedMatrix, ::testing::ValuesIn(matrix()),
                          [](const auto& param_info) { return param_info.param.label(); });
 
 TEST(EmulatedGemm, UnalignedOperandsAndSixteenBitOutput) {

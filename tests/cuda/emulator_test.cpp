@@ -263,6 +263,30 @@ extern "C" __global__ void collectives(const GemmParams p) {
   }
 }
 
+TEST(Emulator, VotesAndPartialMasks) {
+  const auto m = module(R"(
+extern "C" __global__ void votes(const GemmParams p) {
+  const int lane = threadIdx.x;
+  st_global(OUT + lane, float(ballot(0xffffffffu, lane % 3 == 0)));
+  st_global(OUT + 32 + lane, float(vote_all(0xffffffffu, lane < 32)) + 2.0f * float(vote_any(0xffffffffu, lane == 7)));
+  // Two half-warps shuffle independently, each with its own mask.
+  const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;
+  st_global(OUT + 64 + lane, shfl_idx(half, float(lane), lane < 16 ? 3 : 20));
+}
+)",
+                        "votes");
+  std::vector<float> in(1), out(96);
+  launch(*m, "votes", 32, 0, in, out);
+  unsigned expected_ballot = 0;
+  for (int l = 0; l < 32; l += 3) expected_ballot |= 1u << l;
+  for (int l = 0; l < 32; ++l) {
+    const auto i = static_cast<std::size_t>(l);
+    EXPECT_EQ(out[i], static_cast<float>(expected_ballot));
+    EXPECT_EQ(out[32 + i], 3.0f);
+    EXPECT_EQ(out[64 + i], l < 16 ? 3.0f : 20.0f);
+  }
+}
+
 TEST(Emulator, ACollectiveMissingLanesIsReported) {
   const auto m = module(R"(
 extern "C" __global__ void lonely(const GemmParams p) {

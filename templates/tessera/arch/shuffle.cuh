@@ -1,4 +1,4 @@
-// Device bodies: warp shuffles (all lanes of `mask` must execute them).
+// Device bodies: warp shuffles and votes (all lanes of `mask` must execute them).
 #pragma once
 
 #include "tessera/platform.cuh"
@@ -13,5 +13,8 @@ TESSERA_DEVICE float shfl_down(unsigned mask, float value, unsigned delta) {
 }
 TESSERA_DEVICE float shfl_idx(unsigned mask, float value, int lane) { return __shfl_sync(mask, value, lane); }
 TESSERA_DEVICE void syncwarp(unsigned mask = 0xffffffffu) { __syncwarp(mask); }
+TESSERA_DEVICE bool vote_all(unsigned mask, bool predicate) { return __all_sync(mask, predicate); }
+TESSERA_DEVICE bool vote_any(unsigned mask, bool predicate) { return __any_sync(mask, predicate); }
+TESSERA_DEVICE unsigned ballot(unsigned mask, bool predicate) { return __ballot_sync(mask, predicate); }
 
 }  // namespace tessera

@@ -13,7 +13,16 @@ struct ThreadIndex {
 };
 
 enum MmaKind { kMmaF16 = 0, kMmaBf16 = 1, kMmaTf32 = 2 };
-enum ShuffleKind { kShuffleIdx = 0, kShuffleXor = 1, kShuffleDown = 2, kShuffleUp = 3 };
+// Shuffles move a lane's value; votes combine the predicates (value != 0) of the lanes in the mask.
+enum ShuffleKind {
+  kShuffleIdx = 0,
+  kShuffleXor = 1,
+  kShuffleDown = 2,
+  kShuffleUp = 3,
+  kVoteAll = 4,
+  kVoteAny = 5,
+  kBallot = 6
+};
 
 struct Api {
   const ThreadIndex* (*index)();

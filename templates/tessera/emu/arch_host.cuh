@@ -74,6 +74,15 @@ inline float shfl_idx(unsigned mask, float value, int lane) {
   return shuffle_float(tessera_emu::kShuffleIdx, mask, value, lane);
 }
 inline void syncwarp(unsigned mask = 0xffffffffu) { tessera_emu_api->syncwarp(mask); }
+inline bool vote_all(unsigned mask, bool predicate) {
+  return tessera_emu_api->shuffle(tessera_emu::kVoteAll, mask, predicate, 0) != 0;
+}
+inline bool vote_any(unsigned mask, bool predicate) {
+  return tessera_emu_api->shuffle(tessera_emu::kVoteAny, mask, predicate, 0) != 0;
+}
+inline unsigned ballot(unsigned mask, bool predicate) {
+  return tessera_emu_api->shuffle(tessera_emu::kBallot, mask, predicate, 0);
+}
 
 inline half_t f32_to_f16(float x) { return half_t{tessera_emu_api->f32_to_f16(x)}; }
 inline float f16_to_f32(half_t h) { return tessera_emu_api->f16_to_f32(h.bits); }
