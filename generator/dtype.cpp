@@ -28,7 +28,7 @@ std::uint16_t to_f16(float x) {
   const std::uint32_t bits = __builtin_bit_cast(std::uint32_t, x);
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to or beyond inf
   if (abs < 0x38800000u) {
     // Subnormal half (or zero): the value in units of 2^-24, rounded to nearest even.

@@ -1,8 +1,13 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "generator/variant_space.hpp"
 #include "ops/gemm_binding.hpp"
 #include "ops/runtime_impl.hpp"
+#include "tessera/cost_models.hpp"
+#include "tessera/tuner.hpp"
 
 namespace tessera {
 
@@ -25,7 +30,10 @@ Runtime::Impl::Impl(const RuntimeOptions& o)
       target(Target::parse(o.target)),
       threads(pool_threads(o)),
       orc(orc_options(o)),
-      pool(threads - 1, 200, o.pin_workers) {}
+      pool(threads - 1, 200, o.pin_workers),
+      cost_model(load_cpu_cost_model(o.cost_model, target).model) {
+  if (o.tuning_budget < 0) throw InvalidArgument("tuning_budget", "must be >= 0");
+}
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_shared<Impl>(options)) {}
 Runtime::~Runtime() = default;
@@ -36,9 +44,37 @@ CacheStats Runtime::cache_stats() const { return impl_->cache.stats(); }
 
 GemmProblem describe_gemm(const GemmArgs& args) { return bind_gemm(args).problem; }
 
-GemmKernel Runtime::compile(const GemmProblem& problem) {
-  return compile(problem, CpuGemmConfig::default_for(problem, impl_->target));
+CpuGemmConfig Runtime::choose_config(const GemmProblem& problem) {
+  if (!impl_->cost_model || !impl_->cost_model->covers(problem))
+    return CpuGemmConfig::default_for(problem, impl_->target);
+  // What makes two problems the same shape: operand types and layouts, the epilogue and its tensors, the sizes.
+  const GemmSignature& g = problem.signature;
+  std::string key =
+      fmt::format("{}{}{}{}{}{}{}{}|{}|{}x{}x{}x{}", dtype_name(g.a.dtype), g.a.layout.name(), dtype_name(g.b.dtype),
+                  g.b.layout.name(), dtype_name(g.c.dtype), g.c.layout.name(), dtype_name(g.d.dtype), g.d.layout.name(),
+                  g.epilogue.text(), problem.m, problem.n, problem.k, problem.batch);
+  for (const auto& in : g.inputs)
+    key += fmt::format("|{}:{}:{}", in.name, index_form_name(in.form), in.operand.layout.name());
+  {
+    std::lock_guard lock(impl_->choices_mutex);
+    if (auto it = impl_->choices.find(key); it != impl_->choices.end()) return it->second;
+  }
+  CpuGemmConfig config;
+  if (impl_->options.tuning_budget > 0) {
+    TuneOptions options;
+    options.top_k = impl_->options.tuning_budget;
+    const TuneResult r = Tuner(*this, impl_->cost_model, nullptr, options).tune(problem, "runtime");
+    config = r.measured.empty() ? CpuGemmConfig::default_for(problem, impl_->target) : r.measured[r.best].config;
+  } else {
+    const std::vector<CpuGemmConfig> space = cpu_variants(problem, impl_->target);
+    config = space.empty() ? CpuGemmConfig::default_for(problem, impl_->target)
+                           : space[rank_by_score(impl_->cost_model->score(problem, space, impl_->target))[0]];
+  }
+  std::lock_guard lock(impl_->choices_mutex);
+  return impl_->choices.emplace(key, config).first->second;
 }
+
+GemmKernel Runtime::compile(const GemmProblem& problem) { return compile(problem, choose_config(problem)); }
 
 GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& config) {
   problem.signature.check();

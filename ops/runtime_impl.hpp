@@ -1,6 +1,11 @@
-// The Runtime's shared state: target, JIT session, kernel cache and worker pool (kept alive by its kernels).
+// The Runtime's shared state: target, JIT session, kernel cache, worker pool, cost model and the configs chosen per
+// shape (kept alive by its kernels).
 #pragma once
 
+#include <map>
+#include <mutex>
+
+#include "generator/cost_model.hpp"
 #include "generator/gemm_abi.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/orc_session.hpp"
@@ -24,6 +29,9 @@ struct Runtime::Impl {
   OrcSession orc;
   ThreadPool pool;
   KernelCache<GemmKernel::Compiled> cache;
+  std::shared_ptr<const CpuCostModel> cost_model;  // null: default_for's rules
+  std::mutex choices_mutex;
+  std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses
 };
 
 }  // namespace tessera

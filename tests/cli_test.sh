@@ -104,6 +104,30 @@ for dtype in bf16 tf32 f32; do
     bad "gemm --target cuda-emu:sm_90 --dtype $dtype"; fi
 done
 
+# Tuning: records a few shapes, resumes without measuring again, trains and evaluates a model from the records.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if "$bin" tune gemm --shapes 48x48x48,8x256x128,100x60x70,33x17x65,96x96x32,1x128x64 --top-k 4 \
+  --records "$tmp/r.sqlite" --sample-ms 0.2 --samples 3 >"$tmp/tune.txt" 2>/dev/null &&
+  [[ $(grep -c ' best ' "$tmp/tune.txt") -eq 6 ]]; then ok; else bad "tune gemm: $(cat "$tmp/tune.txt")"; fi
+if "$bin" tune gemm --shapes 48x48x48 --top-k 4 --records "$tmp/r.sqlite" 2>/dev/null | grep -q "(0 new)"; then ok; else
+  bad "tune gemm did not resume from its records"; fi
+if "$bin" model train --records "$tmp/r.sqlite" --out "$tmp/m.json" --rounds 10 >/dev/null 2>&1 && [[ -s $tmp/m.json ]]; then
+  ok; else bad "model train"; fi
+ev=$("$bin" model eval --records "$tmp/r.sqlite" --split random --rounds 10 --json 2>/dev/null)
+for field in learned analytic default noise_floor problems split top1_regret_mean top1_regret_p90 top1_regret_max \
+  top5_score kendall_tau measurements_to_98 measurements_to_99; do
+  if [[ $ev == *"\"$field\":"* ]]; then ok; else bad "model eval --json lacks $field: $ev"; fi
+done
+if "$bin" gemm 40 50 60 --verify --repeat 1 >/dev/null; then ok; else bad "gemm with the shipped cost model"; fi
+if "$bin" tune gemm --shapes 4096x4096x4096 --target cuda:sm_80 --dtype f16 --top-k 3 2>&1 | grep -q "ranked by the analytic model"; then
+  ok; else bad "tune gemm --target cuda does not say that the analytic model ranks"; fi
+echo "not a database" >"$tmp/bad.sqlite"
+expect_bad "is not an SQLite database" tune gemm --shapes 8x8x8 --records "$tmp/bad.sqlite"
+if [[ $(cat "$tmp/bad.sqlite") == "not a database" ]]; then ok; else bad "a rejected records file was modified"; fi
+expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --split sideways
+expect_bad "no such file" model eval --records "$tmp/none.sqlite"
+
 # The demo verifies its kernels and exits 0.
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 

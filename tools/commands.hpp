@@ -8,5 +8,7 @@ namespace tessera::cli {
 void add_demo_command(CLI::App& app, int& result);
 void add_gemm_command(CLI::App& app, int& result);
 void add_emit_command(CLI::App& app, int& result);
+void add_tune_command(CLI::App& app, int& result);
+void add_model_command(CLI::App& app, int& result);
 
 }  // namespace tessera::cli

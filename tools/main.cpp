@@ -1,4 +1,4 @@
-// The tessera command line: demo, gemm, emit.
+// The tessera command line: demo, gemm, emit, tune, model.
 #include <iostream>
 
 #include "cli_common.hpp"
@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   tessera::cli::add_demo_command(app, result);
   tessera::cli::add_gemm_command(app, result);
   tessera::cli::add_emit_command(app, result);
+  tessera::cli::add_tune_command(app, result);
+  tessera::cli::add_model_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -41,6 +41,13 @@ struct RuntimeOptions {
   // Move pool workers, per call, to CPUs other than the caller's (a woken worker otherwise may share the caller's
   // CPU until the scheduler moves it). Turn off when the application manages thread placement itself.
   bool pin_workers = true;
+  // How compile(problem) picks a config among the problem's variants: "default" (the learned model shipped for this
+  // CPU target, or the analytic model where none was trained), "analytic", "heuristic" (CpuGemmConfig::default_for's
+  // rules, no ranking) or the path of a model file (`tessera model train`).
+  std::string cost_model = "default";
+  // Variants to compile and time the first time a shape is seen, best-ranked first; the fastest is kept for the
+  // shape (0: the model's top choice, untimed).
+  int tuning_budget = 0;
 };
 
 class Runtime;
@@ -94,8 +101,11 @@ class Runtime {
   int threads() const;
 
   GemmProblem describe(const GemmArgs& args) const { return describe_gemm(args); }
-  // A kernel for the problem's signature: from the cache, or generated and compiled now.
+  // A kernel for the problem: the config the cost model (or a timed tuning budget) chose for its shape, from the
+  // cache or compiled now. The choice is remembered per shape.
   GemmKernel compile(const GemmProblem& problem);
+  // The config compile(problem) uses.
+  CpuGemmConfig choose_config(const GemmProblem& problem);
   GemmKernel compile(const GemmProblem& problem, const CpuGemmConfig& config);
   // describe + compile + run.
   void gemm(const GemmArgs& args);

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Writes bench/suites/tuning.txt: the shapes the cost model is trained and evaluated on, in families (LLM
+projections at tokens 1..8192, square, skinny, odd and prime sizes, tall/wide rectangles, small batched), each
+shape at most ~1.1 GFLOP so that an exhaustive sweep of the CPU variant space stays within minutes."""
+import random
+
+CAP = 1.1e9
+random.seed(2026)
+families = {}
+
+def add(family, m, n, k, batch=1):
+    if 2 * m * n * k * batch <= CAP:
+        families.setdefault(family, [])
+        if (m, n, k, batch) not in families[family]:
+            families[family].append((m, n, k, batch))
+
+# LLM projections: tokens × (out, in) for small transformer widths (QKV, MLP up/down, output).
+for tokens in [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]:
+    for n, k in [(256, 256), (768, 256), (256, 768), (512, 512), (1536, 512), (512, 1536), (1024, 1024)]:
+        add("llm", tokens, n, k)
+for size in [16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 576, 640, 704, 768]:
+    add("square", size, size, size)
+for m in [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32]:
+    for n, k in [(4096, 1024), (1024, 4096), (2048, 2048), (8192, 512)]:
+        add("skinny", m, n, k)
+primes = [3, 7, 13, 17, 31, 37, 61, 67, 97, 101, 127, 131, 193, 251, 257, 383, 509, 521, 769, 1021]
+while len(families.get("odd", [])) < 90:
+    add("odd", random.choice(primes), random.choice(primes), random.choice(primes))
+for long, short, k in [(4096, 64, 256), (2048, 128, 512), (8192, 32, 512), (1024, 256, 1024), (4096, 16, 1024),
+                       (2048, 48, 2048), (8192, 96, 256), (1536, 192, 768), (3072, 80, 1024), (6144, 24, 2048)]:
+    add("rectangular", long, short, k)
+    add("rectangular", short, long, k)
+    add("rectangular", long, short, short)
+    add("rectangular", short, long, short)
+for size, batch in [(8, 512), (16, 256), (16, 64), (24, 128), (32, 64), (32, 16), (48, 32), (64, 16), (64, 4),
+                    (12, 256), (20, 100), (40, 40), (56, 20)]:
+    add("small", size, size, size, batch)
+    add("small", size, size // 2, size * 2, batch)
+
+with open("bench/suites/tuning.txt", "w") as out:
+    out.write("# The cost model's ground truth (bench/make_tuning_suite.py): %d shapes in %d families\n"
+              % (sum(len(v) for v in families.values()), len(families)))
+    for family, shapes in families.items():
+        out.write("# family: %s\n" % family)
+        for m, n, k, batch in shapes:
+            out.write("%d %d %d%s\n" % (m, n, k, "" if batch == 1 else " %d" % batch))
+print({f: len(v) for f, v in families.items()}, sum(len(v) for v in families.values()))

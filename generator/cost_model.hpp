@@ -1,0 +1,42 @@
+// Cost models rank the variants of a problem so that only the few worth it are compiled: the analytic models
+// (roofline with cache and occupancy terms; the fallback, and the only model for a target with no measurements)
+// and the learned model (generator/learned_model.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator/config.hpp"
+#include "generator/cuda_config.hpp"
+#include "generator/gemm_problem.hpp"
+#include "generator/target.hpp"
+
+namespace tessera {
+
+class CpuCostModel {
+ public:
+  virtual ~CpuCostModel() = default;
+  virtual std::string name() const = 0;
+  // One score per config; lower means predicted faster. Scores compare only within one call.
+  virtual std::vector<double> score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
+                                    const Target& target) const = 0;
+  // Whether the model's choices can be trusted for this problem (a learned model only near what it was trained on).
+  virtual bool covers(const GemmProblem&) const { return true; }
+};
+
+class AnalyticCpuModel : public CpuCostModel {
+ public:
+  std::string name() const override { return "analytic"; }
+  std::vector<double> score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
+                            const Target& target) const override;
+};
+
+// CUDA has only the analytic model until records from a GPU exist.
+std::vector<double> cuda_analytic_scores(const GemmProblem& problem, const std::vector<CudaGemmConfig>& configs,
+                                         const CudaTarget& target);
+
+// Indices of `scores` from best (lowest) to worst; ties keep their order.
+std::vector<std::size_t> rank_by_score(const std::vector<double>& scores);
+
+}  // namespace tessera

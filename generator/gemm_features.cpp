@@ -1,0 +1,154 @@
+#include "generator/gemm_features.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera {
+
+namespace {
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+double log2p(double x) { return std::log2(std::max(x, 0.0) + 1.0); }
+}  // namespace
+
+// Computation and memory traffic overlap, but not perfectly: the smaller one still shows through by half.
+double CpuAnalyticParts::total() const {
+  const double work = compute + tiles + packing;
+  return std::max(work, memory) + 0.5 * std::min(work, memory) + call;
+}
+
+CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c, const Target& t) {
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n),
+               k = static_cast<double>(std::max<std::int64_t>(p.k, 1));
+  const double batch = static_cast<double>(p.batch);
+  const double lanes = t.vector_lanes(), mr = c.mr, v = c.nr / lanes, nr = c.nr;
+  const double bf16 = p.signature.a.dtype == DType::bf16 ? 2.0 : 1.0;  // vdpbf16ps: two K steps per FMA
+  const double tiles_m = ceil_div(m, mr), tiles_n = ceil_div(n, nr);
+  CpuAnalyticParts parts;
+  // One K step of the register tile: mr·v FMAs on two FMA ports; v loads of B and mr broadcasts of A on two load ports.
+  const double step = std::max({mr * v / 2.0, (v + mr) / 2.0, 1.0});
+  parts.compute = batch * tiles_m * tiles_n * (k / bf16) * step;
+  // Per micro-tile and K slab: partial sums in and out when K spans several slabs, and the call itself.
+  const double slabs = ceil_div(k, c.kc);
+  parts.tiles = batch * tiles_m * tiles_n * slabs * ((slabs > 1 ? 2.0 * mr * v : 0.0) + 12.0);
+  // Packing B: every element of B once per MC row block, a few cycles per vector.
+  const double row_blocks = ceil_div(m, c.mc);
+  if (c.pack_b) parts.packing = batch * row_blocks * k * tiles_n * v * 2.0;
+  // Memory: operands that do not fit L2 stream from beyond it, once per reuse the blocking misses: B once per MC
+  // row block when packed, once per row of micro-tiles when read in place; A once per NC column block.
+  const double elem = dtype_bytes(p.signature.a.dtype);
+  const double b_bytes = k * n * elem, a_bytes = m * k * elem, d_bytes = m * n * 4.0;
+  parts.b_reads = b_bytes > t.l2_bytes ? (c.pack_b ? row_blocks : tiles_m) : 1.0;
+  const double a_reads = a_bytes > t.l2_bytes ? ceil_div(n, c.nc) : 1.0;
+  // ≈ 32 GB/s at 4 GHz for one core; B read in place comes in runs of NR floats per row, and runs shorter than
+  // 512 bytes leave the prefetchers (and so the bandwidth) idle in proportion.
+  const double b_runs = c.pack_b ? 1.0 : std::min(1.0, nr * elem / 512.0);
+  parts.memory = batch * (b_bytes * parts.b_reads / b_runs + a_bytes * a_reads + d_bytes) / 8.0;
+  // A call that is not a fixed-size kernel plans its grid and walks its tiles.
+  parts.call = c.fixed() ? 40.0 : 400.0;
+  return parts;
+}
+
+double cpu_analytic_cycles(const GemmProblem& p, const CpuGemmConfig& c, const Target& t) {
+  return cpu_analytic_parts(p, c, t).total();
+}
+
+const std::vector<std::string>& cpu_feature_names() {
+  static const std::vector<std::string> names{
+      "log_m",       "log_n",       "log_k",       "log_batch",   "log_flops",    "mr",
+      "nr_vectors",  "kc",          "log_mc",      "log_nc",      "pack_b",       "fixed",
+      "a_row_major", "b_row_major", "bf16",        "log_tiles_m", "log_tiles_n",  "log_k_slabs",
+      "pad_waste",   "m_edge",      "n_edge",      "k_edge",      "fma_per_load", "register_use",
+      "l1_ratio",    "l2_panel",    "b_over_l2",   "a_over_l2",   "partial_sums", "log_analytic",
+      "log_compute", "log_tiles",   "log_packing", "log_memory",  "log_b_reads",  "memory_share"};
+  return names;
+}
+
+std::vector<float> cpu_features(const GemmProblem& p, const CpuGemmConfig& c, const Target& t) {
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+  const double lanes = t.vector_lanes(), mr = c.mr, nr = c.nr, v = nr / lanes;
+  const double elem = dtype_bytes(p.signature.a.dtype);
+  const double padded = ceil_div(m, mr) * mr * ceil_div(n, nr) * nr;
+  const CpuAnalyticParts parts = cpu_analytic_parts(p, c, t);
+  const auto edge = [](double size, double tile) {
+    const double rest = std::fmod(size, tile);
+    return rest == 0 ? 0.0 : rest / tile;
+  };
+  const std::vector<double> f{log2p(m),
+                              log2p(n),
+                              log2p(k),
+                              log2p(static_cast<double>(p.batch)),
+                              log2p(p.flops()),
+                              mr,
+                              v,
+                              static_cast<double>(c.kc),
+                              log2p(c.mc),
+                              log2p(c.nc),
+                              c.pack_b ? 1.0 : 0.0,
+                              c.fixed() ? 1.0 : 0.0,
+                              p.signature.a.layout.kind() == LayoutKind::RowMajor ? 1.0 : 0.0,
+                              p.signature.b.layout.kind() == LayoutKind::RowMajor ? 1.0 : 0.0,
+                              p.signature.a.dtype == DType::bf16 ? 1.0 : 0.0,
+                              log2p(ceil_div(m, mr)),
+                              log2p(ceil_div(n, nr)),
+                              log2p(ceil_div(std::max(k, 1.0), c.kc)),
+                              m * n > 0 ? padded / (m * n) - 1.0 : 0.0,
+                              edge(m, mr),
+                              edge(n, nr),
+                              edge(k, c.kc),
+                              mr * v / (mr + v),
+                              (mr * v + v + 1) / t.vector_registers(),
+                              (mr * c.kc + c.kc * nr) * elem / static_cast<double>(t.l1d_bytes),
+                              c.kc * std::min(static_cast<double>(c.nc), n) * elem / static_cast<double>(t.l2_bytes),
+                              k * n * elem / static_cast<double>(t.l2_bytes),
+                              m * k * elem / static_cast<double>(t.l2_bytes),
+                              k > c.kc
+                                  ? std::min(static_cast<double>(c.mc), m) * std::min(static_cast<double>(c.nc), n) *
+                                        4.0 / static_cast<double>(t.l2_bytes)
+                                  : 0.0,
+                              std::log2(parts.total()),
+                              log2p(parts.compute),
+                              log2p(parts.tiles),
+                              log2p(parts.packing),
+                              log2p(parts.memory),
+                              log2p(parts.b_reads),
+                              parts.memory / (parts.compute + parts.tiles + parts.packing + parts.memory)};
+  return {f.begin(), f.end()};
+}
+
+double cuda_analytic_seconds(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+  const double batch = static_cast<double>(p.batch);
+  const GemmSignature& s = p.signature;
+  // Per-SM throughput (flops per clock) and DRAM bandwidth of the flagship part at ~1.4-1.8 GHz.
+  const bool tensor = c.math == CudaMath::TensorOp;
+  const double tc_rate = t.sm >= 90 ? 4096.0 : 2048.0;  // dense f16/bf16 per SM per clock
+  const double rate = !tensor ? 128.0 : s.a.dtype == DType::tf32 ? tc_rate / 2 : tc_rate;
+  const double clock = t.sm >= 90 ? 1.75e9 : 1.41e9;
+  const double dram = t.sm == 90 ? 3.35e12 : t.sm == 80 ? 1.6e12 : 1.0e12;
+  // Occupancy: blocks per SM from shared memory, registers and threads.
+  const double smem = static_cast<double>(c.shared_bytes(s));
+  const double by_smem = smem > 0 ? std::floor(t.shared_per_sm / (smem + 1024)) : 8;
+  const double by_regs = std::floor(t.registers_per_sm / (std::min(c.register_estimate(), 255) * c.threads()));
+  const double per_sm = std::max(1.0, std::min({by_smem, by_regs, 2048.0 / c.threads(), 32.0}));
+  const double tiles = ceil_div(m, c.block_m) * ceil_div(n, c.block_n) * batch * c.split_k;
+  const double waves = ceil_div(tiles, t.sm_count * per_sm);
+  // Efficiency of one block: warp-tile operand reuse (bigger warp tiles amortise fragment loads), latency hiding by
+  // stages and co-resident warps, and the K edge.
+  const double reuse = (c.warp_m * c.warp_n) / (16.0 * (c.warp_m + c.warp_n));
+  const double hiding = std::min(1.0, (c.stages - 1) * per_sm * c.warps() / 8.0);
+  const double efficiency = std::clamp(0.35 + 0.12 * reuse, 0.3, 0.92) * (0.6 + 0.4 * hiding);
+  const double k_split = ceil_div(ceil_div(k, c.block_k), c.split_k) * c.block_k;
+  const double block_flops = 2.0 * c.block_m * c.block_n * k_split;
+  const double compute = waves * per_sm * block_flops / (rate * per_sm * efficiency) / clock;
+  const double elem = dtype_bytes(s.a.dtype);
+  // A tiles are re-read once per column of blocks and B once per row, softened by L2 reuse within a raster group.
+  const double l2_reuse = c.swizzle > 1 ? 0.5 : 1.0;
+  const double bytes = batch * elem * (m * k * ceil_div(n, c.block_n) + k * n * ceil_div(m, c.block_m)) * l2_reuse /
+                           std::max(1.0, std::min(ceil_div(m, c.block_m), ceil_div(n, c.block_n)) / 4.0) +
+                       batch * m * n * 4.0 * (c.split_k > 1 ? 2.0 * c.split_k + 1.0 : 1.0);
+  const double memory = bytes / dram;
+  const double launch = 4e-6 * (c.split_k > 1 ? 2.0 : 1.0);
+  return std::max(compute, memory) + launch;
+}
+
+}  // namespace tessera

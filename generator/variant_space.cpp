@@ -1,0 +1,100 @@
+#include "generator/variant_space.hpp"
+
+#include <algorithm>
+
+#include "generator/error.hpp"
+
+namespace tessera {
+
+namespace {
+template <class Config, class Target>
+bool valid(const GemmSignature& s, const Config& c, const Target& t) {
+  try {
+    validate(s, c, t);
+    return true;
+  } catch (const ConfigError&) {
+    return false;
+  }
+}
+
+template <class Config>
+void add_unique(std::vector<Config>& out, const Config& c) {
+  if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+}
+}  // namespace
+
+std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& p, const Target& target) {
+  const GemmSignature& s = p.signature;
+  const CpuGemmConfig base = CpuGemmConfig::default_for(p, target);
+  std::vector<CpuGemmConfig> out;
+  if (valid(s, base, target)) out.push_back(base);
+  const int lanes = target.vector_lanes();
+  const bool bf16 = s.a.dtype == DType::bf16;
+  const std::vector<int> mrs = {1, 2, 4, 6, 8, 12};
+  std::vector<int> vector_counts = {1, 2, 3, 4};
+  if (p.m <= 8) vector_counts.insert(vector_counts.end(), {10, 15});  // wide GEMV-like tiles
+  for (int mr : mrs)
+    for (int v : vector_counts)
+      for (int kc : {64, 128, 256, 384})
+        for (bool pack_b : {true, false}) {
+          if (bf16 && !pack_b) continue;
+          CpuGemmConfig c = base;
+          c.fixed_m = c.fixed_n = c.fixed_k = 0;
+          c.mr = mr;
+          c.nr = v * lanes;
+          c.kc = bf16 ? 2 * kc : kc;
+          c.pack_a = false;
+          c.pack_b = pack_b;
+          c.k_unroll = 4;
+          // MC/NC from the caches, as default_for derives them: B's KC×NC panel in half of L2; N-wide panels for
+          // skinny tiles.
+          c.nc = mr <= 2
+                     ? static_cast<int>(std::clamp<std::int64_t>((p.n + c.nr - 1) / c.nr * c.nr, c.nr, 64 * c.nr))
+                     : std::clamp(static_cast<int>(target.l2_bytes / 2 / (4 * c.kc)) / c.nr * c.nr, c.nr, 32 * c.nr);
+          c.mc = std::max(c.mr, 1024 / c.mr * c.mr);
+          if (valid(s, c, target)) add_unique(out, c);
+        }
+  // Fixed-size kernels for small problems: a few register tiles with the sizes compiled in.
+  if (p.m >= 1 && p.n >= 1 && p.m <= 64 && p.n <= 64 && p.k <= 64 && !bf16)
+    for (auto [mr, v] : {std::pair{4, 2}, {8, 2}, {8, 1}, {16, 1}, {6, 4}, {2, 4}}) {
+      CpuGemmConfig c = base;
+      c.mr = mr, c.nr = v * lanes, c.pack_a = c.pack_b = false;
+      c.fixed_m = static_cast<int>(p.m), c.fixed_n = static_cast<int>(p.n), c.fixed_k = static_cast<int>(p.k);
+      c.kc = std::max(c.fixed_k, 1);
+      c.mc = (c.fixed_m + c.mr - 1) / c.mr * c.mr;
+      c.nc = (c.fixed_n + c.nr - 1) / c.nr * c.nr;
+      if (valid(s, c, target)) add_unique(out, c);
+    }
+  return out;
+}
+
+std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget& target) {
+  const GemmSignature& s = p.signature;
+  const CudaGemmConfig base = CudaGemmConfig::default_for(p, target);
+  std::vector<CudaGemmConfig> out;
+  if (valid(s, base, target)) out.push_back(base);
+  struct Tile {
+    int bm, bn, wm, wn;
+  };
+  const std::vector<Tile> tiles = {{64, 64, 32, 32},   {128, 64, 64, 32},  {64, 128, 32, 64},
+                                   {128, 128, 64, 64}, {128, 128, 64, 32}, {128, 256, 64, 64},
+                                   {256, 128, 64, 64}, {256, 64, 64, 32},  {64, 256, 32, 64}};
+  const int elem = dtype_bytes(s.a.dtype);
+  for (const Tile& t : tiles)
+    for (int stages : base.math == CudaMath::Simt ? std::vector<int>{2} : std::vector<int>{2, 3, 4, 5})
+      for (int bk_bytes : {32, 64, 128})
+        for (int split : {1, 2, 4, 8})
+          for (int swizzle : {1, 8}) {
+            CudaGemmConfig c = base;
+            c.block_m = t.bm, c.block_n = t.bn, c.warp_m = t.wm, c.warp_n = t.wn;
+            c.stages = stages;
+            c.block_k = base.math == CudaMath::Simt ? bk_bytes / 4 : bk_bytes / elem;
+            c.split_k = split;
+            c.swizzle = swizzle;
+            if (split > 1 && p.k < 4 * split * c.block_k) continue;  // too shallow to share
+            if (valid(s, c, target)) add_unique(out, c);
+          }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,23 @@
+// Variant spaces: every config of the Config vocabulary worth considering for a problem on a target, pruned by
+// validate() and resource limits. The tuner measures them; the cost model ranks them.
+#pragma once
+
+#include <vector>
+
+#include "generator/config.hpp"
+#include "generator/cuda_config.hpp"
+#include "generator/gemm_problem.hpp"
+#include "generator/target.hpp"
+
+namespace tessera {
+
+// CPU: register tile (MR × NR) × K slab (KC) × B packing, with MC/NC derived from the caches as default_for does;
+// wide GEMV-like tiles for M ≤ 8; fixed-size kernels for problems ≤ 64 in each dimension. default_for's own choice
+// is always in the space. Deterministic order.
+std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& problem, const Target& target);
+
+// CUDA: block tile × warp tile × block_k × stages × split-K × rasterisation group, with the alignment the problem's
+// packed operands allow.
+std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& problem, const CudaTarget& target);
+
+}  // namespace tessera

@@ -1,0 +1,41 @@
+#include "tessera/cost_models.hpp"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "generator/error.hpp"
+#include "generator/learned_model.hpp"
+
+namespace tessera {
+
+// Generated from models/*.json by scripts/embed_models.cmake.
+const std::map<std::string, std::string>& embedded_models();
+
+const std::string& shipped_model_text(const std::string& target) {
+  static const std::string none;
+  const auto& models = embedded_models();
+  const auto it = models.find(target);
+  return it == models.end() ? none : it->second;
+}
+
+LoadedCostModel load_cpu_cost_model(const std::string& which, const Target& target) {
+  if (which == "heuristic") return {nullptr, ""};
+  if (which == "analytic") return {std::make_shared<AnalyticCpuModel>(), ""};
+  if (which == "default") {
+    const std::string& text = shipped_model_text(target.str());
+    if (text.empty()) return {std::make_shared<AnalyticCpuModel>(), "no learned model was trained for " + target.str()};
+    // Parsed once per process and never destroyed: XGBoost's own globals may be gone by then.
+    static const auto* shipped = new std::shared_ptr<const LearnedCpuModel>(LearnedCpuModel::from_json(text));
+    return {*shipped, ""};
+  }
+  std::ifstream in(which);
+  if (!in) throw InvalidArgument("--model", "cannot read '" + which + "' (default, analytic, heuristic or a file)");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto model = LearnedCpuModel::from_json(text.str());
+  if (model->target() != target.str()) return {model, "trained for " + model->target() + ", used on " + target.str()};
+  return {model, ""};
+}
+
+}  // namespace tessera

@@ -1,0 +1,224 @@
+#include "tessera/model_eval.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "generator/error.hpp"
+#include "generator/gemm_features.hpp"
+#include "generator/variant_space.hpp"
+
+namespace tessera {
+
+namespace {
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(
+      std::min<double>(static_cast<double>(v.size()) - 1, q * static_cast<double>(v.size())))];
+}
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// Kendall's τ-b between predicted scores (lower = faster) and measured times.
+double kendall_tau(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  double concordant = 0, discordant = 0, ties_p = 0, ties_m = 0;
+  for (std::size_t i = 0; i < predicted.size(); ++i)
+    for (std::size_t j = i + 1; j < predicted.size(); ++j) {
+      const double a = predicted[i] - predicted[j], b = measured[i] - measured[j];
+      if (a == 0 && b == 0) continue;
+      if (a == 0) {
+        ++ties_p;
+      } else if (b == 0) {
+        ++ties_m;
+      } else if ((a > 0) == (b > 0)) {
+        ++concordant;
+      } else {
+        ++discordant;
+      }
+    }
+  const double n0 = concordant + discordant;
+  const double denominator = std::sqrt((n0 + ties_p) * (n0 + ties_m));
+  return denominator > 0 ? (concordant - discordant) / denominator : 0.0;
+}
+
+struct Outcome {
+  std::vector<double> regret, top5, tau;
+  std::vector<std::vector<double>> best_within;  // per problem: best_ns / best of the top k, k = 1..
+};
+
+void score_problem(Outcome& o, const RecordedProblem& p, const std::vector<double>& scores, bool with_tau) {
+  const double best = *std::min_element(p.ns.begin(), p.ns.end());
+  const std::vector<std::size_t> order = rank_by_score(scores);
+  o.regret.push_back(p.ns[order[0]] / best - 1.0);
+  std::vector<double> within;
+  double found = INFINITY;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    found = std::min(found, p.ns[order[k]]);
+    within.push_back(best / found);
+  }
+  o.top5.push_back(within[std::min<std::size_t>(4, within.size() - 1)]);
+  o.best_within.push_back(within);
+  if (with_tau) o.tau.push_back(kendall_tau(scores, p.ns));
+}
+
+nlohmann::json summary(const Outcome& o, bool with_tau) {
+  const auto to_reach = [&](double level) -> nlohmann::json {
+    std::size_t longest = 0;
+    for (const auto& w : o.best_within) longest = std::max(longest, w.size());
+    for (std::size_t k = 0; k < longest; ++k) {
+      double total = 0;
+      for (const auto& w : o.best_within) total += w[std::min(k, w.size() - 1)];
+      if (total / static_cast<double>(o.best_within.size()) >= level) return k + 1;
+    }
+    return nullptr;  // never, on average, within the measured candidates
+  };
+  return {{"top1_regret_mean", mean(o.regret)},
+          {"top1_regret_p90", quantile(o.regret, 0.9)},
+          {"top1_regret_max", quantile(o.regret, 1.0)},
+          {"top5_score", mean(o.top5)},
+          {"kendall_tau", with_tau ? nlohmann::json(mean(o.tau)) : nlohmann::json()},
+          // A fixed default is one choice, not an order: it has no "measure the next best" to count.
+          {"measurements_to_98", with_tau ? to_reach(0.98) : nlohmann::json()},
+          {"measurements_to_99", with_tau ? to_reach(0.99) : nlohmann::json()}};
+}
+}  // namespace
+
+std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target) {
+  // The most common hardware and thread count among this target's records.
+  std::map<std::pair<std::string, int>, int> settings;
+  for (const auto& r : records)
+    if (r.target == target) ++settings[{r.hardware, r.threads}];
+  if (settings.empty()) return {};
+  const auto setting =
+      std::max_element(settings.begin(), settings.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, RecordedProblem> grouped;
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>>
+      spreads;
+  for (const auto& r : records) {
+    if (r.target != target || r.hardware != setting.first || r.threads != setting.second) continue;
+    const auto key = std::make_tuple(r.signature, r.m, r.n, r.k, r.batch);
+    RecordedProblem& p = grouped[key];
+    if (p.configs.empty()) {
+      p.problem.m = r.m, p.problem.n = r.n, p.problem.k = r.k, p.problem.batch = r.batch;
+      p.problem.signature = GemmSignature::from_json(nlohmann::json::parse(r.signature));
+      p.family = r.family;
+    }
+    p.configs.push_back(CpuGemmConfig::from_json(nlohmann::json::parse(r.config)));
+    p.ns.push_back(r.median_ns);
+    spreads[key].push_back(r.spread);
+  }
+  std::vector<RecordedProblem> out;
+  for (auto& [key, p] : grouped)
+    if (p.configs.size() >= 2) {
+      p.spread = quantile(spreads[key], 0.5);
+      out.push_back(std::move(p));
+    }
+  return out;
+}
+
+TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Target& target) {
+  TrainingSet set;
+  for (const auto& p : problems) {
+    for (std::size_t i = 0; i < p.configs.size(); ++i) {
+      const auto f = cpu_features(p.problem, p.configs[i], target);
+      set.features.insert(set.features.end(), f.begin(), f.end());
+      set.log_time.push_back(static_cast<float>(std::log2(p.ns[i])));
+    }
+    set.group_sizes.push_back(static_cast<unsigned>(p.configs.size()));
+  }
+  return set;
+}
+
+nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems, const std::string& split,
+                                    const Target& target, const TrainingOptions& options) {
+  if (split != "random" && split != "family") throw InvalidArgument("--split", "must be random or family");
+  if (problems.size() < 5) throw InvalidArgument("--records", "fewer than 5 problems with measurements");
+  // Folds of held-out problems: 5 random folds, or one per family.
+  std::vector<int> fold(problems.size());
+  std::vector<std::string> fold_names;
+  if (split == "random") {
+    std::vector<std::size_t> order(problems.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(options.seed));
+    for (std::size_t i = 0; i < order.size(); ++i) fold[order[i]] = static_cast<int>(i % 5);
+    fold_names = {"0", "1", "2", "3", "4"};
+  } else {
+    std::set<std::string> families;
+    for (const auto& p : problems) families.insert(p.family);
+    fold_names.assign(families.begin(), families.end());
+    for (std::size_t i = 0; i < problems.size(); ++i)
+      fold[i] =
+          static_cast<int>(std::find(fold_names.begin(), fold_names.end(), problems[i].family) - fold_names.begin());
+    if (fold_names.size() < 2) throw InvalidArgument("--split", "family needs records from at least two families");
+  }
+  Outcome learned, analytic, fixed_default;
+  std::vector<std::pair<double, std::string>> worst;  // the learned model's largest regrets, for diagnosis
+  nlohmann::json per_fold = nlohmann::json::array();
+  const AnalyticCpuModel analytic_model;
+  std::vector<double> rank_ms;
+  for (int f = 0; f < static_cast<int>(fold_names.size()); ++f) {
+    std::vector<RecordedProblem> train, test;
+    for (std::size_t i = 0; i < problems.size(); ++i) (fold[i] == f ? test : train).push_back(problems[i]);
+    if (test.empty() || train.empty()) continue;
+    const auto model = LearnedCpuModel::train(training_set(train, target), target.str(), options);
+    Outcome fold_learned;
+    for (const auto& p : test) {
+      const auto scores = model->score(p.problem, p.configs, target);
+      score_problem(learned, p, scores, true);
+      worst.emplace_back(learned.regret.back(), fmt::format("{}x{}x{}x{} ({})", p.problem.m, p.problem.n, p.problem.k,
+                                                            p.problem.batch, p.family));
+      score_problem(fold_learned, p, scores, true);
+      score_problem(analytic, p, analytic_model.score(p.problem, p.configs, target), true);
+      // The fixed default: default_for's config when it was measured (it is part of every space).
+      const CpuGemmConfig d = CpuGemmConfig::default_for(p.problem, target);
+      std::vector<double> chosen(p.configs.size(), 1.0);
+      bool found = false;
+      for (std::size_t i = 0; i < p.configs.size(); ++i)
+        if (p.configs[i] == d) chosen[i] = 0.0, found = true;
+      if (found) score_problem(fixed_default, p, chosen, false);
+      // The cost of ranking the problem's whole variant space.
+      const auto space = cpu_variants(p.problem, target);
+      const auto start = std::chrono::steady_clock::now();
+      rank_by_score(model->score(p.problem, space, target));
+      rank_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    per_fold.push_back({{"held_out", fold_names[static_cast<std::size_t>(f)]},
+                        {"problems", test.size()},
+                        {"learned_top1_regret_mean", mean(fold_learned.regret)}});
+  }
+  std::vector<double> spreads, space_sizes;
+  for (const auto& p : problems) {
+    spreads.push_back(p.spread);
+    space_sizes.push_back(static_cast<double>(p.configs.size()));
+  }
+  return {{"split", split},
+          {"problems", problems.size()},
+          {"target", target.str()},
+          {"learned", summary(learned, true)},
+          {"analytic", summary(analytic, true)},
+          {"default", summary(fixed_default, false)},
+          {"noise_floor", quantile(spreads, 0.5)},
+          {"noise_floor_p90", quantile(spreads, 0.9)},
+          {"variants_per_problem", mean(space_sizes)},
+          {"ranking_ms_median", quantile(rank_ms, 0.5)},
+          {"ranking_ms_max", quantile(rank_ms, 1.0)},
+          {"folds", per_fold},
+          {"learned_worst", [&] {
+             std::sort(worst.rbegin(), worst.rend());
+             nlohmann::json w = nlohmann::json::array();
+             for (std::size_t i = 0; i < std::min<std::size_t>(8, worst.size()); ++i)
+               w.push_back({{"problem", worst[i].second}, {"regret", worst[i].first}});
+             return w;
+           }()}};
+}
+
+}  // namespace tessera

@@ -1,0 +1,38 @@
+// Evaluating the cost models against tuning records: for each measured problem, how good is the variant a model
+// picks (top-1 regret), is the best among its top 5, how well does its order agree with the measured one (Kendall
+// τ), and how many of its candidates must be measured to reach 98% / 99% of the exhaustive best. Held-out problems
+// only: 5-fold random cross-validation, or leave-one-family-out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/learned_model.hpp"
+#include "jit/tuning_records.hpp"
+
+namespace tessera {
+
+struct RecordedProblem {
+  GemmProblem problem;
+  std::string family;
+  std::vector<CpuGemmConfig> configs;
+  std::vector<double> ns;  // measured median per config
+  double spread = 0;       // median relative spread of its measurements
+};
+
+// Groups one target's records (one hardware, one thread count: the most common) into problems with at least two
+// measured variants, in a stable order.
+std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target);
+
+TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Target& target);
+
+// split: "random" or "family". Returns {"learned": {...}, "analytic": {...}, "default": {...}, "noise_floor",
+// "problems", "split", ...}; each model holds top1_regret_mean/p90/max, top5_score, kendall_tau,
+// measurements_to_98, measurements_to_99.
+nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems, const std::string& split,
+                                    const Target& target, const TrainingOptions& options = {});
+
+}  // namespace tessera

@@ -1,0 +1,150 @@
+#include "tessera/tuner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <future>
+#include <random>
+
+#include "generator/variant_space.hpp"
+
+namespace tessera {
+
+namespace {
+// Owned operands for timing a problem: random values in the signature's types and layouts, C not read.
+struct Operands {
+  std::vector<float> a, b, d;
+  std::vector<std::uint16_t> a16, b16;
+  GemmArgs args;
+  explicit Operands(const GemmProblem& p) {
+    const GemmSignature& s = p.signature;
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    const auto make = [&](std::vector<float>& v, std::vector<std::uint16_t>& v16, const OperandSignature& op,
+                          std::int64_t rows, std::int64_t cols) {
+      v.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, p.batch * rows * cols)));
+      for (auto& x : v) x = dist(rng);
+      void* data = v.data();
+      if (op.dtype == DType::bf16) {
+        v16.resize(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) v16[i] = to_bf16(v[i]);
+        data = v16.data();
+      }
+      return p.batch == 1 ? Tensor::matrix(data, rows, cols, op.layout, 0, op.dtype)
+                          : Tensor::batched(data, p.batch, rows, cols, op.layout, 0, 0, op.dtype);
+    };
+    std::vector<std::uint16_t> unused;
+    args.a = make(a, a16, s.a, p.m, p.k);
+    args.b = make(b, b16, s.b, p.k, p.n);
+    args.d = make(d, unused, s.d, p.m, p.n);
+  }
+};
+
+double seconds(const std::function<void()>& call, int calls) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) call();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+}  // namespace
+
+Tuner::Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, TuningRecords* records, TuneOptions options)
+    : runtime_(runtime),
+      model_(std::move(model)),
+      records_(records),
+      options_(options),
+      hardware_(TuningRecords::host_hardware()) {}
+
+TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
+                       const std::function<void(int, int)>& progress) {
+  const Target& target = runtime_.target();
+  const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
+  TuneResult result;
+  result.problem = problem;
+  result.space = space.size();
+  result.ranked_by = model_->name();
+  const std::vector<std::size_t> order = rank_by_score(model_->score(problem, space, target));
+  const std::size_t take = options_.exhaustive ? space.size() : std::min<std::size_t>(options_.top_k, space.size());
+  const int threads = runtime_.threads();
+
+  // Compile what is not on record yet, all at once (the JIT serialises code generation, not the rest).
+  struct Candidate {
+    CpuGemmConfig config;
+    KernelSpec spec;
+    std::shared_future<GemmKernel> kernel;
+    double recorded_ns = -1;
+  };
+  std::vector<Candidate> candidates;
+  for (std::size_t i = 0; i < take; ++i) {
+    Candidate c{space[order[i]], KernelSpec{problem.signature, space[order[i]], target}, {}, -1};
+    if (records_)
+      c.recorded_ns = records_->recorded_ns(c.spec.hash().hex(), problem.m, problem.n, problem.k, problem.batch,
+                                            threads, hardware_);
+    if (c.recorded_ns < 0)
+      c.kernel = std::async(std::launch::async, [this, &problem, config = c.config] {
+                   return runtime_.compile(problem, config);
+                 }).share();
+    candidates.push_back(std::move(c));
+  }
+
+  // Every compile finishes (or runs out of time) before the first measurement, so none runs beside a timed call.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.compile_limit_s);
+  std::vector<bool> ready(candidates.size(), false);
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    ready[i] = candidates[i].recorded_ns >= 0 ||
+               candidates[i].kernel.wait_until(deadline) == std::future_status::ready;  // late ones are left out
+
+  Operands ops(problem);
+  int done = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    Candidate& c = candidates[i];
+    if (!ready[i]) continue;
+    VariantMeasurement m;
+    m.config = c.config;
+    m.spec_hash = c.spec.hash().hex();
+    if (c.recorded_ns >= 0) {
+      m.from_records = true;
+      m.median_ns = c.recorded_ns;
+    } else {
+      ++result.compiled;
+      const PreparedGemm prepared = c.kernel.get().prepare(ops.args);
+      const auto call = [&] { prepared.run(); };
+      const double once = seconds(call, 1);  // warm-up and calibration
+      const int calls = static_cast<int>(std::clamp(options_.sample_ms / 1e3 / std::max(once, 1e-9), 1.0, 1e6));
+      std::vector<double> samples;
+      for (int s = 0; s < options_.samples; ++s) samples.push_back(seconds(call, calls) / calls * 1e9);
+      std::sort(samples.begin(), samples.end());
+      m.median_ns = samples[samples.size() / 2];
+      std::vector<double> deviations;
+      for (double s : samples) deviations.push_back(std::fabs(s - m.median_ns));
+      std::sort(deviations.begin(), deviations.end());
+      m.spread = deviations[deviations.size() / 2] / m.median_ns;
+      if (records_)
+        records_->add({m.spec_hash, family, problem.m, problem.n, problem.k, problem.batch,
+                       problem.signature.to_json().dump(), c.config.to_json().dump(), target.str(), hardware_, threads,
+                       m.median_ns, m.spread, options_.samples, TESSERA_VERSION, utc_now()});
+    }
+    result.measured.push_back(m);
+    if (progress) progress(++done, static_cast<int>(candidates.size()));
+  }
+  double best = INFINITY;
+  for (std::size_t i = 0; i < result.measured.size(); ++i)
+    if (result.measured[i].median_ns < best) {
+      best = result.measured[i].median_ns;
+      result.best = i;
+    }
+  return result;
+}
+
+}  // namespace tessera

@@ -1,0 +1,140 @@
+// Variant spaces, features and the cost models, checked against quantities known by construction.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "generator/cost_model.hpp"
+#include "generator/error.hpp"
+#include "generator/gemm_features.hpp"
+#include "generator/learned_model.hpp"
+#include "generator/variant_space.hpp"
+#include "tessera/model_eval.hpp"
+
+namespace tessera {
+namespace {
+
+GemmProblem problem(std::int64_t m, std::int64_t n, std::int64_t k, DType in = DType::f32) {
+  GemmProblem p;
+  p.m = m, p.n = n, p.k = k;
+  p.signature.a = {in, Layout::row_major()};
+  p.signature.b = {in, Layout::row_major()};
+  p.signature.c = {DType::f32, Layout::zero()};
+  p.signature.d = {DType::f32, Layout::row_major()};
+  return p;
+}
+
+Target avx512() {
+  Target t = Target::host();
+  t.isa = CpuIsa::Avx512;  // the space is enumerated, not run: any host can check it
+  return t;
+}
+
+TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
+  const Target t = avx512();
+  for (auto [m, n, k] : {std::tuple{512, 512, 512}, {1, 4096, 1024}, {64, 64, 64}, {17, 131, 257}}) {
+    const GemmProblem p = problem(m, n, k);
+    const auto space = cpu_variants(p, t);
+    EXPECT_GE(space.size(), 100u) << m << "x" << n << "x" << k;
+    for (const auto& c : space) EXPECT_NO_THROW(validate(p.signature, c, t)) << c.to_json().dump();
+    EXPECT_EQ(space[0], CpuGemmConfig::default_for(p, t));
+    EXPECT_EQ(cpu_variants(p, t), space) << "deterministic";
+    const bool has_fixed = std::any_of(space.begin(), space.end(), [](const auto& c) { return c.fixed(); });
+    EXPECT_EQ(has_fixed, m <= 64 && n <= 64 && k <= 64);
+  }
+  // Column-major B cannot be read in place: no unpacked-B variant.
+  GemmProblem col = problem(256, 256, 256);
+  col.signature.b.layout = Layout::col_major();
+  for (const auto& c : cpu_variants(col, t)) EXPECT_TRUE(c.pack_b);
+}
+
+TEST(VariantSpace, CudaVariantsValidate) {
+  for (const char* arch : {"cuda:sm_80", "cuda:sm_86", "cuda:sm_90"})
+    for (DType in : {DType::f16, DType::tf32, DType::f32}) {
+      const CudaTarget t = CudaTarget::parse(arch);
+      const GemmProblem p = problem(2048, 2048, 2048, in);
+      const auto space = cuda_variants(p, t);
+      EXPECT_GE(space.size(), in == DType::f32 ? 10u : 100u) << arch;
+      for (const auto& c : space) EXPECT_NO_THROW(validate(p.signature, c, t));
+      const auto scores = cuda_analytic_scores(p, space, t);
+      for (double s : scores) EXPECT_TRUE(std::isfinite(s) && s > 0);
+    }
+}
+
+TEST(Features, AreFiniteAndNamed) {
+  const Target t = avx512();
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {4096, 4096, 4096}, {3, 1021, 7}}) {
+    const GemmProblem p = problem(m, n, k);
+    for (const auto& c : cpu_variants(p, t)) {
+      const auto f = cpu_features(p, c, t);
+      ASSERT_EQ(f.size(), cpu_feature_names().size());
+      for (float x : f) ASSERT_TRUE(std::isfinite(x)) << c.to_json().dump();
+    }
+  }
+}
+
+TEST(AnalyticModel, PrefersRegisterTilesThatFeedTheFmaUnits) {
+  const Target t = avx512();
+  const GemmProblem p = problem(1024, 1024, 1024);
+  CpuGemmConfig big = CpuGemmConfig::default_for(p, t), tiny = big;
+  tiny.mr = 1, tiny.nr = 16, tiny.mc = 1024;
+  const auto scores = AnalyticCpuModel().score(p, {big, tiny}, t);
+  EXPECT_LT(scores[0], 0.6 * scores[1]) << "an 8x32 tile keeps both FMA ports busy; a 1x16 one waits on its loads";
+}
+
+// Problems whose times are a known function of the features: the analytic estimate itself, distorted per config.
+std::vector<RecordedProblem> synthetic_problems(const Target& t, int count) {
+  std::vector<RecordedProblem> problems;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> size(8, 700);
+  for (int i = 0; i < count; ++i) {
+    RecordedProblem p;
+    p.problem = problem(size(rng), size(rng), size(rng));
+    p.family = i % 2 ? "even" : "odd";
+    const auto space = cpu_variants(p.problem, t);
+    for (std::size_t j = 0; j < space.size(); j += 3) {
+      p.configs.push_back(space[j]);
+      // "Measured" time: analytic cycles, 25% slower for unpacked B (a rule the analytic model does not know).
+      p.ns.push_back(cpu_analytic_cycles(p.problem, space[j], t) * (space[j].pack_b ? 1.0 : 1.25));
+    }
+    if (std::find(p.configs.begin(), p.configs.end(), space[0]) == p.configs.end()) {
+      p.configs.push_back(space[0]);
+      p.ns.push_back(cpu_analytic_cycles(p.problem, space[0], t) * (space[0].pack_b ? 1.0 : 1.25));
+    }
+    problems.push_back(std::move(p));
+  }
+  return problems;
+}
+
+TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
+  const Target t = avx512();
+  const auto problems = synthetic_problems(t, 30);
+  TrainingOptions options;
+  options.rounds = 80;
+  const nlohmann::json report = evaluate_cost_models(problems, "random", t, options);
+  EXPECT_EQ(report["problems"], 30);
+  EXPECT_LT(report["learned"]["top1_regret_mean"].get<double>(), 0.05) << report.dump();
+  EXPECT_GT(report["learned"]["kendall_tau"].get<double>(), 0.8) << report.dump();
+  EXPECT_GT(report["analytic"]["kendall_tau"].get<double>(), 0.5);
+  EXPECT_TRUE(report["default"]["kendall_tau"].is_null());
+  for (const char* key :
+       {"top1_regret_p90", "top1_regret_max", "top5_score", "measurements_to_98", "measurements_to_99"})
+    EXPECT_TRUE(report["learned"].contains(key)) << key;
+  const nlohmann::json family = evaluate_cost_models(problems, "family", t, options);
+  EXPECT_EQ(family["folds"].size(), 2u);
+
+  // A trained model survives its JSON round trip with the same scores.
+  const auto model = LearnedCpuModel::train(training_set(problems, t), t.str(), options);
+  const auto back = LearnedCpuModel::from_json(model->to_json());
+  const auto& p = problems[0];
+  EXPECT_EQ(model->score(p.problem, p.configs, t), back->score(p.problem, p.configs, t));
+  EXPECT_EQ(back->target(), t.str());
+  EXPECT_THROW(LearnedCpuModel::from_json("{}"), InvalidArgument);
+  EXPECT_THROW(LearnedCpuModel::from_json("not json"), InvalidArgument);
+  nlohmann::json other = nlohmann::json::parse(model->to_json());
+  other["features"] = {"something", "else"};
+  EXPECT_THROW(LearnedCpuModel::from_json(other.dump()), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,100 @@
+// Tuning records: round trip, resume, concurrent writers, and files that are not (this version of) a records DB.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "generator/error.hpp"
+#include "jit/tuning_records.hpp"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() /
+                 fmt::format("tessera-records-{}-{}", ::getpid(),
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TuningRecord record(const std::string& hash, std::int64_t m, double ns) {
+  return {hash,         "square",    m, 64, 64,   1, "{}",    "{}",
+          "cpu:avx512", "test host", 1, ns, 0.01, 5, "0.1.0", "2026-11-22T00:00:00Z"};
+}
+
+TEST(TuningRecords, StoresResumesAndIgnoresDuplicates) {
+  TempDir dir;
+  const std::string path = (dir.path / "r.sqlite").string();
+  {
+    TuningRecords db(path);
+    db.add(record("aa", 64, 100.0));
+    db.add(record("bb", 64, 90.0));
+    db.add(record("aa", 64, 55.0));  // the same measurement again: ignored
+    EXPECT_EQ(db.count(), 2);
+  }
+  TuningRecords reopened(path);
+  EXPECT_EQ(reopened.count(), 2);
+  EXPECT_EQ(reopened.recorded_ns("aa", 64, 64, 64, 1, 1, "test host"), 100.0);
+  EXPECT_LT(reopened.recorded_ns("aa", 65, 64, 64, 1, 1, "test host"), 0);
+  EXPECT_LT(reopened.recorded_ns("aa", 64, 64, 64, 1, 2, "test host"), 0) << "another thread count";
+  const auto all = reopened.all("cpu:avx512");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].family, "square");
+  EXPECT_TRUE(reopened.all("cpu:avx2").empty());
+}
+
+TEST(TuningRecords, ManyWritersAtOnce) {
+  TempDir dir;
+  const std::string path = (dir.path / "r.sqlite").string();
+  { TuningRecords create(path); }  // the schema first, as a tuning run would
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w)
+    writers.emplace_back([&, w] {
+      TuningRecords db(path);  // each writer its own connection, as separate processes have
+      for (int i = 0; i < 100; ++i) db.add(record(fmt::format("w{}", w), i + 1, 1.0 + i));
+    });
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(TuningRecords(path).count(), 400);
+}
+
+TEST(TuningRecords, RefusesWhatIsNotARecordsDatabaseAndLeavesItAlone) {
+  TempDir dir;
+  const fs::path text = dir.path / "notes.txt";
+  std::ofstream(text) << "not a database\n";
+  EXPECT_THROW(TuningRecords(text.string()), InvalidArgument);
+  std::ifstream back(text);
+  std::string line;
+  std::getline(back, line);
+  EXPECT_EQ(line, "not a database");
+
+  // Another application's SQLite database.
+  const fs::path other = dir.path / "other.sqlite";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE customers(id INTEGER);", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_THROW(TuningRecords(other.string()), InvalidArgument);
+
+  // A records database of a newer schema.
+  const fs::path newer = dir.path / "newer.sqlite";
+  TuningRecords(newer.string());
+  ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "UPDATE tessera_meta SET value='99' WHERE key='schema_version';", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  try {
+    TuningRecords again(newer.string());
+    ADD_FAILURE() << "opened a schema-99 database";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessera

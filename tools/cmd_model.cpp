@@ -1,0 +1,106 @@
+// `tessera model train --records DB --out FILE.json` and `tessera model eval --records DB --split random|family`.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "tessera/model_eval.hpp"
+
+namespace tessera::cli {
+
+namespace {
+struct ModelCommand {
+  std::string records, out, split = "random", target = "cpu";
+  bool json = false;
+  TrainingOptions options;
+
+  std::vector<RecordedProblem> load(const Target& t) const {
+    if (!std::filesystem::exists(records)) throw InvalidArgument("--records", "no such file '" + records + "'");
+    const TuningRecords db(records);
+    auto problems = recorded_problems(db.all(t.str()), t.str());
+    if (problems.empty())
+      throw InvalidArgument("--records", fmt::format("'{}' holds no measurements for {}", records, t.str()));
+    return problems;
+  }
+
+  int train() const {
+    const Target t = Target::parse(target);
+    const auto problems = load(t);
+    const auto model = LearnedCpuModel::train(training_set(problems, t), t.str(), options);
+    // Written next to its destination and renamed: a failed run leaves no partial model.
+    const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
+    {
+      std::ofstream file(tmp);
+      file << model->to_json() << "\n";
+      if (!file) throw Error("cannot write " + tmp);
+    }
+    std::filesystem::rename(tmp, out);
+    std::cout << fmt::format("trained on {} problems ({} measurements) for {} → {}\n", problems.size(),
+                             training_set(problems, t).rows(), t.str(), out);
+    return kOk;
+  }
+
+  int eval() const {
+    const Target t = Target::parse(target);
+    const nlohmann::json report = evaluate_cost_models(load(t), split, t, options);
+    if (json) {
+      std::cout << report.dump() << "\n";
+      return kOk;
+    }
+    std::cout << fmt::format(
+        "{} problems, {} split, {:.0f} variants each on average; noise floor (median spread of "
+        "a measurement) {:.2f}%\n",
+        report["problems"].get<int>(), split, report["variants_per_problem"].get<double>(),
+        100 * report["noise_floor"].get<double>());
+    std::cout << "model      regret mean   p90     max     top-5   kendall τ  to 98%  to 99%\n";
+    for (const char* name : {"learned", "analytic", "default"}) {
+      const auto& m = report[name];
+      const auto num = [](const nlohmann::json& v, const char* f) {
+        return v.is_null() ? std::string("-") : fmt::format(fmt::runtime(f), v.get<double>());
+      };
+      const auto percent = [](const nlohmann::json& v) {
+        return v.is_null() ? std::string("-") : fmt::format("{:.2f}%", 100 * v.get<double>());
+      };
+      std::cout << fmt::format("{:<10} {:>9}  {:>7} {:>7}  {:>6}  {:>9}  {:>6}  {:>6}\n", name,
+                               percent(m["top1_regret_mean"]), percent(m["top1_regret_p90"]),
+                               percent(m["top1_regret_max"]), num(m["top5_score"], "{:.3f}"),
+                               num(m["kendall_tau"], "{:.3f}"), num(m["measurements_to_98"], "{:.0f}"),
+                               num(m["measurements_to_99"], "{:.0f}"));
+    }
+    std::cout << fmt::format("ranking a whole space: {:.2f} ms median, {:.2f} ms max\n",
+                             report["ranking_ms_median"].get<double>(), report["ranking_ms_max"].get<double>());
+    return kOk;
+  }
+};
+}  // namespace
+
+void add_model_command(CLI::App& app, int& result) {
+  auto cmd = std::make_shared<ModelCommand>();
+  CLI::App* model = app.add_subcommand("model", "train and evaluate the learned cost model");
+  model->require_subcommand(1);
+  CLI::App* train = model->add_subcommand("train", "train the ranker and the time regression on tuning records");
+  train->add_option("--records", cmd->records, "SQLite tuning records")->required();
+  train->add_option("--out", cmd->out, "model file to write (JSON)")->required();
+  train->add_option("--target", cmd->target, "cpu, cpu:avx512 or cpu:avx2 (the records' target)");
+  train->add_option("--rounds", cmd->options.rounds, "boosting rounds");
+  train->add_option("--depth", cmd->options.max_depth, "tree depth");
+  train->add_option("--eta", cmd->options.learning_rate, "learning rate");
+  train->add_option("--objective", cmd->options.objective, "ranker objective: rank:pairwise or rank:ndcg");
+  train->callback([cmd, &result] { result = guarded([&] { return cmd->train(); }); });
+  CLI::App* eval = model->add_subcommand("eval", "held-out evaluation of the learned, analytic and default choices");
+  eval->add_option("--records", cmd->records, "SQLite tuning records")->required();
+  eval->add_option("--split", cmd->split, "random (5-fold) or family (leave one shape family out)");
+  eval->add_option("--target", cmd->target, "cpu, cpu:avx512 or cpu:avx2");
+  eval->add_option("--rounds", cmd->options.rounds, "boosting rounds");
+  eval->add_option("--depth", cmd->options.max_depth, "tree depth");
+  eval->add_option("--eta", cmd->options.learning_rate, "learning rate");
+  eval->add_option("--objective", cmd->options.objective, "ranker objective: rank:pairwise or rank:ndcg");
+  eval->add_flag("--json", cmd->json, "print one JSON object");
+  eval->callback([cmd, &result] { result = guarded([&] { return cmd->eval(); }); });
+}
+
+}  // namespace tessera::cli

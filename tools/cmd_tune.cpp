@@ -1,0 +1,164 @@
+// `tessera tune gemm --suite FILE [--top-k K | --exhaustive] [--records DB]`: tunes each shape of a suite and
+// records every measurement; a progress bar with the time left goes to stderr, one line per shape to stdout.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "generator/cuda_gemm_spec.hpp"
+#include "generator/shape_suite.hpp"
+#include "generator/variant_space.hpp"
+#include "tessera/cost_models.hpp"
+#include "tessera/tuner.hpp"
+
+namespace tessera::cli {
+
+namespace {
+struct TuneCommand {
+  std::string suite, shapes, records_path, model = "default", dtype = "f32", layout_a = "row", layout_b = "row",
+                                           target = "cpu";
+  int top_k = 8;
+  bool exhaustive = false;
+  int threads = 1;
+  TuneOptions options;
+
+  // A CUDA target: the space is enumerated and ranked by the analytic model; nothing can be measured without a GPU,
+  // and no records exist for one, which the output says.
+  int run_cuda(const std::vector<SuiteShape>& list) const {
+    const CudaTarget t = CudaTarget::parse(target);
+    const auto dt = parse_dtype(dtype);
+    if (!dt || *dt == DType::i8 || *dt == DType::i32)
+      throw InvalidArgument("--dtype", "must be f16, bf16, tf32 or f32");
+    std::cerr << fmt::format(
+        "tessera tune: {} is ranked by the analytic model: there are no measurements for it (no "
+        "GPU here), so nothing is timed\n",
+        t.str());
+    for (const auto& s : list) {
+      GemmProblem p;
+      p.m = s.m, p.n = s.n, p.k = s.k, p.batch = s.batch;
+      p.signature.a = {*dt, layout_option(layout_a, "--layout-a")};
+      p.signature.b = {*dt, layout_option(layout_b, "--layout-b")};
+      p.signature.c = {DType::f32, Layout::zero()};
+      p.signature.d = {DType::f32, Layout::row_major()};
+      const auto space = cuda_variants(p, t);
+      const auto scores = cuda_analytic_scores(p, space, t);
+      const auto order = rank_by_score(scores);
+      std::cout << fmt::format("{}x{}x{} [{}] {} variants; analytic top {}:\n", p.m, p.n, p.k, s.family, space.size(),
+                               std::min<std::size_t>(static_cast<std::size_t>(top_k), space.size()));
+      for (std::size_t i = 0; i < std::min<std::size_t>(static_cast<std::size_t>(top_k), space.size()); ++i)
+        std::cout << fmt::format("  {:.1f} TFLOP/s predicted  {}\n", p.flops() / scores[order[i]] / 1e12,
+                                 CudaGemmSpec{p.signature, space[order[i]], t}.name());
+    }
+    return kOk;
+  }
+
+  static Layout layout_option(const std::string& text, const char* option) {
+    const auto l = Layout::parse(text);
+    if (!l || (l->kind() != LayoutKind::RowMajor && l->kind() != LayoutKind::ColMajor))
+      throw InvalidArgument(option, "must be row or col");
+    return *l;
+  }
+
+  int run() {
+    if (suite.empty() == shapes.empty()) throw InvalidArgument("--suite/--shapes", "give exactly one");
+    if (top_k < 1) throw InvalidArgument("--top-k", "must be >= 1");
+    if (threads < 1) throw InvalidArgument("--threads", "must be >= 1");
+    const std::vector<SuiteShape> list =
+        suite.empty() ? parse_shape_list(shapes) : load_shape_suite(suite, "bench/suites");
+    if (CudaTarget::is_cuda_text(target)) return run_cuda(list);
+    const auto dt = parse_dtype(dtype);
+    if (!dt || (*dt != DType::f32 && *dt != DType::bf16)) throw InvalidArgument("--dtype", "must be f32 or bf16");
+    const auto la = Layout::parse(layout_a), lb = Layout::parse(layout_b);
+    if (!la || !lb || !la->reads_memory() || !lb->reads_memory() || la->kind() == LayoutKind::Strided ||
+        lb->kind() == LayoutKind::Strided)
+      throw InvalidArgument("--layout-a/--layout-b", "must be row or col");
+    Runtime runtime({target, threads});
+    const auto cost_model = load_cpu_cost_model(model, runtime.target());
+    if (!cost_model.model) throw InvalidArgument("--model", "tuning ranks variants: default, analytic or a model file");
+    std::unique_ptr<TuningRecords> records;
+    if (!records_path.empty()) records = std::make_unique<TuningRecords>(records_path);
+    options.top_k = top_k;
+    options.exhaustive = exhaustive;
+    Tuner tuner(runtime, cost_model.model, records.get(), options);
+    std::cerr << fmt::format("tessera tune: {} shapes, {} on {} thread(s), ranked by the {} model{}\n", list.size(),
+                             exhaustive ? "every variant" : fmt::format("top {}", top_k), threads,
+                             cost_model.model->name(), cost_model.note.empty() ? "" : " (" + cost_model.note + ")");
+    const auto start = std::chrono::steady_clock::now();
+    double flops_done = 0, flops_total = 0;
+    for (const auto& s : list)
+      flops_total += 2.0 * static_cast<double>(s.m * s.n * s.k * s.batch) + 1e6;  // + per shape
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const SuiteShape& s = list[i];
+      GemmProblem p;
+      p.m = s.m, p.n = s.n, p.k = s.k, p.batch = s.batch;
+      p.signature.a = {*dt, *la};
+      p.signature.b = {*dt, *lb};
+      p.signature.c = {DType::f32, Layout::zero()};
+      p.signature.d = {DType::f32, Layout::row_major()};
+      auto last_update = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+      const auto progress = [&](int done, int total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_update < std::chrono::milliseconds(250) && done != total) return;
+        last_update = now;
+        // Time left from the share of the suite's work (by flops, plus a fixed cost per shape) done so far.
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double share = (flops_done + (p.flops() + 1e6) * done / std::max(total, 1)) / flops_total;
+        const double left = share > 0 ? elapsed * (1 - share) / share : 0;
+        const int width = 30, filled = static_cast<int>(share * width);
+        std::cerr << fmt::format("\r[{}{}] shape {}/{} variant {}/{} · {:.0f}s elapsed, ~{:.0f}s left   ",
+                                 std::string(static_cast<std::size_t>(filled), '#'),
+                                 std::string(static_cast<std::size_t>(width - filled), '.'), i + 1, list.size(), done,
+                                 total, elapsed, left)
+                  << std::flush;
+      };
+      const TuneResult r = tuner.tune(p, s.family, progress);
+      flops_done += p.flops() + 1e6;
+      if (r.measured.empty()) continue;
+      const VariantMeasurement& best = r.measured[r.best];
+      const double default_ns = [&] {
+        const CpuGemmConfig d = CpuGemmConfig::default_for(p, runtime.target());
+        for (const auto& m : r.measured)
+          if (m.config == d) return m.median_ns;
+        return 0.0;
+      }();
+      std::cerr << "\r" << std::string(100, ' ') << "\r";
+      std::cout << fmt::format("{}x{}x{}{} [{}] best {} {:.1f} GFLOP/s{} · measured {} of {} ({} new)\n", p.m, p.n, p.k,
+                               p.batch > 1 ? fmt::format("x{}", p.batch) : "", s.family,
+                               KernelSpec{p.signature, best.config, runtime.target()}.name(),
+                               p.flops() / best.median_ns,
+                               default_ns > 0 ? fmt::format(" (default {:.1f})", p.flops() / default_ns) : "",
+                               r.measured.size(), r.space, r.compiled)
+                << std::flush;
+    }
+    return kOk;
+  }
+};
+}  // namespace
+
+void add_tune_command(CLI::App& app, int& result) {
+  auto cmd = std::make_shared<TuneCommand>();
+  CLI::App* tune = app.add_subcommand("tune", "measure kernel variants and record the measurements");
+  tune->require_subcommand(1);
+  CLI::App* gemm = tune->add_subcommand("gemm", "tune the GEMMs of a shape suite");
+  gemm->add_option("--suite", cmd->suite, "a suite file, or a name in bench/suites");
+  gemm->add_option("--shapes", cmd->shapes, "MxNxK[xBATCH],...");
+  CLI::Option* top_k = gemm->add_option("--top-k", cmd->top_k,
+                                        "variants to compile and measure per shape, best-ranked first (default 8)");
+  gemm->add_flag("--exhaustive", cmd->exhaustive, "measure every variant of the space")->excludes(top_k);
+  gemm->add_option("--records", cmd->records_path, "SQLite database to record into (and resume from)");
+  gemm->add_option("--threads", cmd->threads, "threads per call (default 1)");
+  gemm->add_option("--model", cmd->model,
+                   "ranking: default (the shipped model for this CPU), analytic, or a model file");
+  gemm->add_option("--dtype", cmd->dtype, "f32 or bf16 (CUDA: f16, bf16, tf32, f32)");
+  gemm->add_option("--target", cmd->target, "cpu, cpu:avx512, cpu:avx2, or cuda:sm_XX (ranked, not measured)");
+  gemm->add_option("--layout-a", cmd->layout_a, "row or col");
+  gemm->add_option("--layout-b", cmd->layout_b, "row or col");
+  gemm->add_option("--samples", cmd->options.samples, "samples per variant (median recorded)");
+  gemm->add_option("--sample-ms", cmd->options.sample_ms, "length of one sample");
+  gemm->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
+}
+
+}  // namespace tessera::cli
