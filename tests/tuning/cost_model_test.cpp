@@ -10,6 +10,8 @@
 #include "generator/learned_model.hpp"
 #include "generator/variant_space.hpp"
 #include "tessera/model_eval.hpp"
+#include "tessera/reference.hpp"
+#include "tessera/tessera.hpp"
 
 namespace tessera {
 namespace {
@@ -134,6 +136,49 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   nlohmann::json other = nlohmann::json::parse(model->to_json());
   other["features"] = {"something", "else"};
   EXPECT_THROW(LearnedCpuModel::from_json(other.dump()), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The runtime's choice: the shipped model (or a timed budget) inside its range, default_for outside, and always a
+// correct result.
+TEST(RuntimeChoice, CostModelsAndTuningBudgetComputeTheRightResult) {
+  for (const char* model : {"default", "analytic", "heuristic"})
+    for (int budget : {0, 3}) {
+      RuntimeOptions options;
+      options.threads = 1;
+      options.cost_model = model;
+      options.tuning_budget = budget;
+      Runtime runtime(options);
+      std::vector<float> a(37 * 53), b(53 * 41), d(37 * 41);
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+      GemmArgs args;
+      args.a = Tensor::matrix(a.data(), 37, 53);
+      args.b = Tensor::matrix(b.data(), 53, 41);
+      args.d = Tensor::matrix(d.data(), 37, 41);
+      const GemmProblem p = describe_gemm(args);
+      const CpuGemmConfig chosen = runtime.choose_config(p);
+      const auto space = cpu_variants(p, runtime.target());
+      EXPECT_NE(std::find(space.begin(), space.end(), chosen), space.end()) << model << " chose outside the space";
+      if (std::string(model) == "heuristic") {
+        EXPECT_EQ(chosen, CpuGemmConfig::default_for(p, runtime.target()));
+      }
+      EXPECT_EQ(runtime.choose_config(p), chosen) << "the choice is remembered per shape";
+      const GemmReference reference = reference_gemm(args);
+      runtime.gemm(args);
+      EXPECT_TRUE(compare_gemm(reference, args.d, true).ok()) << model << " budget " << budget;
+    }
+  RuntimeOptions bad;
+  bad.cost_model = "/nonexistent/model.json";
+  EXPECT_THROW(Runtime{bad}, InvalidArgument);
+  bad.cost_model = "default";
+  bad.tuning_budget = -1;
+  EXPECT_THROW(Runtime{bad}, InvalidArgument);
 }
 
 }  // namespace
