@@ -50,4 +50,13 @@ with open("bench/suites/tuning.txt", "w") as out:
         out.write("# family: %s\n" % family)
         for m, n, k, batch in shapes:
             out.write("%d %d %d%s\n" % (m, n, k, "" if batch == 1 else " %d" % batch))
+# Every third shape of each family, measured a second time: the noise floor of a top-1 regret
+# (`tessera model eval --retest`).
+with open("bench/suites/tuning_retest.txt", "w") as out:
+    out.write("# Every third shape of bench/suites/tuning.txt, measured again for the noise floor "
+              "(bench/make_tuning_suite.py)\n")
+    for family, shapes in families.items():
+        out.write("# family: %s\n" % family)
+        for m, n, k, batch in shapes[::3]:
+            out.write("%d %d %d%s\n" % (m, n, k, "" if batch == 1 else " %d" % batch))
 print({f: len(v) for f, v in families.items()}, sum(len(v) for v in families.values()))

@@ -138,8 +138,44 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Tar
   return set;
 }
 
+nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const std::vector<RecordedProblem>& second) {
+  const auto key = [](const RecordedProblem& p) {
+    return std::make_tuple(p.problem.signature.to_json().dump(), p.problem.m, p.problem.n, p.problem.k,
+                           p.problem.batch);
+  };
+  std::map<decltype(key(first[0])), const RecordedProblem*> by_key;
+  for (const auto& p : second) by_key[key(p)] = &p;
+  std::vector<double> regret;
+  std::map<std::string, std::vector<double>> by_family;
+  for (const auto& p : first) {
+    const auto found = by_key.find(key(p));
+    if (found == by_key.end()) continue;
+    const RecordedProblem& q = *found->second;
+    std::map<std::string, double> second_ns;
+    for (std::size_t i = 0; i < q.configs.size(); ++i) second_ns[q.configs[i].to_json().dump()] = q.ns[i];
+    double first_best = INFINITY, chosen = NAN, second_best = INFINITY;
+    for (std::size_t i = 0; i < p.configs.size(); ++i) {
+      const auto t = second_ns.find(p.configs[i].to_json().dump());
+      if (t == second_ns.end()) continue;
+      second_best = std::min(second_best, t->second);
+      if (p.ns[i] < first_best) first_best = p.ns[i], chosen = t->second;
+    }
+    if (std::isnan(chosen)) continue;
+    regret.push_back(chosen / second_best - 1.0);
+    by_family[p.family].push_back(regret.back());
+  }
+  nlohmann::json families = nlohmann::json::object();
+  for (const auto& [family, r] : by_family) families[family] = mean(r);
+  return {{"problems", regret.size()},
+          {"regret_mean", mean(regret)},
+          {"regret_p90", quantile(regret, 0.9)},
+          {"regret_max", quantile(regret, 1.0)},
+          {"by_family", families}};
+}
+
 nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems, const std::string& split,
-                                    const Target& target, const TrainingOptions& options) {
+                                    const Target& target, const TrainingOptions& options,
+                                    const std::vector<RecordedProblem>& retest) {
   if (split != "random" && split != "family") throw InvalidArgument("--split", "must be random or family");
   if (problems.size() < 5) throw InvalidArgument("--records", "fewer than 5 problems with measurements");
   // Folds of held-out problems: 5 random folds, or one per family.
@@ -161,7 +197,8 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     if (fold_names.size() < 2) throw InvalidArgument("--split", "family needs records from at least two families");
   }
   Outcome learned, analytic, fixed_default;
-  std::vector<std::pair<double, std::string>> worst;  // the learned model's largest regrets, for diagnosis
+  std::map<std::string, std::vector<double>> learned_by_family;
+  std::vector<std::pair<double, nlohmann::json>> worst;  // the learned model's largest regrets, for diagnosis
   nlohmann::json per_fold = nlohmann::json::array();
   const AnalyticCpuModel analytic_model;
   std::vector<double> rank_ms;
@@ -174,8 +211,17 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     for (const auto& p : test) {
       const auto scores = model->score(p.problem, p.configs, target);
       score_problem(learned, p, scores, true);
-      worst.emplace_back(learned.regret.back(), fmt::format("{}x{}x{}x{} ({})", p.problem.m, p.problem.n, p.problem.k,
-                                                            p.problem.batch, p.family));
+      learned_by_family[p.family].push_back(learned.regret.back());
+      {
+        const std::size_t chosen = rank_by_score(scores)[0];
+        const std::size_t best = static_cast<std::size_t>(std::min_element(p.ns.begin(), p.ns.end()) - p.ns.begin());
+        worst.push_back({learned.regret.back(),
+                         {{"problem", fmt::format("{}x{}x{}x{} ({})", p.problem.m, p.problem.n, p.problem.k,
+                                                  p.problem.batch, p.family)},
+                          {"regret", learned.regret.back()},
+                          {"chosen", p.configs[chosen].to_json()},
+                          {"best", p.configs[best].to_json()}}});
+      }
       score_problem(fold_learned, p, scores, true);
       score_problem(analytic, p, analytic_model.score(p.problem, p.configs, target), true);
       // The fixed default: default_for's config when it was measured (it is part of every space).
@@ -200,7 +246,9 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     spreads.push_back(p.spread);
     space_sizes.push_back(static_cast<double>(p.configs.size()));
   }
-  return {{"split", split},
+  nlohmann::json by_family = nlohmann::json::object();
+  for (const auto& [family, r] : learned_by_family) by_family[family] = mean(r);
+  nlohmann::json report{{"split", split},
           {"problems", problems.size()},
           {"target", target.str()},
           {"learned", summary(learned, true)},
@@ -211,14 +259,16 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
           {"variants_per_problem", mean(space_sizes)},
           {"ranking_ms_median", quantile(rank_ms, 0.5)},
           {"ranking_ms_max", quantile(rank_ms, 1.0)},
+          {"learned_regret_by_family", by_family},
           {"folds", per_fold},
           {"learned_worst", [&] {
-             std::sort(worst.rbegin(), worst.rend());
+             std::sort(worst.begin(), worst.end(), [](auto& a, auto& b) { return a.first > b.first; });
              nlohmann::json w = nlohmann::json::array();
-             for (std::size_t i = 0; i < std::min<std::size_t>(8, worst.size()); ++i)
-               w.push_back({{"problem", worst[i].second}, {"regret", worst[i].first}});
+             for (std::size_t i = 0; i < std::min<std::size_t>(8, worst.size()); ++i) w.push_back(worst[i].second);
              return w;
            }()}};
+  if (!retest.empty()) report["retest"] = retest_regret(problems, retest);
+  return report;
 }
 
 }  // namespace tessera

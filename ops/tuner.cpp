@@ -7,8 +7,10 @@
 #include <cmath>
 #include <ctime>
 #include <future>
+#include <numeric>
 #include <random>
 
+#include "generator/error.hpp"
 #include "generator/variant_space.hpp"
 
 namespace tessera {
@@ -19,9 +21,9 @@ struct Operands {
   std::vector<float> a, b, d;
   std::vector<std::uint16_t> a16, b16;
   GemmArgs args;
-  explicit Operands(const GemmProblem& p) {
+  Operands(const GemmProblem& p, unsigned seed) {
     const GemmSignature& s = p.signature;
-    std::mt19937 rng(17);
+    std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     const auto make = [&](std::vector<float>& v, std::vector<std::uint16_t>& v16, const OperandSignature& op,
                           std::int64_t rows, std::int64_t cols) {
@@ -64,7 +66,10 @@ Tuner::Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, Tuning
       model_(std::move(model)),
       records_(records),
       options_(options),
-      hardware_(TuningRecords::host_hardware()) {}
+      hardware_(TuningRecords::host_hardware()) {
+  if (options_.samples < 1) throw InvalidArgument("samples", "must be at least 1");
+  if (!(options_.sample_ms > 0)) throw InvalidArgument("sample_ms", "must be positive");
+}
 
 TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
                        const std::function<void(int, int)>& progress) {
@@ -105,10 +110,63 @@ TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
     ready[i] = candidates[i].recorded_ns >= 0 ||
                candidates[i].kernel.wait_until(deadline) == std::future_status::ready;  // late ones are left out
 
-  Operands ops(problem);
+  // Measure in interleaved rounds: each round times every new candidate once, in a fresh random order, so that a
+  // slow spell of the shared machine (another tenant's L3 or memory traffic) lands on all candidates alike instead
+  // of on the few measured during it. Memory-bound shapes swung up to 3x between consecutive runs when timed
+  // back to back.
+  // Measure in interleaved rounds, each on a fresh allocation of the operands: a round times every candidate once,
+  // in a new random order, so a slow spell of the shared machine lands on all candidates alike; and the median
+  // over rounds is a median over physical page placements. Reading B in place, some variants' times depend on
+  // where B's pages land in the physically indexed L2 and L3: a skinny 7x1024x3072 variant took 342 µs in one
+  // process and 1805 µs in the next (the fastest of 7 samples each), so a single allocation decided its rank.
+  struct Timed {
+    GemmKernel kernel;
+    int calls = 1;
+    double once = 0;  // seconds per call, from calibration
+    std::vector<double> samples;
+  };
+  std::vector<Timed> timed;
+  {
+    const Operands ops(problem, 17u);
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (!ready[i] || candidates[i].recorded_ns >= 0) continue;
+      Timed t{candidates[i].kernel.get(), 1, 0, {}};
+      const PreparedGemm prepared = t.kernel.prepare(ops.args);
+      const auto call = [&] { prepared.run(); };
+      seconds(call, 1);  // warm-up
+      t.once = seconds(call, 1);
+      t.calls = static_cast<int>(std::clamp(options_.sample_ms / 1e3 / std::max(t.once, 1e-9), 1.0, 1e6));
+      timed.push_back(std::move(t));
+    }
+  }
+  // A variant more than 4x slower than the fastest calibration keeps its calibration as its one sample: its rank
+  // is not in doubt, and timing it fully cost most of an exhaustive run.
+  double fastest = INFINITY;
+  for (const Timed& t : timed) fastest = std::min(fastest, t.once);
+  std::vector<std::size_t> contenders;
+  for (std::size_t j = 0; j < timed.size(); ++j) {
+    if (timed[j].once > 4 * fastest)
+      timed[j].samples.push_back(timed[j].once * 1e9);
+    else
+      contenders.push_back(j);
+  }
+  std::mt19937_64 shuffle(static_cast<std::uint64_t>(problem.m * 7919 + problem.n * 104729 + problem.k));
+  const int total = static_cast<int>(contenders.size()) * options_.samples;
   int done = 0;
+  for (int round = 0; round < options_.samples && !contenders.empty(); ++round) {
+    const Operands ops(problem, 18u + static_cast<unsigned>(round));
+    std::shuffle(contenders.begin(), contenders.end(), shuffle);
+    timed[contenders[0]].kernel.prepare(ops.args).run();  // the fresh operands into the caches
+    for (std::size_t j : contenders) {
+      Timed& t = timed[j];
+      const PreparedGemm prepared = t.kernel.prepare(ops.args);
+      t.samples.push_back(seconds([&] { prepared.run(); }, t.calls) / t.calls * 1e9);
+      if (progress) progress(++done, total);
+    }
+  }
+  std::size_t next_timed = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    Candidate& c = candidates[i];
+    const Candidate& c = candidates[i];
     if (!ready[i]) continue;
     VariantMeasurement m;
     m.config = c.config;
@@ -118,25 +176,19 @@ TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
       m.median_ns = c.recorded_ns;
     } else {
       ++result.compiled;
-      const PreparedGemm prepared = c.kernel.get().prepare(ops.args);
-      const auto call = [&] { prepared.run(); };
-      const double once = seconds(call, 1);  // warm-up and calibration
-      const int calls = static_cast<int>(std::clamp(options_.sample_ms / 1e3 / std::max(once, 1e-9), 1.0, 1e6));
-      std::vector<double> samples;
-      for (int s = 0; s < options_.samples; ++s) samples.push_back(seconds(call, calls) / calls * 1e9);
+      std::vector<double> samples = timed[next_timed++].samples;
       std::sort(samples.begin(), samples.end());
       m.median_ns = samples[samples.size() / 2];
       std::vector<double> deviations;
-      for (double s : samples) deviations.push_back(std::fabs(s - m.median_ns));
+      for (double x : samples) deviations.push_back(std::fabs(x - m.median_ns));
       std::sort(deviations.begin(), deviations.end());
       m.spread = deviations[deviations.size() / 2] / m.median_ns;
       if (records_)
         records_->add({m.spec_hash, family, problem.m, problem.n, problem.k, problem.batch,
                        problem.signature.to_json().dump(), c.config.to_json().dump(), target.str(), hardware_, threads,
-                       m.median_ns, m.spread, options_.samples, TESSERA_VERSION, utc_now()});
+                       m.median_ns, m.spread, static_cast<int>(samples.size()), TESSERA_VERSION, utc_now()});
     }
     result.measured.push_back(m);
-    if (progress) progress(++done, static_cast<int>(candidates.size()));
   }
   double best = INFINITY;
   for (std::size_t i = 0; i < result.measured.size(); ++i)

@@ -125,6 +125,16 @@ if "$bin" tune gemm --shapes 4096x4096x4096 --target cuda:sm_80 --dtype f16 --to
 echo "not a database" >"$tmp/bad.sqlite"
 expect_bad "is not an SQLite database" tune gemm --shapes 8x8x8 --records "$tmp/bad.sqlite"
 if [[ $(cat "$tmp/bad.sqlite") == "not a database" ]]; then ok; else bad "a rejected records file was modified"; fi
+# The records as CSV: a header and one row per measurement, whose last column is the recorded time.
+if "$bin" model features --records "$tmp/r.sqlite" --out "$tmp/f.csv" &&
+  [[ $(($(wc -l <"$tmp/f.csv") - 1)) -eq $(sqlite3 "$tmp/r.sqlite" "select count(*) from measurements") ]] &&
+  [[ $(head -1 "$tmp/f.csv") == problem,family,m,n,k,batch,config,log_m,*,ns ]]; then ok; else bad "model features"; fi
+# A second run of two of the shapes: the retest noise floor covers exactly those.
+"$bin" tune gemm --shapes 48x48x48,8x256x128 --top-k 4 --records "$tmp/r2.sqlite" --sample-ms 0.2 --samples 3 >/dev/null 2>&1
+ev=$("$bin" model eval --records "$tmp/r.sqlite" --retest "$tmp/r2.sqlite" --rounds 10 --json 2>/dev/null)
+if [[ $ev == *'"retest":{'*'"problems":2'* ]]; then ok; else bad "model eval --retest: $ev"; fi
+expect_bad "no such file" model eval --records "$tmp/r.sqlite" --retest "$tmp/none.sqlite"
+expect_bad "not in range" tune gemm --shapes 8x8x8 --samples 0
 expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --split sideways
 expect_bad "no such file" model eval --records "$tmp/none.sqlite"
 

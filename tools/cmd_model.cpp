@@ -1,4 +1,5 @@
-// `tessera model train --records DB --out FILE.json` and `tessera model eval --records DB --split random|family`.
+// `tessera model train --records DB --out FILE.json`, `tessera model eval --records DB --split random|family` and
+// `tessera model features --records DB --out FILE.csv`.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,24 +9,27 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "generator/gemm_features.hpp"
+#include "generator/kernel_spec.hpp"
 #include "tessera/model_eval.hpp"
 
 namespace tessera::cli {
 
 namespace {
 struct ModelCommand {
-  std::string records, out, split = "random", target = "cpu";
+  std::string records, retest, out, split = "random", target = "cpu";
   bool json = false;
   TrainingOptions options;
 
-  std::vector<RecordedProblem> load(const Target& t) const {
-    if (!std::filesystem::exists(records)) throw InvalidArgument("--records", "no such file '" + records + "'");
-    const TuningRecords db(records);
+  std::vector<RecordedProblem> load(const Target& t, const std::string& path, const char* option = "--records") const {
+    if (!std::filesystem::exists(path)) throw InvalidArgument(option, "no such file '" + path + "'");
+    const TuningRecords db(path);
     auto problems = recorded_problems(db.all(t.str()), t.str());
     if (problems.empty())
-      throw InvalidArgument("--records", fmt::format("'{}' holds no measurements for {}", records, t.str()));
+      throw InvalidArgument(option, fmt::format("'{}' holds no measurements for {}", path, t.str()));
     return problems;
   }
+  std::vector<RecordedProblem> load(const Target& t) const { return load(t, records); }
 
   int train() const {
     const Target t = Target::parse(target);
@@ -44,9 +48,34 @@ struct ModelCommand {
     return kOk;
   }
 
+  // The training set as CSV, one row per measurement: for studying features outside tessera.
+  int features() const {
+    const Target t = Target::parse(target);
+    const auto problems = load(t);
+    const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
+    {
+      std::ofstream file(tmp);
+      file << "problem,family,m,n,k,batch,config";
+      for (const auto& name : cpu_feature_names()) file << "," << name;
+      file << ",ns\n";
+      for (std::size_t p = 0; p < problems.size(); ++p)
+        for (std::size_t i = 0; i < problems[p].configs.size(); ++i) {
+          const GemmProblem& q = problems[p].problem;
+          file << fmt::format("{},{},{},{},{},{},{}", p, problems[p].family, q.m, q.n, q.k, q.batch,
+                              KernelSpec{q.signature, problems[p].configs[i], t}.name());
+          for (float f : cpu_features(q, problems[p].configs[i], t)) file << "," << f;
+          file << fmt::format(",{}\n", problems[p].ns[i]);
+        }
+      if (!file) throw Error("cannot write " + tmp);
+    }
+    std::filesystem::rename(tmp, out);
+    return kOk;
+  }
+
   int eval() const {
     const Target t = Target::parse(target);
-    const nlohmann::json report = evaluate_cost_models(load(t), split, t, options);
+    const nlohmann::json report = evaluate_cost_models(
+        load(t), split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"));
     if (json) {
       std::cout << report.dump() << "\n";
       return kOk;
@@ -71,6 +100,20 @@ struct ModelCommand {
                                num(m["kendall_tau"], "{:.3f}"), num(m["measurements_to_98"], "{:.0f}"),
                                num(m["measurements_to_99"], "{:.0f}"));
     }
+    std::cout << "learned, per held-out family:";
+    for (const auto& [family, r] : report["learned_regret_by_family"].items())
+      std::cout << fmt::format(" {} {:.2f}%", family, 100 * r.get<double>());
+    std::cout << "\n";
+    if (report.contains("retest")) {
+      const auto& r = report["retest"];
+      std::cout << fmt::format("retest ({} problems measured twice): the first run's best, timed by the second: regret "
+                               "{:.2f}% mean, {:.2f}% p90;",
+                               r["problems"].get<int>(), 100 * r["regret_mean"].get<double>(),
+                               100 * r["regret_p90"].get<double>());
+      for (const auto& [family, v] : r["by_family"].items())
+        std::cout << fmt::format(" {} {:.2f}%", family, 100 * v.get<double>());
+      std::cout << "\n";
+    }
     std::cout << fmt::format("ranking a whole space: {:.2f} ms median, {:.2f} ms max\n",
                              report["ranking_ms_median"].get<double>(), report["ranking_ms_max"].get<double>());
     return kOk;
@@ -91,6 +134,11 @@ void add_model_command(CLI::App& app, int& result) {
   train->add_option("--eta", cmd->options.learning_rate, "learning rate");
   train->add_option("--objective", cmd->options.objective, "ranker objective: rank:pairwise or rank:ndcg");
   train->callback([cmd, &result] { result = guarded([&] { return cmd->train(); }); });
+  CLI::App* features = model->add_subcommand("features", "write the training set (features and times) as CSV");
+  features->add_option("--records", cmd->records, "SQLite tuning records")->required();
+  features->add_option("--out", cmd->out, "CSV file to write")->required();
+  features->add_option("--target", cmd->target, "cpu, cpu:avx512 or cpu:avx2 (the records' target)");
+  features->callback([cmd, &result] { result = guarded([&] { return cmd->features(); }); });
   CLI::App* eval = model->add_subcommand("eval", "held-out evaluation of the learned, analytic and default choices");
   eval->add_option("--records", cmd->records, "SQLite tuning records")->required();
   eval->add_option("--split", cmd->split, "random (5-fold) or family (leave one shape family out)");
@@ -99,6 +147,8 @@ void add_model_command(CLI::App& app, int& result) {
   eval->add_option("--depth", cmd->options.max_depth, "tree depth");
   eval->add_option("--eta", cmd->options.learning_rate, "learning rate");
   eval->add_option("--objective", cmd->options.objective, "ranker objective: rank:pairwise or rank:ndcg");
+  eval->add_option("--retest", cmd->retest,
+                   "records of the same problems measured again: reports the noise floor of a top-1 regret");
   eval->add_flag("--json", cmd->json, "print one JSON object");
   eval->callback([cmd, &result] { result = guarded([&] { return cmd->eval(); }); });
 }

@@ -108,7 +108,7 @@ struct TuneCommand {
         const double share = (flops_done + (p.flops() + 1e6) * done / std::max(total, 1)) / flops_total;
         const double left = share > 0 ? elapsed * (1 - share) / share : 0;
         const int width = 30, filled = static_cast<int>(share * width);
-        std::cerr << fmt::format("\r[{}{}] shape {}/{} variant {}/{} · {:.0f}s elapsed, ~{:.0f}s left   ",
+        std::cerr << fmt::format("\r[{}{}] shape {}/{} sample {}/{} · {:.0f}s elapsed, ~{:.0f}s left   ",
                                  std::string(static_cast<std::size_t>(filled), '#'),
                                  std::string(static_cast<std::size_t>(width - filled), '.'), i + 1, list.size(), done,
                                  total, elapsed, left)
@@ -156,8 +156,10 @@ void add_tune_command(CLI::App& app, int& result) {
   gemm->add_option("--target", cmd->target, "cpu, cpu:avx512, cpu:avx2, or cuda:sm_XX (ranked, not measured)");
   gemm->add_option("--layout-a", cmd->layout_a, "row or col");
   gemm->add_option("--layout-b", cmd->layout_b, "row or col");
-  gemm->add_option("--samples", cmd->options.samples, "samples per variant (median recorded)");
-  gemm->add_option("--sample-ms", cmd->options.sample_ms, "length of one sample");
+  gemm->add_option("--samples", cmd->options.samples,
+                   "samples per variant, taken in interleaved rounds (median recorded)")
+      ->check(CLI::Range(1, 1000));
+  gemm->add_option("--sample-ms", cmd->options.sample_ms, "length of one sample")->check(CLI::Range(0.001, 60000.0));
   gemm->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 }
 

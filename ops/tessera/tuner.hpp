@@ -1,5 +1,6 @@
 // The tuner: enumerate a problem's variants → prune (validate) → rank (cost model) → compile the top-k in parallel
-// (with a time limit per compile) → measure them one at a time (median of calibrated samples) → keep the best →
+// (with a time limit per compile) → measure them one at a time, in interleaved rounds (median of calibrated
+// samples) → keep the best →
 // record every measurement.
 #pragma once
 
@@ -42,7 +43,7 @@ class Tuner {
  public:
   // `records` may be null (nothing recorded, nothing resumed). The runtime's threads time the calls.
   Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, TuningRecords* records, TuneOptions options);
-  // `progress(done, total)` is called after each measurement.
+  // `progress(done, total)` is called after each timed sample (total: samples × variants measured now).
   TuneResult tune(const GemmProblem& problem, const std::string& family,
                   const std::function<void(int, int)>& progress = {});
 

@@ -108,6 +108,24 @@ std::vector<RecordedProblem> synthetic_problems(const Target& t, int count) {
   return problems;
 }
 
+TEST(ModelEval, RetestRegretJudgesTheFirstRunsBestByTheSecondRunsTimes) {
+  const Target t = avx512();
+  const auto space = cpu_variants(problem(64, 256, 128), t);
+  ASSERT_GE(space.size(), 3u);
+  RecordedProblem first{problem(64, 256, 128), "square", {space[0], space[1], space[2]}, {100, 90, 120}, 0};
+  RecordedProblem second = first;
+  second.ns = {100, 110, 120};  // the first run's best (variant 1) is 10% slower than the second run's best
+  RecordedProblem other{problem(32, 32, 32), "small", {space[0], space[1]}, {5, 6}, 0};
+  RecordedProblem other_again = other;  // the same best: no regret
+  RecordedProblem unmatched{problem(16, 16, 16), "small", {space[0], space[1]}, {5, 6}, 0};
+  const auto r = retest_regret({first, other, unmatched}, {second, other_again});
+  EXPECT_EQ(r["problems"].get<int>(), 2);
+  EXPECT_NEAR(r["regret_mean"].get<double>(), 0.05, 1e-12);
+  EXPECT_NEAR(r["regret_max"].get<double>(), 0.10, 1e-12);
+  EXPECT_NEAR(r["by_family"]["square"].get<double>(), 0.10, 1e-12);
+  EXPECT_NEAR(r["by_family"]["small"].get<double>(), 0.0, 1e-12);
+}
+
 TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   const Target t = avx512();
   const auto problems = synthetic_problems(t, 30);
