@@ -1,7 +1,6 @@
 // The tuner: enumerate a problem's variants → prune (validate) → rank (cost model) → compile the top-k in parallel
-// (with a time limit per compile) → measure them one at a time, in interleaved rounds (median of calibrated
-// samples) → keep the best →
-// record every measurement.
+// (with a time limit per compile) → measure them one at a time, in interleaved rounds on fresh operands (median of
+// calibrated samples) → keep the best → record every measurement.
 #pragma once
 
 #include <functional>
@@ -16,9 +15,9 @@
 namespace tessera {
 
 struct TuneOptions {
-  int top_k = 8;            // variants compiled and measured, best-ranked first
-  bool exhaustive = false;  // every variant of the space instead
-  int samples = 5;
+  int top_k = 8;                // variants compiled and measured, best-ranked first
+  bool exhaustive = false;      // every variant of the space instead
+  int samples = 5;              // rounds; a variant > 4x slower than the fastest calibration gets one sample
   double sample_ms = 2.0;       // each sample repeats the call for about this long
   double compile_limit_s = 10;  // a compile slower than this is left out
 };
