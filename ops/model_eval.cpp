@@ -175,7 +175,13 @@ nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const st
 
 nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems, const std::string& split,
                                     const Target& target, const TrainingOptions& options,
-                                    const std::vector<RecordedProblem>& retest) {
+                                    const std::vector<RecordedProblem>& retest,
+                                    const std::set<std::string>& scored_families) {
+  const auto scored = [&](const RecordedProblem& p) {
+    return scored_families.empty() || scored_families.count(p.family) > 0;
+  };
+  if (std::none_of(problems.begin(), problems.end(), scored))
+    throw InvalidArgument("--families", "none of the records belongs to these families");
   if (split != "random" && split != "family") throw InvalidArgument("--split", "must be random or family");
   if (problems.size() < 5) throw InvalidArgument("--records", "fewer than 5 problems with measurements");
   // Folds of held-out problems: 5 random folds, or one per family.
@@ -204,7 +210,12 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
   std::vector<double> rank_ms;
   for (int f = 0; f < static_cast<int>(fold_names.size()); ++f) {
     std::vector<RecordedProblem> train, test;
-    for (std::size_t i = 0; i < problems.size(); ++i) (fold[i] == f ? test : train).push_back(problems[i]);
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+      if (fold[i] != f)
+        train.push_back(problems[i]);
+      else if (scored(problems[i]))
+        test.push_back(problems[i]);
+    }
     if (test.empty() || train.empty()) continue;
     const auto model = LearnedCpuModel::train(training_set(train, target), target.str(), options);
     Outcome fold_learned;
@@ -242,31 +253,35 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                         {"learned_top1_regret_mean", mean(fold_learned.regret)}});
   }
   std::vector<double> spreads, space_sizes;
+  std::size_t scored_problems = 0;
   for (const auto& p : problems) {
+    scored_problems += scored(p) ? 1 : 0;
     spreads.push_back(p.spread);
     space_sizes.push_back(static_cast<double>(p.configs.size()));
   }
   nlohmann::json by_family = nlohmann::json::object();
   for (const auto& [family, r] : learned_by_family) by_family[family] = mean(r);
   nlohmann::json report{{"split", split},
-          {"problems", problems.size()},
-          {"target", target.str()},
-          {"learned", summary(learned, true)},
-          {"analytic", summary(analytic, true)},
-          {"default", summary(fixed_default, false)},
-          {"noise_floor", quantile(spreads, 0.5)},
-          {"noise_floor_p90", quantile(spreads, 0.9)},
-          {"variants_per_problem", mean(space_sizes)},
-          {"ranking_ms_median", quantile(rank_ms, 0.5)},
-          {"ranking_ms_max", quantile(rank_ms, 1.0)},
-          {"learned_regret_by_family", by_family},
-          {"folds", per_fold},
-          {"learned_worst", [&] {
-             std::sort(worst.begin(), worst.end(), [](auto& a, auto& b) { return a.first > b.first; });
-             nlohmann::json w = nlohmann::json::array();
-             for (std::size_t i = 0; i < std::min<std::size_t>(8, worst.size()); ++i) w.push_back(worst[i].second);
-             return w;
-           }()}};
+                        {"problems", problems.size()},
+                        {"scored_problems", scored_problems},
+                        {"target", target.str()},
+                        {"learned", summary(learned, true)},
+                        {"analytic", summary(analytic, true)},
+                        {"default", summary(fixed_default, false)},
+                        {"noise_floor", quantile(spreads, 0.5)},
+                        {"noise_floor_p90", quantile(spreads, 0.9)},
+                        {"variants_per_problem", mean(space_sizes)},
+                        {"ranking_ms_median", quantile(rank_ms, 0.5)},
+                        {"ranking_ms_max", quantile(rank_ms, 1.0)},
+                        {"learned_regret_by_family", by_family},
+                        {"folds", per_fold},
+                        {"learned_worst", [&] {
+                           std::sort(worst.begin(), worst.end(), [](auto& a, auto& b) { return a.first > b.first; });
+                           nlohmann::json w = nlohmann::json::array();
+                           for (std::size_t i = 0; i < std::min<std::size_t>(8, worst.size()); ++i)
+                             w.push_back(worst[i].second);
+                           return w;
+                         }()}};
   if (!retest.empty()) report["retest"] = retest_regret(problems, retest);
   return report;
 }

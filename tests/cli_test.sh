@@ -134,6 +134,10 @@ if "$bin" model features --records "$tmp/r.sqlite" --out "$tmp/f.csv" &&
 ev=$("$bin" model eval --records "$tmp/r.sqlite" --retest "$tmp/r2.sqlite" --rounds 10 --json 2>/dev/null)
 if [[ $ev == *'"retest":{'*'"problems":2'* ]]; then ok; else bad "model eval --retest: $ev"; fi
 expect_bad "no such file" model eval --records "$tmp/r.sqlite" --retest "$tmp/none.sqlite"
+# Scoring only some families: all six shapes are of the family "list".
+ev=$("$bin" model eval --records "$tmp/r.sqlite" --families list,other --rounds 10 --json 2>/dev/null)
+if [[ $ev == *'"scored_problems":6'* ]]; then ok; else bad "model eval --families: $ev"; fi
+expect_bad "none of the records belongs to these families" model eval --records "$tmp/r.sqlite" --families nope
 expect_bad "not in range" tune gemm --shapes 8x8x8 --samples 0
 expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --split sideways
 expect_bad "no such file" model eval --records "$tmp/none.sqlite"

@@ -18,6 +18,7 @@ namespace tessera::cli {
 namespace {
 struct ModelCommand {
   std::string records, retest, out, split = "random", target = "cpu";
+  std::vector<std::string> families;
   bool json = false;
   TrainingOptions options;
 
@@ -75,16 +76,17 @@ struct ModelCommand {
   int eval() const {
     const Target t = Target::parse(target);
     const nlohmann::json report = evaluate_cost_models(
-        load(t), split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"));
+        load(t), split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"),
+        std::set<std::string>(families.begin(), families.end()));
     if (json) {
       std::cout << report.dump() << "\n";
       return kOk;
     }
     std::cout << fmt::format(
-        "{} problems, {} split, {:.0f} variants each on average; noise floor (median spread of "
+        "{} problems ({} scored), {} split, {:.0f} variants each on average; noise floor (median spread of "
         "a measurement) {:.2f}%\n",
-        report["problems"].get<int>(), split, report["variants_per_problem"].get<double>(),
-        100 * report["noise_floor"].get<double>());
+        report["problems"].get<int>(), report["scored_problems"].get<int>(), split,
+        report["variants_per_problem"].get<double>(), 100 * report["noise_floor"].get<double>());
     std::cout << "model      regret mean   p90     max     top-5   kendall τ  to 98%  to 99%\n";
     for (const char* name : {"learned", "analytic", "default"}) {
       const auto& m = report[name];
@@ -106,10 +108,10 @@ struct ModelCommand {
     std::cout << "\n";
     if (report.contains("retest")) {
       const auto& r = report["retest"];
-      std::cout << fmt::format("retest ({} problems measured twice): the first run's best, timed by the second: regret "
-                               "{:.2f}% mean, {:.2f}% p90;",
-                               r["problems"].get<int>(), 100 * r["regret_mean"].get<double>(),
-                               100 * r["regret_p90"].get<double>());
+      std::cout << fmt::format(
+          "retest ({} problems measured twice): the first run's best, timed by the second: regret "
+          "{:.2f}% mean, {:.2f}% p90;",
+          r["problems"].get<int>(), 100 * r["regret_mean"].get<double>(), 100 * r["regret_p90"].get<double>());
       for (const auto& [family, v] : r["by_family"].items())
         std::cout << fmt::format(" {} {:.2f}%", family, 100 * v.get<double>());
       std::cout << "\n";
@@ -149,6 +151,9 @@ void add_model_command(CLI::App& app, int& result) {
   eval->add_option("--objective", cmd->options.objective, "ranker objective: rank:pairwise or rank:ndcg");
   eval->add_option("--retest", cmd->retest,
                    "records of the same problems measured again: reports the noise floor of a top-1 regret");
+  eval->add_option("--families", cmd->families,
+                   "score only held-out problems of these families (all still train), e.g. llm,odd")
+      ->delimiter(',');
   eval->add_flag("--json", cmd->json, "print one JSON object");
   eval->callback([cmd, &result] { result = guarded([&] { return cmd->eval(); }); });
 }

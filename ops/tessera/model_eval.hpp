@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,12 +33,14 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Tar
 // split: "random" or "family". Returns {"learned": {...}, "analytic": {...}, "default": {...}, "noise_floor",
 // "problems", "split", ...}; each model holds top1_regret_mean/p90/max, top5_score, kendall_tau,
 // measurements_to_98, measurements_to_99.
+// `scored_families` (empty: all) limits which held-out problems are scored; every family still trains the models.
 // With `retest` (the same problems measured again, e.g. by a second tuning run), the report also holds
 // "retest": the regret of the first run's best variant as the second run times it — the measurement noise floor of
 // a top-1 regret, which no model can be judged below.
 nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems, const std::string& split,
                                     const Target& target, const TrainingOptions& options = {},
-                                    const std::vector<RecordedProblem>& retest = {});
+                                    const std::vector<RecordedProblem>& retest = {},
+                                    const std::set<std::string>& scored_families = {});
 
 // {"problems", "regret_mean", "regret_p90", "regret_max", "by_family": {family: mean}}: the best variant of each
 // problem in `first`, judged by `second`'s times (variants measured in both).
