@@ -140,7 +140,7 @@ CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
 
 std::int64_t CpuGemmConfig::workspace_bytes() const {
   const std::int64_t floats =
-      (pack_a ? std::int64_t{mc} * kc : 0) + (pack_b ? std::int64_t{kc} * nc : 0) + std::int64_t{mc} * nc;
+      (pack_a ? std::int64_t{mc} * kc : 0) + (pack_b ? std::int64_t{kc} * nc : 0) + std::int64_t{mc} * partial_sum_columns();
   return floats * 4 + 3 * 64;  // each region starts on a cache line
 }
 

@@ -37,6 +37,9 @@ struct CpuGemmConfig {
   static CpuGemmConfig from_json(const nlohmann::json& j);
   // Bytes of per-thread scratch: packed A and B panels and the partial-sum tile for K > KC.
   std::int64_t workspace_bytes() const;
+  // Columns of the partial-sum tile: NC, and one micro-tile more when B is read in place, whose first micro-tile
+  // may be a narrow one that ends on a vector boundary of B.
+  std::int64_t partial_sum_columns() const { return pack_b ? nc : std::int64_t{nc} + nr; }
   friend bool operator==(const CpuGemmConfig&, const CpuGemmConfig&) = default;
 };
 

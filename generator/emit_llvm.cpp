@@ -66,7 +66,7 @@ class CpuGemmEmitter {
     if (cfg_.fixed())
       emit_fixed_entry();
     else
-      emit_entry(pack_a, pack_b, emit_micro_kernel());
+      emit_entry(pack_a, pack_b, emit_micro_kernels());
     std::string error;
     llvm::raw_string_ostream os(error);
     if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_llvm produced invalid IR: " + error);
@@ -100,6 +100,24 @@ class CpuGemmEmitter {
     return bf16_ ? b_.CreateAnd(b_.CreateAdd(kc, i64c(1)), i64c(~std::int64_t{1})) : kc;
   }
   llvm::Value* smin(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y); }
+  llvm::Value* smax(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), y, x); }
+
+  // Masked vector accesses become plain ones when the mask is all true at generation time (full tiles): a masked
+  // load of B read in place cost 15-20% of a GEMV's time.
+  static bool all_true(llvm::Value* mask) {
+    auto* c = llvm::dyn_cast<llvm::Constant>(mask);
+    return c && c->isAllOnesValue();
+  }
+  llvm::Value* load_masked(llvm::Value* ptr, llvm::Value* mask) {
+    if (all_true(mask)) return b_.CreateAlignedLoad(vec_, ptr, llvm::Align(4));
+    return b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vec_));
+  }
+  void store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask) {
+    if (all_true(mask))
+      b_.CreateAlignedStore(value, ptr, llvm::Align(4));
+    else
+      b_.CreateMaskedStore(value, ptr, llvm::Align(4), mask);
+  }
 
   llvm::Constant* lane_indices(int n) {
     std::vector<llvm::Constant*> v;
@@ -241,7 +259,7 @@ class CpuGemmEmitter {
   // packed panel holds a zero beside it.
   LoopValues emit_bf16_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp,
                               llvm::Value* kc) {
-    const int mr = cfg_.mr, nv = cfg_.nr / lanes_;
+    const int mr = cfg_.mr, nv = static_cast<int>(acc.size()) / mr;
     auto* bf16_vec = llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * lanes_);
     const auto step = [&](llvm::Value* q, LoopValues values, bool single) {
       llvm::Value* b_pair_row = gep_ab(bp, b_.CreateMul(q, i64c(2 * cfg_.nr)));
@@ -287,9 +305,13 @@ class CpuGemmEmitter {
   // the last valid row: their results are never stored); B from its packed panel or in place with column masks.
   // fixed_rows/cols/kc > 0 (kc >= 0) generate a variant with those values as constants: its masks, row clamps
   // and K trip count fold at generation time, and it is one K slab (first and last).
-  llvm::Function* emit_micro_kernel(int fixed_rows = 0, int fixed_cols = 0, int fixed_kc = -1) {
-    const std::string name =
-        fixed_rows ? "micro_kernel_" + std::to_string(fixed_rows) + "x" + std::to_string(fixed_cols) : "micro_kernel";
+  // `vectors` (0: all NR / lanes) narrows the tile to its first vectors, for edge tiles that need no more: the
+  // columns past them are never loaded, multiplied or stored.
+  llvm::Function* emit_micro_kernel(int fixed_rows = 0, int fixed_cols = 0, int fixed_kc = -1, int vectors = 0) {
+    const int nv = vectors ? vectors : cfg_.nr / lanes_;
+    const std::string name = fixed_rows   ? "micro_kernel_" + std::to_string(fixed_rows) + "x" + std::to_string(fixed_cols)
+                             : fixed_cols ? "micro_kernel_full"
+                                          : "micro_kernel_edge" + std::to_string(nv);
     llvm::Function* fn = make_function(
         name, b_.getVoidTy(),
         {ptr_, i64_, i64_, ptr_, i64_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_},
@@ -305,7 +327,7 @@ class CpuGemmEmitter {
       first = b_.getTrue();
       last = b_.getTrue();
     }
-    const int mr = cfg_.mr, nv = cfg_.nr / lanes_;
+    const int mr = cfg_.mr;
     const auto acc_index = [&](int r, int v) { return static_cast<std::size_t>(r * nv + v); };
     const auto tile_ptr = [&](int r, int v) {
       return gep(acc_tile, i64c(static_cast<std::int64_t>(r) * cfg_.nr + v * lanes_));
@@ -350,18 +372,10 @@ class CpuGemmEmitter {
         llvm::Value* b_row = gep(bp, b_.CreateMul(p, i64c(cfg_.nr)));
         for (int v = 0; v < nv; ++v) bv.push_back(b_.CreateAlignedLoad(vec_, gep(b_row, i64c(v * lanes_)), vec_align));
       } else {
+        // No software prefetch: with full tiles unmasked and aligned, the hardware prefetcher keeps up, and fetching
+        // one slab ahead slowed a GEMV (1×4096×4096, 1 thread: 16.2 vs 19.6 GFLOP/s).
         llvm::Value* b_row = gep(bp, b_.CreateMul(p, b_rs));
-        for (int v = 0; v < nv; ++v)
-          bv.push_back(b_.CreateMaskedLoad(vec_, gep(b_row, i64c(v * lanes_)), llvm::Align(4), b_masks[v],
-                                           llvm::Constant::getNullValue(vec_)));
-        if (cfg_.mr == 1) {
-          // GEMV: B streams from memory; fetch the same columns one K slab ahead, one line per vector
-          // (1×4096×4096: 15.2 vs 14.3 GFLOP/s on 1 thread, 36.8 vs 24.7 on 2; for 2-row tiles it cost 10%).
-          llvm::Value* ahead = gep(b_row, b_.CreateMul(i64c(cfg_.kc), b_rs));
-          for (int v = 0; v < nv; ++v)
-            b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
-                               {gep(ahead, i64c(v * lanes_)), b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
-        }
+        for (int v = 0; v < nv; ++v) bv.push_back(load_masked(gep(b_row, i64c(v * lanes_)), b_masks[v]));
       }
       llvm::Value* a_col = cfg_.pack_a ? gep(ap, b_.CreateMul(p, i64c(mr))) : nullptr;
       llvm::Value* a_offset = cfg_.pack_a ? nullptr : b_.CreateMul(p, a_cs);
@@ -375,7 +389,8 @@ class CpuGemmEmitter {
       }
       return values;
     };
-    const int unroll = cfg_.k_unroll;
+    // Edge kernels run once per slab and row of tiles: compiled without unrolling, they cost half the compile time.
+    const int unroll = vectors && vectors < cfg_.nr / lanes_ ? 1 : cfg_.k_unroll;
     if (bf16_) {
       acc = emit_bf16_k_loop(acc, a_rows, bp, kc);
     } else {
@@ -413,7 +428,7 @@ class CpuGemmEmitter {
     llvm::Value* zero = llvm::Constant::getNullValue(vec_);
     if (is_constant(col_stride, 0))
       return b_.CreateVectorSplat(lanes_, b_.CreateAlignedLoad(f32_, gep(t.data, offset), llvm::Align(4)));
-    if (is_constant(col_stride, 1)) return b_.CreateMaskedLoad(vec_, gep(t.data, offset), llvm::Align(4), mask, zero);
+    if (is_constant(col_stride, 1)) return load_masked(gep(t.data, offset), mask);
     return b_.CreateMaskedGather(vec_, lane_pointers(t.data, offset, stride), llvm::Align(4), mask, zero);
   }
 
@@ -424,7 +439,7 @@ class CpuGemmEmitter {
 
   void emit_epilogue(llvm::Value* args, const LoopValues& acc, llvm::Value* row0, llvm::Value* col0, llvm::Value* rows,
                      llvm::Value* cols, llvm::Value* batch) {
-    const int nv = cfg_.nr / lanes_;
+    const int nv = static_cast<int>(acc.size()) / cfg_.mr;
     llvm::Value* alpha = b_.CreateVectorSplat(lanes_, args_field(args, kAlpha, f32_));
     llvm::Value* beta = b_.CreateVectorSplat(lanes_, args_field(args, kBeta, f32_));
     const TensorFields c = load_tensor(b_.CreateStructGEP(args_ty_, args, kC));
@@ -496,7 +511,7 @@ class CpuGemmEmitter {
               const Layout& dl = sig_.d.layout;
               llvm::Value* offset = index(dl.offset("d", row_e, col_e, batch_e));
               if (is_constant(dl.col_stride("d"), 1))
-                b_.CreateMaskedStore(value, gep(d.data, offset), llvm::Align(4), mask);
+                store_masked(value, gep(d.data, offset), mask);
               else
                 b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4),
                                        mask);
@@ -506,13 +521,55 @@ class CpuGemmEmitter {
     }
   }
 
+  // The micro-kernels of a runtime-sized kernel. A packed B panel is zero-padded, so one kernel serves every tile
+  // (only its final stores are masked). B read in place gets a kernel for full tiles, whose loads are unmasked,
+  // and masked ones for edge tiles of 1 vector (the alignment peel), about half and all NR / lanes vectors: a
+  // GEMV's 12-column peel and 4-column last tile through the NR = 240 kernel took a quarter of its time. Each
+  // kernel costs 4-9 ms of compile time, hence not one per vector count.
+  struct MicroKernels {
+    llvm::Function* full;
+    std::vector<std::pair<int, llvm::Function*>> edges;  // (vectors, kernel), by increasing vectors
+  };
+  MicroKernels emit_micro_kernels() {
+    const int nv = cfg_.nr / lanes_;
+    if (cfg_.pack_b) {
+      llvm::Function* any = emit_micro_kernel();
+      return {any, {{nv, any}}};
+    }
+    MicroKernels k{emit_micro_kernel(0, cfg_.nr), {}};
+    for (int v : {1, (nv + 1) / 2})
+      if (v < nv && (k.edges.empty() || v > k.edges.back().first))
+        k.edges.emplace_back(v, emit_micro_kernel(0, 0, -1, v));
+    k.edges.emplace_back(nv, emit_micro_kernel());
+    return k;
+  }
+
   // One macro-tile's position and the operands as its slabs see them.
   struct MacroTile {
     llvm::Value *batch, *i0, *j0, *mc, *nc, *a_src, *b_src;
+    llvm::Value* jr_begin;  // column of the first micro-tile: NR - s < 0 when the first s columns are a narrow tile
   };
 
+  // Where a macro-tile's micro-tiles of B read in place start. When B streams from memory into a few rows of A
+  // (at most 8, GEMV-like) and every row of B has the same alignment, the first tile takes just the s columns up
+  // to a vector boundary, so every full tile loads whole cache lines: a GEMV over a B misaligned by 16 bytes (as
+  // malloc returns large blocks) ran 20-30% slower than over an aligned one. Where B sits in L1/L2 and feeds many
+  // rows, the extra narrow tiles cost more than split loads (256³: 199 vs 216 GFLOP/s), as they do in tiles of
+  // fewer than 4 full micro-tiles.
+  llvm::Value* first_micro_column(const TensorFields& bm, llvm::Value* b_at_j0, llvm::Value* mc, llvm::Value* nc) {
+    if (cfg_.pack_b) return i64c(0);
+    llvm::Value* address = b_.CreatePtrToInt(b_at_j0, i64_);
+    llvm::Value* s = b_.CreateAnd(b_.CreateLShr(b_.CreateSub(i64c(0), address), i64c(2)), i64c(lanes_ - 1));
+    llvm::Value* uniform =
+        b_.CreateAnd(b_.CreateICmpEQ(b_.CreateAnd(bm.rs, i64c(lanes_ - 1)), i64c(0)),
+                     b_.CreateICmpEQ(b_.CreateAnd(address, i64c(3)), i64c(0)));
+    llvm::Value* worth = b_.CreateAnd(b_.CreateICmpSLE(mc, i64c(8)), b_.CreateICmpSGE(nc, i64c(4 * cfg_.nr)));
+    llvm::Value* shift = b_.CreateAnd(uniform, b_.CreateAnd(worth, b_.CreateICmpNE(s, i64c(0))));
+    return b_.CreateSelect(shift, b_.CreateSub(s, i64c(cfg_.nr)), i64c(0));
+  }
+
   // The external entry: walks macro-tiles [begin, end); per tile, per KC slab: pack B, pack A, micro-tiles.
-  void emit_entry(llvm::Function* pack_a, llvm::Function* pack_b, llvm::Function* micro) {
+  void emit_entry(llvm::Function* pack_a, llvm::Function* pack_b, const MicroKernels& micro) {
     llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
     auto arg = fn->arg_begin();
     llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
@@ -546,6 +603,7 @@ class CpuGemmEmitter {
           tile.nc = smin(tile_n, b_.CreateSub(n, tile.j0));
           tile.a_src = gep_ab(a.data, b_.CreateMul(tile.batch, a.bs));
           tile.b_src = gep_ab(bm.data, b_.CreateMul(tile.batch, bm.bs));
+          tile.jr_begin = first_micro_column(bm, gep_ab(tile.b_src, tile.j0), tile.mc, tile.nc);
           emit_for(
               b_, i64c(0), k_slabs, i64c(1),
               [&](llvm::Value* q) {
@@ -569,8 +627,8 @@ class CpuGemmEmitter {
       for (std::int64_t jr = 0; jr < N; jr += NR) {
         const auto key = std::pair{std::min(MR, M - ir), std::min(NR, N - jr)};
         if (!variants.count(key))
-          variants[key] =
-              emit_micro_kernel(static_cast<int>(key.first), static_cast<int>(key.second), static_cast<int>(K));
+          variants[key] = emit_micro_kernel(static_cast<int>(key.first), static_cast<int>(key.second),
+                                            static_cast<int>(K), static_cast<int>((key.second + lanes_ - 1) / lanes_));
       }
     llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
     auto arg = fn->arg_begin();
@@ -602,8 +660,8 @@ class CpuGemmEmitter {
 
   void emit_slab(const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w, llvm::Value* p0,
                  llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args, llvm::Function* pack_a,
-                 llvm::Function* pack_b, llvm::Function* micro) {
-    const std::int64_t MC = cfg_.mc, MR = cfg_.mr, NR = cfg_.nr;
+                 llvm::Function* pack_b, const MicroKernels& micro) {
+    const std::int64_t MR = cfg_.mr, NR = cfg_.nr, tiles_per_row = cfg_.partial_sum_columns() / NR;
     // B is packed as Bᵀ (N rows, K deep): its row stride is B's column stride.
     if (cfg_.pack_b) b_.CreateCall(pack_b, {t.b_src, t.j0, p0, t.nc, kc, bm.cs, bm.rs, w.b});
     if (cfg_.pack_a) b_.CreateCall(pack_a, {t.a_src, t.i0, p0, t.mc, kc, a.rs, a.cs, w.a});
@@ -616,19 +674,32 @@ class CpuGemmEmitter {
               cfg_.pack_a
                   ? gep(w.a, b_.CreateMul(ir, kc))
                   : gep_ab(t.a_src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(t.i0, ir), a.rs), b_.CreateMul(p0, a.cs)));
+          // The partial sums of one row of micro-tiles are contiguous, in the order the loop below visits them.
+          llvm::Value* acc_row = b_.CreateMul(b_.CreateSDiv(ir, i64c(MR)), i64c(tiles_per_row));
           emit_for(
-              b_, i64c(0), t.nc, i64c(NR),
+              b_, t.jr_begin, t.nc, i64c(NR),
               [&](llvm::Value* jr) {
+                llvm::Value* j = smax(jr, i64c(0));
+                llvm::Value* cols = b_.CreateSub(smin(b_.CreateAdd(jr, i64c(NR)), t.nc), j);
                 llvm::Value* b_tile =
                     cfg_.pack_b ? gep_ab(w.b, b_.CreateMul(jr, packed_depth(kc)))
-                                : gep_ab(t.b_src, b_.CreateAdd(b_.CreateMul(p0, bm.rs), b_.CreateAdd(t.j0, jr)));
-                llvm::Value* acc_index =
-                    b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(MC / MR)), b_.CreateSDiv(ir, i64c(MR)));
-                b_.CreateCall(
-                    micro,
-                    {a_tile, a.rs, a.cs, b_tile, bm.rs, kc, gep(w.acc, b_.CreateMul(acc_index, i64c(MR * NR))), first,
-                     last, b_.CreateAdd(t.i0, ir), b_.CreateAdd(t.j0, jr), smin(i64c(MR), b_.CreateSub(t.mc, ir)),
-                     smin(i64c(NR), b_.CreateSub(t.nc, jr)), t.batch, args});
+                                : gep_ab(t.b_src, b_.CreateAdd(b_.CreateMul(p0, bm.rs), b_.CreateAdd(t.j0, j)));
+                llvm::Value* acc_index = b_.CreateAdd(acc_row, b_.CreateSDiv(b_.CreateSub(jr, t.jr_begin), i64c(NR)));
+                const std::vector<llvm::Value*> call_args{
+                    a_tile, a.rs, a.cs, b_tile, bm.rs, kc, gep(w.acc, b_.CreateMul(acc_index, i64c(MR * NR))),
+                    first, last, b_.CreateAdd(t.i0, ir), b_.CreateAdd(t.j0, j), smin(i64c(MR), b_.CreateSub(t.mc, ir)),
+                    cols, t.batch, args};
+                // The smallest kernel that covers the tile's vectors (an indirect call, predictable per slab).
+                if (micro.edges.size() == 1 && micro.edges[0].second == micro.full) {
+                  b_.CreateCall(micro.full, call_args);
+                } else {
+                  llvm::Value* vectors = b_.CreateSDiv(b_.CreateAdd(cols, i64c(lanes_ - 1)), i64c(lanes_));
+                  llvm::Value* callee = micro.edges.back().second;
+                  for (auto e = micro.edges.rbegin() + 1; e != micro.edges.rend(); ++e)
+                    callee = b_.CreateSelect(b_.CreateICmpSLE(vectors, i64c(e->first)), e->second, callee);
+                  callee = b_.CreateSelect(b_.CreateICmpEQ(cols, i64c(NR)), micro.full, callee);
+                  b_.CreateCall(micro.full->getFunctionType(), callee, call_args);
+                }
               },
               "jr");
         },

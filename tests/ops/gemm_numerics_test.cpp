@@ -190,6 +190,55 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
         }
 }
 
+// B read in place starts its full micro-tiles on a vector boundary of B's rows, behind a narrow first tile; edge
+// tiles run kernels narrowed to the vectors they need. Every alignment of B's first element (its row stride a
+// multiple of the vector or not), several K slabs and macro-tiles, one and two threads, against the reference.
+TEST(GemmNumerics, InPlaceBAtEveryAlignment) {
+  Runtime runtime;
+  const Target& target = runtime.target();
+  const int lanes = target.vector_lanes();
+  struct Shape {
+    std::int64_t m, n, k;
+    const char* config;  // overrides of default_for's in-place config ("" for the default itself)
+  };
+  const Shape shapes[] = {{1, 1000, 70, ""},
+                          {2, 517, 41, ""},
+                          {5, 777, 33, ""},
+                          {1, 300, 50, "nr=32,kc=8,nc=320"},
+                          {3, 1000, 37, "mr=2,nr=160,kc=16,nc=480"},
+                          {9, 700, 20, "mr=4,nr=64,kc=8,nc=256,mc=8"},
+                          {1, 33, 9, "nr=16,kc=4"}};
+  for (const Shape& s : shapes)
+    for (std::int64_t ldb : {(s.n + lanes - 1) / lanes * lanes, (s.n + lanes - 1) / lanes * lanes + lanes, s.n + 3})
+      for (int offset = 0; offset <= lanes; ++offset) {
+        std::vector<float> b_store(static_cast<std::size_t>(offset + s.k * ldb + 8),
+                                   std::numeric_limits<float>::quiet_NaN());
+        Matrix a(1, s.m, s.k, kRow, 1), d(1, s.m, s.n, kRow, 2);
+        std::mt19937 rng(static_cast<std::uint32_t>(offset * 31 + ldb));
+        a.fill_integers(rng);
+        std::uniform_int_distribution<int> dist(-3, 3);
+        for (std::int64_t r = 0; r < s.k; ++r)
+          for (std::int64_t c = 0; c < s.n; ++c)
+            b_store[static_cast<std::size_t>(offset + r * ldb + c)] = static_cast<float>(dist(rng));
+        GemmArgs g;
+        g.a = a.view;
+        g.b = Tensor::matrix(b_store.data() + offset, s.k, s.n, kRow, ldb);
+        g.d = d.view;
+        g.threads = 1 + offset % 2;
+        SCOPED_TRACE(fmt::format("{}x{}x{} '{}' ldb {} offset {} threads {}", s.m, s.n, s.k, s.config, ldb, offset,
+                                 g.threads));
+        const GemmProblem problem = runtime.describe(g);
+        CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).with_overrides(s.config);
+        config.pack_b = false;
+        config.fixed_m = config.fixed_n = config.fixed_k = 0;
+        const GemmReference ref = reference_gemm(g);
+        runtime.compile(problem, config).run(g);
+        const GemmComparison cmp = compare_gemm(ref, d.view, true);
+        ASSERT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+        ASSERT_EQ(written(d), s.m * s.n);
+      }
+}
+
 TEST(GemmNumerics, SeveralKSlabsAndMacroTiles) {
   Runtime runtime;
   // K beyond KC (partial sums through the workspace), M beyond MC, N beyond NC.
