@@ -110,10 +110,6 @@ TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
     ready[i] = candidates[i].recorded_ns >= 0 ||
                candidates[i].kernel.wait_until(deadline) == std::future_status::ready;  // late ones are left out
 
-  // Measure in interleaved rounds: each round times every new candidate once, in a fresh random order, so that a
-  // slow spell of the shared machine (another tenant's L3 or memory traffic) lands on all candidates alike instead
-  // of on the few measured during it. Memory-bound shapes swung up to 3x between consecutive runs when timed
-  // back to back.
   // Measure in interleaved rounds, each on a fresh allocation of the operands: a round times every candidate once,
   // in a new random order, so a slow spell of the shared machine lands on all candidates alike; and the median
   // over rounds is a median over physical page placements. Reading B in place, some variants' times depend on
