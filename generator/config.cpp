@@ -28,6 +28,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   c.pack_a = false;
   c.pack_b = true;
   const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
+  bool skinny = false;  // few rows of A against a B streamed in place
   if (problem.signature.a.dtype == DType::bf16) {
     // vdpbf16ps consumes K in pairs from a packed B panel; the register tile is the f32 one.
   } else if (!b_rows_contiguous) {
@@ -51,10 +52,19 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     c.mr = 1;
     c.nr = (avx512 ? 15 : 7) * lanes;
     c.pack_b = false;
+    skinny = true;
   } else if (problem.m <= 8) {
     c.mr = 2;  // 8×4096×4096: 52.4 vs 45.1
     c.nr = (avx512 ? 10 : 5) * lanes;
     c.pack_b = false;
+    skinny = true;
+  } else if (problem.m <= 32) {
+    // Once full tiles of B read in place load unmasked, streaming B beats packing it up to M = 32 as well
+    // (32×4096×4096, 1 thread: 107-114 vs 62-92 GFLOP/s packed with the 8×32 tile).
+    c.mr = 4;
+    c.nr = (avx512 ? 6 : 3) * lanes;
+    c.pack_b = false;
+    skinny = true;
   }
   // A KC×NR sliver of B shares L1 with A's MR×KC sliver; the KC×NC panel of B lives in half of L2 and MC rows of
   // micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).
@@ -64,11 +74,11 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   // the caches (2048³, 1 thread: MC 256 → 244, 512 → 250, 1024 → 256 GFLOP/s).
   c.mc = std::max(c.mr, 1024 / c.mr * c.mr);
   c.k_unroll = 4;
-  if (c.mr <= 2) {
+  if (skinny) {
     // Skinny: short K slabs over tiles as wide as N, so each row of B is read whole and B streams from memory in
     // order, while the partial sums (a row of N) stay in L1. Measured on 1 thread, ×4096×4096 (GFLOP/s):
     // M = 1: NC 3840 → N-wide 15.5 → 17.2 at KC 8 (16.8 at 16, 16.0 at 32); M = 2: 22.8 → 28 at KC 8;
-    // M = 8: 64.0 → 66.7 at KC 16 (58 at KC 8).
+    // M = 8: 64.0 → 66.7 at KC 16 (58 at KC 8); M = 32 at KC 16 above.
     c.kc = problem.m <= 2 ? 8 : 16;
     c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, 64 * c.nr));
     c.mc = 32 / c.mr * c.mr;
