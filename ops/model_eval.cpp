@@ -114,12 +114,13 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
     }
     p.configs.push_back(CpuGemmConfig::from_json(nlohmann::json::parse(r.config)));
     p.ns.push_back(r.median_ns);
-    spreads[key].push_back(r.spread);
+    // A variant timed once (dropped by the tuner as far slower than the fastest) has no spread to report.
+    if (r.samples >= 2) spreads[key].push_back(r.spread);
   }
   std::vector<RecordedProblem> out;
   for (auto& [key, p] : grouped)
     if (p.configs.size() >= 2) {
-      p.spread = quantile(spreads[key], 0.5);
+      p.spread = quantile(spreads[key], 0.5);  // NaN when no variant was timed twice
       out.push_back(std::move(p));
     }
   return out;
@@ -256,7 +257,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
   std::size_t scored_problems = 0;
   for (const auto& p : problems) {
     scored_problems += scored(p) ? 1 : 0;
-    spreads.push_back(p.spread);
+    if (!std::isnan(p.spread)) spreads.push_back(p.spread);
     space_sizes.push_back(static_cast<double>(p.configs.size()));
   }
   nlohmann::json by_family = nlohmann::json::object();

@@ -108,6 +108,24 @@ std::vector<RecordedProblem> synthetic_problems(const Target& t, int count) {
   return problems;
 }
 
+TEST(ModelEval, ANoiseFloorCountsOnlyVariantsTimedMoreThanOnce) {
+  const Target t = avx512();
+  const GemmProblem p = problem(64, 256, 128);
+  const auto space = cpu_variants(p, t);
+  ASSERT_GE(space.size(), 4u);
+  std::vector<TuningRecord> records;
+  // Two variants timed five times (spreads 2% and 4%), two dropped after one call (spread 0 by construction).
+  const std::vector<std::pair<double, int>> spread_samples{{0.02, 5}, {0.04, 5}, {0.0, 1}, {0.0, 1}};
+  for (std::size_t i = 0; i < spread_samples.size(); ++i)
+    records.push_back({space[i].to_json().dump(), "square", p.m, p.n, p.k, p.batch, p.signature.to_json().dump(),
+                       space[i].to_json().dump(), t.str(), "host", 1, 1000.0 * static_cast<double>(i + 1),
+                       spread_samples[i].first, spread_samples[i].second, "0.2.0", "2026-11-23T00:00:00Z"});
+  const auto problems = recorded_problems(records, t.str());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].configs.size(), 4u);
+  EXPECT_NEAR(problems[0].spread, 0.04, 1e-12);  // the upper median of {0.02, 0.04}, not of {0, 0, 0.02, 0.04}
+}
+
 TEST(ModelEval, RetestRegretJudgesTheFirstRunsBestByTheSecondRunsTimes) {
   const Target t = avx512();
   const auto space = cpu_variants(problem(64, 256, 128), t);
