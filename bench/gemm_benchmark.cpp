@@ -42,7 +42,14 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
   std::vector<ShapeResult> all;
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1, 1);
-  for (GemmShape s : shapes) {
+  std::vector<GemmShape> runs;
+  for (GemmShape s : shapes)
+    for (auto [a_col, b_col] : options.layouts) {
+      s.a_col = a_col;
+      s.b_col = b_col;
+      runs.push_back(s);
+    }
+  for (GemmShape s : runs) {
     s.bf16 = options.bf16;
     std::vector<float> a(static_cast<std::size_t>(s.batch * s.m * s.k)),
         b(static_cast<std::size_t>(s.batch * s.k * s.n));

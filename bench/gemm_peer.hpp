@@ -7,10 +7,14 @@
 
 namespace tessera::bench {
 
-// C[b] = A[b]·B[b] for b < batch; all row-major and packed, f32, alpha = 1, beta = 0.
+// C[b] = A[b]·B[b] for b < batch; packed, f32, alpha = 1, beta = 0; C row-major, A and B row-major unless
+// stored column-major (B column-major is x·Wᵀ with W as nn.Linear keeps it: N rows of K).
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
-  bool bf16 = false;  // A and B in bf16 (C stays f32)
+  bool bf16 = false;   // A and B in bf16 (C stays f32)
+  bool a_col = false;  // A stored column-major (leading dimension M)
+  bool b_col = false;  // B stored column-major (leading dimension K)
+  std::string layouts() const { return std::string(a_col ? "c" : "r") + (b_col ? "c" : "r"); }
   std::string label() const;
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);

@@ -24,6 +24,18 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
+// "rr,rc" → (A column-major, B column-major) pairs.
+std::vector<std::pair<bool, bool>> layout_pairs(const std::string& text) {
+  std::vector<std::pair<bool, bool>> out;
+  for (const auto& pair : split(text)) {
+    if (pair.size() != 2 || pair.find_first_not_of("rc") != std::string::npos)
+      throw tessera::InvalidArgument("--layouts", "expected pairs like rr,rc,cr,cc, got '" + pair + "'");
+    out.emplace_back(pair[0] == 'c', pair[1] == 'c');
+  }
+  if (out.empty()) throw tessera::InvalidArgument("--layouts", "no layouts given");
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,7 +59,8 @@ int main(int argc, char** argv) {
   gemm->add_option("--svg", svg_path, "write a plot to FILE");
   std::string target = "cpu", layouts_text = "rr,rc,cr,cc";
   gemm->add_option("--target", target, "cpu (default) or cuda[:sm_XX]: tessera's CUDA kernels against cuBLAS");
-  gemm->add_option("--layouts", layouts_text, "CUDA: A and B layouts to run, r(ow)/c(ol) pairs: rr,rc,cr,cc");
+  CLI::Option* layouts_option = gemm->add_option(
+      "--layouts", layouts_text, "A and B layouts to run, r(ow)/c(ol) pairs (CUDA default rr,rc,cr,cc; CPU rr)");
   CLI::App* fusion = app.add_subcommand("fusion", "gelu(acc + bias[n]) fused vs plain vs oneDNN (fused and split)");
   fusion->add_option("--shapes", shapes_text, "MxNxK,...")->required();
   fusion->add_option("--threads", threads_text, "comma-separated thread counts");
@@ -82,13 +95,9 @@ int main(int argc, char** argv) {
       if (!parsed || *parsed == tessera::DType::i8 || *parsed == tessera::DType::i32)
         throw tessera::InvalidArgument("--dtype", "must be f16, bf16, tf32 or f32");
       cuda.dtype = *parsed;
-      for (const auto& pair : split(layouts_text)) {
-        if (pair.size() != 2 || pair.find_first_not_of("rc") != std::string::npos)
-          throw tessera::InvalidArgument("--layouts", "expected pairs like rr,rc,cr,cc, got '" + pair + "'");
-        const auto layout = [](char c) {
-          return c == 'r' ? tessera::Layout::row_major() : tessera::Layout::col_major();
-        };
-        cuda.layouts.emplace_back(layout(pair[0]), layout(pair[1]));
+      for (auto [a_col, b_col] : layout_pairs(layouts_text)) {
+        const auto layout = [](bool col) { return col ? tessera::Layout::col_major() : tessera::Layout::row_major(); };
+        cuda.layouts.emplace_back(layout(a_col), layout(b_col));
       }
       try {
         const auto report =
@@ -104,6 +113,7 @@ int main(int argc, char** argv) {
     }
     if (dtype != "f32" && dtype != "bf16") throw tessera::InvalidArgument("--dtype", "must be f32 or bf16");
     options.bf16 = dtype == "bf16";
+    options.layouts = layout_pairs(layouts_option->count() ? layouts_text : "rr");
     options.peers = peers_text == "none" ? std::vector<std::string>{} : split(peers_text);
     for (const auto& t : split(threads_text)) {
       try {

@@ -105,6 +105,7 @@ nlohmann::json to_json(const std::vector<ShapeResult>& results, const std::strin
                     {"n", r.shape.n},
                     {"k", r.shape.k},
                     {"batch", r.shape.batch},
+                    {"layouts", r.shape.layouts()},
                     {"threads", r.threads},
                     {"peers", peers},
                     {"best_peer", r.best_peer},

@@ -15,7 +15,9 @@ std::vector<GemmShape> converted(const std::vector<SuiteShape>& shapes) {
 }  // namespace
 
 std::string GemmShape::label() const {
-  return batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", m, n, k, batch);
+  const std::string dims =
+      batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", m, n, k, batch);
+  return a_col || b_col ? dims + ":" + layouts() : dims;
 }
 
 std::vector<GemmShape> load_suite(const std::string& path_or_name) {

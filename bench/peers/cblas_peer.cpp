@@ -10,7 +10,7 @@ namespace tessera::bench {
 
 namespace {
 
-enum { kRowMajor = 101, kNoTrans = 111 };
+enum { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 using SetThreadsFn = void (*)(int);
 using SetThreadsLongFn = void (*)(long);
@@ -55,8 +55,9 @@ class CblasPeer final : public GemmPeer {
   void run() override {
     const int m = static_cast<int>(shape_.m), n = static_cast<int>(shape_.n), k = static_cast<int>(shape_.k);
     for (std::int64_t i = 0; i < shape_.batch; ++i)
-      sgemm_(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a_ + i * shape_.m * shape_.k, k,
-             b_ + i * shape_.k * shape_.n, n, 0.0f, c_ + i * shape_.m * shape_.n, n);
+      sgemm_(kRowMajor, shape_.a_col ? kTrans : kNoTrans, shape_.b_col ? kTrans : kNoTrans, m, n, k, 1.0f,
+             a_ + i * shape_.m * shape_.k, shape_.a_col ? m : k, b_ + i * shape_.k * shape_.n, shape_.b_col ? k : n,
+             0.0f, c_ + i * shape_.m * shape_.n, n);
   }
 
   std::string details() const override { return core_.empty() ? "" : "core " + core_; }

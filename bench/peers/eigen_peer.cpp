@@ -26,9 +26,18 @@ class EigenPeer final : public GemmPeer {
     Eigen::setNbThreads(threads_);
     const GemmShape& s = shape_;
     for (std::int64_t i = 0; i < s.batch; ++i) {
-      Eigen::Map<const RowMatrix> a(a_ + i * s.m * s.k, s.m, s.k), b(b_ + i * s.k * s.n, s.k, s.n);
       Eigen::Map<RowMatrix> c(c_ + i * s.m * s.n, s.m, s.n);
-      c.noalias() = a * b;
+      // A column-major matrix is the transpose of a row-major one with the dimensions swapped.
+      Eigen::Map<const RowMatrix> a(a_ + i * s.m * s.k, s.a_col ? s.k : s.m, s.a_col ? s.m : s.k),
+          b(b_ + i * s.k * s.n, s.b_col ? s.n : s.k, s.b_col ? s.k : s.n);
+      if (s.a_col && s.b_col)
+        c.noalias() = a.transpose() * b.transpose();
+      else if (s.a_col)
+        c.noalias() = a.transpose() * b;
+      else if (s.b_col)
+        c.noalias() = a * b.transpose();
+      else
+        c.noalias() = a * b;
     }
   }
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tessera-bench on the CPU over every layout pair: each peer computes the same product on the same buffers and the
+# benchmark exits 1 if one disagrees with tessera, so four independent libraries check tessera's transposed paths
+# (edge shapes, a batch). Bad --layouts must be a clear error (exit 2) that writes no JSON.
+set -u
+bench=${1:?usage: bench_cpu_test.sh path/to/tessera-bench}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$bench" gemm --shapes 37x70x45,130x33x300x3 --layouts rr,rc,cr,cc --peers onednn,openblas,blis,eigen \
+  --threads 1,2 --repeat 1 --sample-ms 1 --settle-ms 0 --json "$tmp/out.json" >"$tmp/log" 2>&1 ||
+  fail "exit $?: $(cat "$tmp/log")"
+python3 - "$tmp/out.json" <<'PY' || fail "report: $(cat "$tmp/log")"
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+assert len(rows) == 2 * 4 * 2, len(rows)
+assert {r["layouts"] for r in rows} == {"rr", "rc", "cr", "cc"}
+for r in rows:
+    compared = [p for p in r["peers"].values() if "agrees_with_tessera" in p]
+    assert len(compared) >= 3, r["shape"]
+    assert all(p["agrees_with_tessera"] for p in compared), r["shape"]
+    assert r["shape"].endswith(":" + r["layouts"]) == (r["layouts"] != "rr"), r["shape"]
+PY
+
+out=$("$bench" gemm --shapes 64x64x64 --layouts rt --peers none --json "$tmp/bad.json" 2>&1)
+code=$?
+[[ $code -eq 2 && $out == *"--layouts"* && ! -e $tmp/bad.json ]] || fail "bad --layouts: exit $code, $out"
+echo ok
