@@ -11,11 +11,18 @@ namespace tessera {
 
 namespace {
 constexpr std::int64_t kMaxWorkspaceBytes = 256 << 20;
+constexpr std::int64_t kMaxVectorLanes = 16;  // f32 lanes of the widest ISA (AVX-512)
 
 int round_down(std::int64_t value, int multiple) {
   return static_cast<int>(std::max<std::int64_t>(multiple, value / multiple * multiple));
 }
 }  // namespace
+
+bool dot_kernel_fits(const GemmProblem& problem) {
+  const GemmSignature& s = problem.signature;
+  return s.a.dtype == DType::f32 && s.a.layout.kind() == LayoutKind::RowMajor &&
+         s.b.layout.kind() == LayoutKind::ColMajor && problem.m >= 1 && problem.m <= 64;
+}
 
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Target& target) {
   CpuGemmConfig c;
@@ -29,6 +36,21 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   c.pack_b = true;
   const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
   bool skinny = false;  // few rows of A against a B streamed in place
+  if (dot_kernel_fits(problem)) {
+    // x·Wᵀ with few rows: dot products along K beat packing B's columns into rows up to M = 64 (1 thread,
+    // ×4096×4096, GFLOP/s: M = 16 88 vs 63, 32 121 vs 47, 64 146 vs 129; M = 128 126 vs 136).
+    c.dot = true;
+    c.pack_a = c.pack_b = false;
+    // M = 32: 4×6 121, 3×8 121, 5×5 108, 4×4 97, 2×8 97, 2×12 84, 8×2 62 at KC 4096; M = 8: 2×8 71, 1×8 51.
+    c.mr = problem.m >= 12 && avx512 ? 4 : problem.m >= 2 ? 2 : 1;
+    c.nr = problem.m >= 12 && avx512 ? 6 : problem.m >= 2 && !avx512 ? 5 : 8;  // AVX2 has 16 registers
+    c.k_unroll = 2;
+    // Up to M = 8, B streams once whatever KC; a deeper slab saves the partial sums (1×4096²: 14.2 vs 9.8).
+    c.kc = problem.m <= 8 ? 4096 : 1024;
+    c.mc = static_cast<int>((problem.m + c.mr - 1) / c.mr * c.mr);
+    c.nc = 240;  // a multiple of 6 and 8; 17 column tiles for N = 4096 to share among threads
+    return c;
+  }
   if (problem.signature.a.dtype == DType::bf16) {
     // vdpbf16ps consumes K in pairs from a packed B panel; the register tile is the f32 one.
   } else if (!b_rows_contiguous) {
@@ -117,19 +139,25 @@ CpuGemmConfig CpuGemmConfig::with_overrides(const std::string& text) const {
       c.fixed_n = value;
     else if (key == "fixed_k")
       c.fixed_k = value;
+    else if (key == "dot")
+      c.dot = value != 0;
     else
       throw InvalidArgument(
           "config",
-          "unknown key '" + key + "' (mr, nr, kc, mc, nc, k_unroll, pack_a, pack_b, fixed_m, fixed_n, fixed_k)");
+          "unknown key '" + key + "' (mr, nr, kc, mc, nc, k_unroll, pack_a, pack_b, fixed_m, fixed_n, fixed_k, dot)");
   }
   return c;
 }
 
 nlohmann::json CpuGemmConfig::to_json() const {
-  return {{"mr", mr},           {"nr", nr},          {"kc", kc},
-          {"mc", mc},           {"nc", nc},          {"k_unroll", k_unroll},
-          {"pack_a", pack_a},   {"pack_b", pack_b},  {"fixed_m", fixed_m},
-          {"fixed_n", fixed_n}, {"fixed_k", fixed_k}};
+  nlohmann::json j = {{"mr", mr},           {"nr", nr},          {"kc", kc},
+                      {"mc", mc},           {"nc", nc},          {"k_unroll", k_unroll},
+                      {"pack_a", pack_a},   {"pack_b", pack_b},  {"fixed_m", fixed_m},
+                      {"fixed_n", fixed_n}, {"fixed_k", fixed_k}};
+  // Only when set: the configs (and so the spec hashes of tuning records and cached kernels) from before dot
+  // kernels existed stay what they were.
+  if (dot) j["dot"] = true;
+  return j;
 }
 
 CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
@@ -145,12 +173,15 @@ CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
   c.fixed_m = j.at("fixed_m").get<int>();
   c.fixed_n = j.at("fixed_n").get<int>();
   c.fixed_k = j.at("fixed_k").get<int>();
+  c.dot = j.value("dot", false);
   return c;
 }
 
 std::int64_t CpuGemmConfig::workspace_bytes() const {
+  // A dot kernel's partial sums are whole vectors per output (summed across lanes at the end).
+  const std::int64_t partial_sums = std::int64_t{mc} * partial_sum_columns() * (dot ? kMaxVectorLanes : 1);
   const std::int64_t floats =
-      (pack_a ? std::int64_t{mc} * kc : 0) + (pack_b ? std::int64_t{kc} * nc : 0) + std::int64_t{mc} * partial_sum_columns();
+      (pack_a ? std::int64_t{mc} * kc : 0) + (pack_b ? std::int64_t{kc} * nc : 0) + partial_sums;
   return floats * 4 + 3 * 64;  // each region starts on a cache line
 }
 
@@ -183,15 +214,30 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& targ
 
   const int lanes = target.vector_lanes();
   if (c.mr < 1 || c.mr > 32) fail(fmt::format("MR ({}) must be in 1..32", c.mr));
-  if (c.nr < lanes || c.nr % lanes != 0)
-    fail(fmt::format("NR ({}) must be a positive multiple of the vector width ({}) on {}", c.nr, lanes, target.str()));
-  const int vectors = c.nr / lanes;
-  const int registers = c.mr * vectors + vectors + 1;
-  if (registers > target.vector_registers())
-    fail(
-        fmt::format("MR×NR register tile {}x{} needs {} vector registers ({} accumulators + {} B + 1 broadcast), "
-                    "{} has {}",
-                    c.mr, c.nr, registers, c.mr * vectors, vectors, target.str(), target.vector_registers()));
+  if (c.dot) {
+    if (c.nr < 1 || c.nr > lanes)
+      fail(fmt::format("NR ({}) of a dot kernel must be in 1..{} (one lane of the result per column)", c.nr, lanes));
+    const int registers = c.mr * c.nr + c.mr + 1;
+    if (registers > target.vector_registers())
+      fail(fmt::format("dot tile {}x{} needs {} vector registers ({} accumulators + {} A + 1 B), {} has {}", c.mr,
+                       c.nr, registers, c.mr * c.nr, c.mr, target.str(), target.vector_registers()));
+    if (s.a.dtype != DType::f32) fail("dot kernels are f32");
+    if (s.a.layout.kind() != LayoutKind::RowMajor || s.b.layout.kind() != LayoutKind::ColMajor)
+      fail(fmt::format("a dot kernel reads A and B along K: row-major A and column-major B, not {} and {}",
+                       s.a.layout.name(), s.b.layout.name()));
+    if (c.pack_a || c.pack_b || c.fixed()) fail("a dot kernel packs nothing and has runtime sizes");
+  } else {
+    if (c.nr < lanes || c.nr % lanes != 0)
+      fail(fmt::format("NR ({}) must be a positive multiple of the vector width ({}) on {}", c.nr, lanes,
+                       target.str()));
+    const int vectors = c.nr / lanes;
+    const int registers = c.mr * vectors + vectors + 1;
+    if (registers > target.vector_registers())
+      fail(
+          fmt::format("MR×NR register tile {}x{} needs {} vector registers ({} accumulators + {} B + 1 broadcast), "
+                      "{} has {}",
+                      c.mr, c.nr, registers, c.mr * vectors, vectors, target.str(), target.vector_registers()));
+  }
   if (c.kc < 1 || c.kc > 4096) fail(fmt::format("KC ({}) must be in 1..4096", c.kc));
   if (c.k_unroll != 1 && c.k_unroll != 2 && c.k_unroll != 4 && c.k_unroll != 8)
     fail(fmt::format("K unroll ({}) must be 1, 2, 4 or 8", c.k_unroll));
@@ -205,7 +251,7 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const Target& targ
     if (c.kc < c.fixed_k) fail(fmt::format("a fixed-size kernel is one K slab: KC ({}) >= K ({})", c.kc, c.fixed_k));
     if (s.a.dtype != DType::f32) fail("fixed-size kernels are f32");
   }
-  if (!c.pack_b && s.b.layout.kind() != LayoutKind::RowMajor)
+  if (!c.pack_b && !c.dot && s.b.layout.kind() != LayoutKind::RowMajor)
     fail(fmt::format("unpacked B needs row-major B (NR contiguous columns per row), not {}", s.b.layout.name()));
   if (c.workspace_bytes() > kMaxWorkspaceBytes)
     fail(fmt::format("workspace of {} bytes for MC={}, NC={}, KC={} exceeds {} bytes", c.workspace_bytes(), c.mc, c.nc,

@@ -28,6 +28,10 @@ struct CpuGemmConfig {
   // with edge masks and K resolved at generation time, LIBXSMM-style; it runs only that M×N×K (any batch).
   int fixed_m = 0, fixed_n = 0, fixed_k = 0;
   bool fixed() const { return fixed_m > 0; }
+  // A dot-product kernel for A·Bᵀ with few rows (x·Wᵀ, as nn.Linear stores W): row-major A and column-major B
+  // both contiguous along K, vectorised along K; MR rows × NR columns (NR ≤ the vector width) of accumulator
+  // vectors, summed across lanes once per tile. Nothing is packed; the partial sums of K slabs stay vectors.
+  bool dot = false;
 
   // The default for a problem on a target, derived from the ISA and the cache sizes.
   static CpuGemmConfig default_for(const GemmProblem& problem, const Target& target);
@@ -39,9 +43,12 @@ struct CpuGemmConfig {
   std::int64_t workspace_bytes() const;
   // Columns of the partial-sum tile: NC, and one micro-tile more when B is read in place, whose first micro-tile
   // may be a narrow one that ends on a vector boundary of B.
-  std::int64_t partial_sum_columns() const { return pack_b ? nc : std::int64_t{nc} + nr; }
+  std::int64_t partial_sum_columns() const { return pack_b || dot ? nc : std::int64_t{nc} + nr; }
   friend bool operator==(const CpuGemmConfig&, const CpuGemmConfig&) = default;
 };
+
+// Whether a problem is one for a dot kernel: A·Bᵀ, row-major A of at most 64 rows, column-major B, f32.
+bool dot_kernel_fits(const GemmProblem& problem);
 
 // Accepts the triple or throws one ConfigError naming the violated rule.
 void validate(const GemmSignature& signature, const CpuGemmConfig& config, const Target& target);

@@ -65,10 +65,21 @@ class CpuGemmEmitter {
     llvm::Function* pack_a = emit_pack("pack_a", cfg_.mr, a_unit_rows, !bf16_ && is_constant(sig_.a.layout.col_stride("a"), 1));
     llvm::Function* pack_b = bf16_ ? emit_pack_b_pairs()
                                    : emit_pack("pack_b", cfg_.nr, b_unit_cols, is_constant(sig_.b.layout.row_stride("b"), 1));
-    if (cfg_.fixed())
+    if (cfg_.fixed()) {
       emit_fixed_entry();
-    else
-      emit_entry(pack_a, pack_b, emit_micro_kernels());
+    } else if (cfg_.dot) {
+      llvm::Function* dot = emit_dot_kernel();
+      emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
+                     llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args) {
+        emit_dot_slab(t, a, bm, w, p0, kc, first, last, args, dot);
+      });
+    } else {
+      const MicroKernels micro = emit_micro_kernels();
+      emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
+                     llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args) {
+        emit_slab(t, a, bm, w, p0, kc, first, last, args, pack_a, pack_b, micro);
+      });
+    }
     std::string error;
     llvm::raw_string_ostream os(error);
     if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_llvm produced invalid IR: " + error);
@@ -629,7 +640,7 @@ class CpuGemmEmitter {
   // rows, the extra narrow tiles cost more than split loads (256³: 199 vs 216 GFLOP/s), as they do in tiles of
   // fewer than 4 full micro-tiles.
   llvm::Value* first_micro_column(const TensorFields& bm, llvm::Value* b_at_j0, llvm::Value* mc, llvm::Value* nc) {
-    if (cfg_.pack_b) return i64c(0);
+    if (cfg_.pack_b || cfg_.dot) return i64c(0);
     llvm::Value* address = b_.CreatePtrToInt(b_at_j0, i64_);
     llvm::Value* s = b_.CreateAnd(b_.CreateLShr(b_.CreateSub(i64c(0), address), i64c(2)), i64c(lanes_ - 1));
     llvm::Value* uniform =
@@ -640,8 +651,9 @@ class CpuGemmEmitter {
     return b_.CreateSelect(shift, b_.CreateSub(s, i64c(cfg_.nr)), i64c(0));
   }
 
-  // The external entry: walks macro-tiles [begin, end); per tile, per KC slab: pack B, pack A, micro-tiles.
-  void emit_entry(llvm::Function* pack_a, llvm::Function* pack_b, const MicroKernels& micro) {
+  // The external entry: walks macro-tiles [begin, end); per tile, per KC slab: `slab` (pack B, pack A, micro-tiles).
+  template <class Slab>
+  void emit_entry(const Slab& slab) {
     llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
     auto arg = fn->arg_begin();
     llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
@@ -683,7 +695,7 @@ class CpuGemmEmitter {
                 llvm::Value* kc = smin(i64c(KC), b_.CreateSub(k, p0));
                 llvm::Value* first = b_.CreateICmpEQ(q, i64c(0));
                 llvm::Value* last = b_.CreateICmpEQ(q, b_.CreateSub(k_slabs, i64c(1)));
-                emit_slab(tile, a, bm, w, p0, kc, first, last, args, pack_a, pack_b, micro);
+                slab(tile, a, bm, w, p0, kc, first, last, args);
               },
               "slab");
         },
@@ -776,6 +788,133 @@ class CpuGemmEmitter {
               "jr");
         },
         "ir");
+  }
+
+  // The dot tile: acc[r][c] += A[row r, p : p+lanes] · B[p : p+lanes, col c] over kc, lanes along K; between K
+  // slabs the partial sums are saved as vectors; on the last slab each accumulator is summed across its lanes into
+  // lane c of row r's result, which the epilogue stores like a micro-tile of one vector per row (cols ≤ NR ≤ lanes).
+  // Arguments as the micro-kernel's, with B's column stride where that has B's row stride.
+  llvm::Function* emit_dot_kernel() {
+    llvm::Function* fn = make_function(
+        "dot_kernel", b_.getVoidTy(),
+        {ptr_, i64_, i64_, ptr_, i64_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_},
+        false);
+    auto arg = fn->arg_begin();
+    llvm::Value *ap = arg++, *a_rs = arg++;
+    ++arg;  // A's column stride: 1 (row-major A is required)
+    llvm::Value *bp = arg++, *b_cs = arg++, *kc = arg++, *acc_tile = arg++, *first = arg++, *last = arg++,
+                *row0 = arg++, *col0 = arg++, *rows = arg++, *cols = arg++, *batch = arg++, *args = arg++;
+    const int mr = cfg_.mr, nr = cfg_.nr;
+    // Rows past the edge read the last valid row, columns the last valid column: their sums are never stored.
+    std::vector<llvm::Value*> a_rows, b_cols;
+    for (int r = 0; r < mr; ++r)
+      a_rows.push_back(gep(ap, b_.CreateMul(smin(i64c(r), b_.CreateSub(rows, i64c(1))), a_rs)));
+    for (int c = 0; c < nr; ++c)
+      b_cols.push_back(gep(bp, b_.CreateMul(smin(i64c(c), b_.CreateSub(cols, i64c(1))), b_cs)));
+    const auto tile_ptr = [&](int i) { return gep(acc_tile, i64c(static_cast<std::int64_t>(i) * lanes_)); };
+
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    llvm::BasicBlock* resume = llvm::BasicBlock::Create(ctx_, "resume", fn);
+    llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+    b_.CreateCondBr(first, start, resume);
+    b_.SetInsertPoint(resume);
+    LoopValues saved;
+    for (int i = 0; i < mr * nr; ++i) saved.push_back(b_.CreateAlignedLoad(vec_, tile_ptr(i), llvm::Align(4)));
+    b_.CreateBr(start);
+    b_.SetInsertPoint(start);
+    LoopValues acc;
+    for (llvm::Value* value : saved) {
+      llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
+      phi->addIncoming(llvm::Constant::getNullValue(vec_), entry);
+      phi->addIncoming(value, resume);
+      acc.push_back(phi);
+    }
+    const auto step = [&](llvm::Value* p, LoopValues values, llvm::Value* mask) {
+      std::vector<llvm::Value*> av;
+      for (int r = 0; r < mr; ++r) av.push_back(load_masked(gep(a_rows[r], p), mask));
+      for (int c = 0; c < nr; ++c) {
+        llvm::Value* bv = load_masked(gep(b_cols[c], p), mask);
+        for (int r = 0; r < mr; ++r) {
+          auto& slot = values[static_cast<std::size_t>(r * nr + c)];
+          slot = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {av[r], bv, slot});
+        }
+      }
+      return values;
+    };
+    llvm::Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_));
+    const std::int64_t unrolled = static_cast<std::int64_t>(lanes_) * cfg_.k_unroll;
+    llvm::Value* k_unrolled = b_.CreateAnd(kc, i64c(~(unrolled - 1)));
+    llvm::Value* k_vectors = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(lanes_ - 1)));
+    acc = emit_for(
+        b_, i64c(0), k_unrolled, i64c(unrolled), acc,
+        [&](llvm::Value* p, const LoopValues& carried) {
+          LoopValues values = carried;
+          for (int u = 0; u < cfg_.k_unroll; ++u) values = step(b_.CreateAdd(p, i64c(u * lanes_)), values, all);
+          return values;
+        },
+        "k");
+    acc = emit_for(
+        b_, k_unrolled, k_vectors, i64c(lanes_), acc,
+        [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried, all); }, "k.vectors");
+    // The last K % lanes: one masked step, or none.
+    acc = emit_for(
+        b_, k_vectors, kc, i64c(lanes_), acc,
+        [&](llvm::Value* p, const LoopValues& carried) {
+          return step(p, carried, lane_mask(lanes_, b_.CreateSub(kc, p)));
+        },
+        "k.tail");
+
+    llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
+    llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
+    b_.CreateCondBr(last, epilogue, save);
+    b_.SetInsertPoint(save);
+    for (int i = 0; i < mr * nr; ++i)
+      b_.CreateAlignedStore(acc[static_cast<std::size_t>(i)], tile_ptr(i), llvm::Align(4));
+    b_.CreateRetVoid();
+
+    b_.SetInsertPoint(epilogue);
+    LoopValues sums;
+    for (int r = 0; r < mr; ++r) {
+      llvm::Value* row = llvm::Constant::getNullValue(vec_);
+      for (int c = 0; c < nr; ++c) {
+        auto* sum = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(
+            llvm::ConstantFP::getNegativeZero(f32_), acc[static_cast<std::size_t>(r * nr + c)]));
+        sum->setHasAllowReassoc(true);  // a tree across lanes, not lane 0 + lane 1 + ...
+        row = b_.CreateInsertElement(row, sum, static_cast<std::uint64_t>(c));
+      }
+      sums.push_back(row);
+    }
+    emit_epilogue(args, sums, row0, col0, rows, cols, batch);
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  // A KC slab of a dot kernel's macro-tile. Columns outer: the KC-deep sliver of NR columns of B stays in L1 while
+  // every row of the tile passes over it (B, the large operand of x·Wᵀ, streams from memory once per slab).
+  void emit_dot_slab(const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
+                     llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args,
+                     llvm::Function* dot) {
+    const std::int64_t MR = cfg_.mr, NR = cfg_.nr, tiles_per_column = cfg_.mc / MR;
+    emit_for(
+        b_, i64c(0), t.nc, i64c(NR),
+        [&](llvm::Value* jr) {
+          llvm::Value* j = b_.CreateAdd(t.j0, jr);
+          llvm::Value* b_tile = gep_ab(t.b_src, b_.CreateAdd(b_.CreateMul(j, bm.cs), b_.CreateMul(p0, bm.rs)));
+          llvm::Value* acc_column = b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(tiles_per_column));
+          emit_for(
+              b_, i64c(0), t.mc, i64c(MR),
+              [&](llvm::Value* ir) {
+                llvm::Value* i = b_.CreateAdd(t.i0, ir);
+                llvm::Value* a_tile = gep_ab(t.a_src, b_.CreateAdd(b_.CreateMul(i, a.rs), b_.CreateMul(p0, a.cs)));
+                llvm::Value* acc_index = b_.CreateAdd(acc_column, b_.CreateSDiv(ir, i64c(MR)));
+                b_.CreateCall(dot, {a_tile, a.rs, a.cs, b_tile, bm.cs, kc,
+                                    gep(w.acc, b_.CreateMul(acc_index, i64c(MR * NR * lanes_))), first, last, i, j,
+                                    smin(i64c(MR), b_.CreateSub(t.mc, ir)), smin(i64c(NR), b_.CreateSub(t.nc, jr)),
+                                    t.batch, args});
+              },
+              "ir");
+        },
+        "jr");
   }
 
   const KernelSpec& spec_;

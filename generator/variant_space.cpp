@@ -30,6 +30,18 @@ std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& p, const Target& targ
   if (valid(s, base, target)) out.push_back(base);
   const int lanes = target.vector_lanes();
   const bool bf16 = s.a.dtype == DType::bf16;
+  if (base.dot) {
+    // Dot kernels only: the tiles around default_for's, one and several K slabs. (The shipped model was trained
+    // on the other kernels; among these it ranks by the raw tile parameters.)
+    for (auto [mr, nr] : {std::pair{1, 8}, {2, 8}, {3, 8}, {4, 4}, {4, 6}, {5, 5}})
+      for (int kc : {256, 1024, 4096}) {
+        CpuGemmConfig c = base;
+        c.mr = mr, c.nr = nr, c.kc = kc;
+        c.mc = static_cast<int>((p.m + mr - 1) / mr * mr);
+        if (valid(s, c, target)) add_unique(out, c);
+      }
+    return out;
+  }
   const std::vector<int> mrs = {1, 2, 4, 6, 8, 12};
   std::vector<int> vector_counts = {1, 2, 3, 4};
   if (p.m <= 8) vector_counts.insert(vector_counts.end(), {10, 15});  // wide GEMV-like tiles

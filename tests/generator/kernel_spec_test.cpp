@@ -157,7 +157,47 @@ TEST(Validate, DefaultConfigIsValidOnEveryIsa) {
     t.isa = isa;
     const GemmProblem p;
     EXPECT_NO_THROW(validate(p.signature, CpuGemmConfig::default_for(p, t), t)) << t.str();
+    // x·Wᵀ shapes get dot kernels, whose tile must fit each ISA's registers.
+    for (std::int64_t m : {1, 2, 8, 12, 32, 64, 65}) {
+      GemmProblem xw;
+      xw.m = m, xw.n = 4096, xw.k = 4096;
+      xw.signature.b.layout = Layout::col_major();
+      const CpuGemmConfig c = CpuGemmConfig::default_for(xw, t);
+      EXPECT_EQ(c.dot, m <= 64) << m;
+      EXPECT_NO_THROW(validate(xw.signature, c, t)) << t.str() << " M " << m;
+    }
   }
+}
+
+TEST(Validate, DotKernelRules) {
+  GemmSignature s;
+  s.b.layout = Layout::col_major();
+  CpuGemmConfig c;
+  c.dot = true, c.pack_a = c.pack_b = false, c.mr = 4, c.nr = 6, c.mc = 32, c.nc = 240, c.kc = 1024;
+  const Target t = avx512_target();
+  EXPECT_NO_THROW(validate(s, c, t));
+  const auto rule = [&](CpuGemmConfig x, GemmSignature sig) -> std::string {
+    try {
+      validate(sig, x, t);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  CpuGemmConfig x = c;
+  x.nr = 17;
+  EXPECT_EQ(rule(x, s), "NR (17) of a dot kernel must be in 1..16 (one lane of the result per column)");
+  x = c;
+  x.mr = 5, x.nr = 6, x.mc = 30;
+  EXPECT_EQ(rule(x, s), "dot tile 5x6 needs 36 vector registers (30 accumulators + 5 A + 1 B), cpu:avx512 has 32");
+  GemmSignature row_b;
+  EXPECT_EQ(rule(c, row_b), "a dot kernel reads A and B along K: row-major A and column-major B, not row and row");
+  x = c;
+  x.pack_b = true;
+  EXPECT_EQ(rule(x, s), "a dot kernel packs nothing and has runtime sizes");
+  // A dot config survives JSON; a config without one serialises as before dot kernels existed.
+  EXPECT_EQ(CpuGemmConfig::from_json(c.to_json()), c);
+  EXPECT_FALSE(CpuGemmConfig{}.to_json().contains("dot"));
 }
 
 }  // namespace

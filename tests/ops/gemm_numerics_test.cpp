@@ -178,6 +178,7 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
             Operands ops(t, 3);
             GemmProblem problem = runtime.describe(ops.args);
             CpuGemmConfig config = CpuGemmConfig::default_for(problem, target);
+            config.dot = false;  // the packing kernels, also where default_for picks a dot kernel
             config.pack_a = pack_a;
             config.pack_b = pack_b;
             config.kc = 64;  // several K slabs even for these sizes
@@ -195,6 +196,44 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
             EXPECT_EQ(written(ops.d), m * n);
           }
         }
+}
+
+// Dot kernels (A·Bᵀ, K along the vector lanes): every tile of the variant space, one and several K slabs with a
+// masked K tail, rows and columns past the tile edges, batches, two threads, an epilogue with a bias, against the
+// reference.
+TEST(GemmNumerics, DotKernelsAreExact) {
+  Runtime runtime;
+  const Target& target = runtime.target();
+  int i = 0;
+  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+           {1, 70, 300}, {7, 33, 17}, {13, 100, 129}, {64, 31, 1000}, {5, 1, 0}, {40, 257, 33}}) {
+    for (auto [mr, nr] : {std::pair{1, 8}, {2, 8}, {3, 8}, {4, 4}, {4, 6}, {5, 5}}) {
+      Case t{m, n, k, 1 + i % 3};
+      t.lb = kCol;
+      t.ld = i % 2 ? kRow : kCol;
+      t.threads = 1 + i % 2;
+      t.beta = i % 2 ? 0.5f : 0;
+      if (i % 4 == 3) t.epilogue = "relu(alpha*acc + bias[n])";
+      ++i;
+      SCOPED_TRACE(fmt::format("{} dot {}x{}", t.describe(), mr, nr));
+      Operands ops(t, 7);
+      const GemmProblem problem = runtime.describe(ops.args);
+      ASSERT_TRUE(dot_kernel_fits(problem));
+      CpuGemmConfig config = CpuGemmConfig::default_for(problem, target);
+      config.dot = true;
+      config.pack_a = config.pack_b = false;
+      config.fixed_m = config.fixed_n = config.fixed_k = 0;
+      config.mr = mr, config.nr = nr;
+      config.kc = i % 3 == 0 ? 4096 : 64;  // one slab, or many
+      config.mc = 2 * mr;                  // several macro-tiles down M
+      config.nc = 4 * nr;                  // and across N
+      const GemmReference ref = reference_gemm(ops.args);
+      runtime.compile(problem, config).run(ops.args);
+      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+      EXPECT_EQ(written(ops.d), t.batch * m * n);
+    }
+  }
 }
 
 // B read in place starts its full micro-tiles on a vector boundary of B's rows, behind a narrow first tile; edge
