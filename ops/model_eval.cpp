@@ -174,6 +174,33 @@ nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const st
           {"by_family", families}};
 }
 
+nlohmann::json twin_variant_spread(const std::vector<RecordedProblem>& problems) {
+  std::vector<double> spreads;
+  for (const auto& p : problems) {
+    // The config as its kernel runs this problem: blocks clipped to the (tile-rounded) problem.
+    std::map<std::string, std::pair<double, double>> groups;  // work key → (fastest, slowest)
+    std::map<std::string, int> members;
+    for (std::size_t i = 0; i < p.configs.size(); ++i) {
+      CpuGemmConfig c = p.configs[i];
+      const auto round_up = [](std::int64_t x, int to) { return static_cast<int>((x + to - 1) / to * to); };
+      c.kc = std::min<std::int64_t>(c.kc, std::max<std::int64_t>(round_up(p.problem.k, 2), 2));
+      c.mc = std::min(c.mc, round_up(p.problem.m, c.mr));
+      c.nc = std::min(c.nc, round_up(p.problem.n, c.nr));
+      const std::string key = c.to_json().dump();
+      auto [it, fresh] = groups.try_emplace(key, p.ns[i], p.ns[i]);
+      it->second.first = std::min(it->second.first, p.ns[i]);
+      it->second.second = std::max(it->second.second, p.ns[i]);
+      ++members[key];
+    }
+    for (const auto& [key, times] : groups)
+      if (members[key] >= 2) spreads.push_back(times.second / times.first - 1.0);
+  }
+  return {{"groups", spreads.size()},
+          {"spread_median", quantile(spreads, 0.5)},
+          {"spread_p90", quantile(spreads, 0.9)},
+          {"spread_max", quantile(spreads, 1.0)}};
+}
+
 nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems, const std::string& split,
                                     const Target& target, const TrainingOptions& options,
                                     const std::vector<RecordedProblem>& retest,
@@ -284,6 +311,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                            return w;
                          }()}};
   if (!retest.empty()) report["retest"] = retest_regret(problems, retest);
+  report["twin_variants"] = twin_variant_spread(problems);
   return report;
 }
 

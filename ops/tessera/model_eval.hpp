@@ -46,4 +46,10 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
 // problem in `first`, judged by `second`'s times (variants measured in both).
 nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const std::vector<RecordedProblem>& second);
 
+// {"groups", "spread_median", "spread_p90", "spread_max"}: within each problem, variants that do identical work
+// (they differ only in cache blocks larger than the problem: one K slab, one macro-tile), grouped, and each group's
+// slowest / fastest − 1. A noise probe from the records alone: a model cannot tell such twins apart, so their
+// spread is regret that no ranking removes.
+nlohmann::json twin_variant_spread(const std::vector<RecordedProblem>& problems);
+
 }  // namespace tessera

@@ -144,6 +144,29 @@ TEST(ModelEval, RetestRegretJudgesTheFirstRunsBestByTheSecondRunsTimes) {
   EXPECT_NEAR(r["by_family"]["small"].get<double>(), 0.0, 1e-12);
 }
 
+TEST(ModelEval, TwinVariantsAreThoseWhoseBlocksExceedTheProblem) {
+  const Target t = avx512();
+  CpuGemmConfig base = CpuGemmConfig::default_for(problem(64, 256, 128), t);
+  base.fixed_m = base.fixed_n = base.fixed_k = 0;
+  base.mr = 8, base.nr = 32, base.mc = 64, base.nc = 256, base.kc = 128;
+  CpuGemmConfig deeper = base, wider = base, other_tile = base, two_slabs = base, two_slabs_twin = base;
+  deeper.kc = 384;     // still one K slab of 128
+  wider.nc = 512;      // still one column of macro-tiles
+  wider.mc = 1024;     // and one row
+  other_tile.mr = 4;   // different work
+  other_tile.mc = 64;
+  two_slabs.kc = 64;   // two slabs: not a twin of the others
+  two_slabs_twin.kc = 64;
+  two_slabs_twin.nc = 1024;
+  RecordedProblem p{problem(64, 256, 128), "square", {base, deeper, wider, other_tile, two_slabs, two_slabs_twin},
+                    {100, 104, 110, 50, 200, 201}, 0};
+  const nlohmann::json r = twin_variant_spread({p});
+  EXPECT_EQ(r["groups"].get<int>(), 2);                           // {base, deeper, wider}, {two_slabs, its twin}
+  EXPECT_NEAR(r["spread_max"].get<double>(), 0.10, 1e-12);        // 110 / 100
+  EXPECT_NEAR(r["spread_median"].get<double>(), 0.10, 1e-12);     // upper median of {0.005, 0.10}
+  EXPECT_EQ(twin_variant_spread({})["groups"].get<int>(), 0);
+}
+
 TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   const Target t = avx512();
   const auto problems = synthetic_problems(t, 30);
