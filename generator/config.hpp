@@ -32,10 +32,15 @@ struct CpuGemmConfig {
   // both contiguous along K, vectorised along K; MR rows × NR columns (NR ≤ the vector width) of accumulator
   // vectors, summed across lanes once per tile. Nothing is packed; the partial sums of K slabs stay vectors.
   bool dot = false;
+  // The kernel computes Dᵀ = Bᵀ·Aᵀ (transposed(problem)), and every other field describes that product (fixed sizes
+  // too: fixed_m is N): B becomes
+  // the operand streamed in place and A the one packed. For x·Wᵀ the large W is then read once, in place, instead of
+  // being transposed into panels; a column-major A and B become row-major ones.
+  bool transpose = false;
 
   // The default for a problem on a target, derived from the ISA and the cache sizes.
   static CpuGemmConfig default_for(const GemmProblem& problem, const Target& target);
-  // Applies "mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,pack_a=0,pack_b=1" (any subset) to this config.
+  // Applies "mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,pack_a=0,pack_b=1,transpose=1" (any subset) to this config.
   CpuGemmConfig with_overrides(const std::string& text) const;
   nlohmann::json to_json() const;
   static CpuGemmConfig from_json(const nlohmann::json& j);
@@ -44,8 +49,18 @@ struct CpuGemmConfig {
   // Columns of the partial-sum tile: NC, and one micro-tile more when B is read in place, whose first micro-tile
   // may be a narrow one that ends on a vector boundary of B.
   std::int64_t partial_sum_columns() const { return pack_b || dot ? nc : std::int64_t{nc} + nr; }
+  // This config without `transpose`, for the product it describes.
+  CpuGemmConfig untransposed() const {
+    CpuGemmConfig c = *this;
+    c.transpose = false;
+    return c;
+  }
   friend bool operator==(const CpuGemmConfig&, const CpuGemmConfig&) = default;
 };
+
+// Whether computing Dᵀ = Bᵀ·Aᵀ (CpuGemmConfig::transpose) beats D = A·B by default: B column-major and A the
+// smaller operand.
+bool transpose_pays(const GemmProblem& problem);
 
 // Whether a problem is one for a dot kernel: A·Bᵀ, row-major A of at most 64 rows, column-major B, f32.
 bool dot_kernel_fits(const GemmProblem& problem);

@@ -17,6 +17,8 @@ double CpuAnalyticParts::total() const {
 }
 
 CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c, const Target& t) {
+  // A transposed kernel is the untransposed kernel of the transposed product, and costs what that does.
+  if (c.transpose) return cpu_analytic_parts(transposed(p), c.untransposed(), t);
   const double m = static_cast<double>(p.m), n = static_cast<double>(p.n),
                k = static_cast<double>(std::max<std::int64_t>(p.k, 1));
   const double batch = static_cast<double>(p.batch);
@@ -64,6 +66,7 @@ const std::vector<std::string>& cpu_feature_names() {
 }
 
 std::vector<float> cpu_features(const GemmProblem& p, const CpuGemmConfig& c, const Target& t) {
+  if (c.transpose) return cpu_features(transposed(p), c.untransposed(), t);
   const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
   const double lanes = t.vector_lanes(), mr = c.mr, nr = c.nr, v = nr / lanes;
   const double elem = dtype_bytes(p.signature.a.dtype);

@@ -85,6 +85,28 @@ GemmSignature GemmSignature::from_json(const nlohmann::json& j) {
   return s;
 }
 
+GemmSignature transposed(const GemmSignature& s) {
+  GemmSignature t = s;
+  const auto flip = [](const OperandSignature& o) { return OperandSignature{o.dtype, o.layout.transposed()}; };
+  t.a = flip(s.b);
+  t.b = flip(s.a);
+  t.c = flip(s.c);
+  t.d = flip(s.d);
+  for (EpilogueInput& in : t.inputs) {
+    in.form = in.form == IndexForm::M ? IndexForm::N : in.form == IndexForm::N ? IndexForm::M : IndexForm::MN;
+    in.operand = flip(in.operand);
+  }
+  return t;
+}
+
+GemmProblem transposed(const GemmProblem& p) {
+  GemmProblem t = p;
+  t.m = p.n;
+  t.n = p.m;
+  t.signature = transposed(p.signature);
+  return t;
+}
+
 bool operator==(const GemmSignature& x, const GemmSignature& y) {
   return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d && x.accumulator == y.accumulator &&
          (x.epilogue.same_as(y.epilogue) || x.epilogue.text() == y.epilogue.text()) && x.inputs == y.inputs;

@@ -50,4 +50,10 @@ struct GemmProblem {
   }
 };
 
+// The same product seen transposed, Dᵀ = Bᵀ·Aᵀ: A and B swap, every layout is transposed, and epilogue tensors
+// indexed [m] become [n] and the reverse. The epilogue text stays (tensors are found by name), so the result
+// describes code to generate, not a request: check() refuses it.
+GemmSignature transposed(const GemmSignature& signature);
+GemmProblem transposed(const GemmProblem& problem);
+
 }  // namespace tessera

@@ -47,8 +47,10 @@ std::string KernelSpec::name() const {
                               : config.pack_a                ? "_ub"
                               : config.pack_b                ? "_ua"
                                                              : "_uab";
-  return fmt::format("gemm_{}_{}_{}x{}x{}{}{}_{}_{}_{}", types_tag(signature), layouts_tag(signature), config.mr,
-                     config.nr, config.kc, packing, fixed, epilogue_tag(signature), isa, hash().hex().substr(0, 8));
+  const std::string kind = config.transpose ? "_t" : "";
+  return fmt::format("gemm_{}_{}_{}x{}x{}{}{}{}_{}_{}_{}", types_tag(signature), layouts_tag(signature), config.mr,
+                     config.nr, config.kc, packing, fixed, kind, epilogue_tag(signature), isa,
+                     hash().hex().substr(0, 8));
 }
 
 }  // namespace tessera

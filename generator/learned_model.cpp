@@ -20,7 +20,10 @@ constexpr int kModelVersion = 1;
 std::mutex g_xgboost_mutex;  // boosters are not safe for concurrent prediction in XGBoost 1.6
 
 // Problem features whose training range bounds where the model is trusted (they do not depend on the config).
-const std::array<const char*, 6> kRangeFeatures{"log_m", "log_n", "log_k", "log_flops", "b_over_l2", "a_over_l2"};
+// The model answers inside the box of its training problems, layouts included: a layout it never saw is one it
+// cannot rank (its trees never split on it).
+const std::array<const char*, 8> kRangeFeatures{"log_m",     "log_n",     "log_k",       "log_flops",
+                                                "b_over_l2", "a_over_l2", "a_row_major", "b_row_major"};
 
 std::size_t feature_index(const char* name) {
   const auto& names = cpu_feature_names();
@@ -173,7 +176,8 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
 
 bool LearnedCpuModel::covers(const GemmProblem& problem) const {
   const Target target = Target::host();
-  const auto f = cpu_features(problem, CpuGemmConfig::default_for(problem, target), target);
+  // The problem as asked (a default that transposes it would describe the transposed operands' layouts).
+  const auto f = cpu_features(problem, CpuGemmConfig::default_for(problem, target).untransposed(), target);
   for (std::size_t i = 0; i < kRangeFeatures.size(); ++i) {
     const double x = f[feature_index(kRangeFeatures[i])];
     if (x < range_min_[i] || x > range_max_[i]) return false;

@@ -21,21 +21,21 @@ template <class Config>
 void add_unique(std::vector<Config>& out, const Config& c) {
   if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
 }
-}  // namespace
 
-std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& p, const Target& target) {
+// The configs that compute D = A·B as it is (not transposed).
+std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const Target& target) {
   const GemmSignature& s = p.signature;
-  const CpuGemmConfig base = CpuGemmConfig::default_for(p, target);
+  const CpuGemmConfig base = CpuGemmConfig::default_for(p, target).untransposed();
   std::vector<CpuGemmConfig> out;
-  if (valid(s, base, target)) out.push_back(base);
   const int lanes = target.vector_lanes();
   const bool bf16 = s.a.dtype == DType::bf16;
-  if (base.dot) {
+  if (dot_kernel_fits(p)) {
     // Dot kernels only: the tiles around default_for's, one and several K slabs. (The shipped model was trained
     // on the other kernels; among these it ranks by the raw tile parameters.)
     for (auto [mr, nr] : {std::pair{1, 8}, {2, 8}, {3, 8}, {4, 4}, {4, 6}, {5, 5}})
       for (int kc : {256, 1024, 4096}) {
         CpuGemmConfig c = base;
+        c.dot = true, c.pack_a = c.pack_b = false, c.k_unroll = 2, c.nc = 240;
         c.mr = mr, c.nr = nr, c.kc = kc;
         c.mc = static_cast<int>((p.m + mr - 1) / mr * mr);
         if (valid(s, c, target)) add_unique(out, c);
@@ -76,6 +76,21 @@ std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& p, const Target& targ
       c.mc = (c.fixed_m + c.mr - 1) / c.mr * c.mr;
       c.nc = (c.fixed_n + c.nr - 1) / c.nr * c.nr;
       if (valid(s, c, target)) add_unique(out, c);
+    }
+  return out;
+}
+}  // namespace
+
+std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& p, const Target& target) {
+  std::vector<CpuGemmConfig> out;
+  if (const CpuGemmConfig base = CpuGemmConfig::default_for(p, target); valid(p.signature, base, target))
+    out.push_back(base);
+  for (const CpuGemmConfig& c : direct_variants(p, target)) add_unique(out, c);
+  // With B column-major, the transposed product (Dᵀ = Bᵀ·Aᵀ) is the other way to tile it: its own variants.
+  if (p.signature.a.dtype == DType::f32 && p.signature.b.layout.kind() == LayoutKind::ColMajor)
+    for (CpuGemmConfig c : direct_variants(transposed(p), target)) {
+      c.transpose = true;
+      if (valid(p.signature, c, target)) add_unique(out, c);
     }
   return out;
 }

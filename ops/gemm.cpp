@@ -29,19 +29,24 @@ PreparedGemm GemmKernel::prepare(const GemmArgs& args) const {
   state->compiled = compiled_;
   state->runtime = runtime_;
   state->bound = bind_gemm(args);
-  const GemmProblem& problem = state->bound.problem;
-  if (!(problem.signature == compiled_->spec.signature))
+  if (!(state->bound.problem.signature == compiled_->spec.signature))
     throw InvalidArgument("args", "describe a different signature than this kernel was compiled for:\n  kernel: " +
                                       compiled_->spec.signature.to_json().dump() +
-                                      "\n  args:   " + problem.signature.to_json().dump());
+                                      "\n  args:   " + state->bound.problem.signature.to_json().dump());
   if (args.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: every thread of the runtime)");
   const CpuGemmConfig& config = compiled_->spec.config;
-  if (config.fixed() && (problem.m != config.fixed_m || problem.n != config.fixed_n || problem.k != config.fixed_k))
-    throw InvalidArgument("args", fmt::format("are {}x{}x{}, this kernel is specialised for {}x{}x{}", problem.m,
-                                              problem.n, problem.k, config.fixed_m, config.fixed_n, config.fixed_k));
+  // A transposed kernel computes Dᵀ = Bᵀ·Aᵀ: it is planned and called on the transposed arguments.
+  if (config.transpose) state->bound = transposed(state->bound);
+  const GemmProblem& computed = state->bound.problem;
+  if (config.fixed() && (computed.m != config.fixed_m || computed.n != config.fixed_n || computed.k != config.fixed_k)) {
+    const GemmProblem& asked = config.transpose ? transposed(computed) : computed;
+    throw InvalidArgument("args", fmt::format("are {}x{}x{}, this kernel is specialised for {}x{}x{}", asked.m, asked.n,
+                                              asked.k, config.transpose ? config.fixed_n : config.fixed_m,
+                                              config.transpose ? config.fixed_m : config.fixed_n, config.fixed_k));
+  }
   const auto& impl = *static_cast<const Runtime::Impl*>(runtime_.get());
   const int wanted = args.threads ? std::min(args.threads, impl.threads) : impl.threads;
-  state->plan = plan_grid(problem.m, problem.n, problem.k, problem.batch, config, wanted);
+  state->plan = plan_grid(computed.m, computed.n, computed.k, computed.batch, config, wanted);
   state->args = state->bound.kernel_args();
   state->args.tile_m = state->plan.tile_m;
   state->args.tile_n = state->plan.tile_n;

@@ -232,4 +232,22 @@ GemmBinding bind_gemm(const GemmArgs& g) {
   return bound;
 }
 
+GemmBinding transposed(const GemmBinding& binding) {
+  const auto flip = [](TensorArg t) {
+    std::swap(t.rs, t.cs);
+    return t;
+  };
+  GemmBinding t = binding;
+  t.problem = transposed(binding.problem);
+  const GemmKernelArgs& k = binding.args;
+  t.args.m = k.n;
+  t.args.n = k.m;
+  t.args.a = flip(k.b);
+  t.args.b = flip(k.a);
+  t.args.c = flip(k.c);
+  t.args.d = flip(k.d);
+  for (TensorArg& in : t.inputs) in = flip(in);
+  return t;
+}
+
 }  // namespace tessera

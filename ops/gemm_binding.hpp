@@ -23,4 +23,8 @@ struct GemmBinding {
 // Throws InvalidArgument naming the argument and the rule it breaks.
 GemmBinding bind_gemm(const GemmArgs& args);
 
+// The same call seen as Dᵀ = Bᵀ·Aᵀ, for a kernel of the transposed product (CpuGemmConfig::transpose): M and N
+// swap, A and B swap, and every tensor's row and column strides swap.
+GemmBinding transposed(const GemmBinding& binding);
+
 }  // namespace tessera

@@ -157,13 +157,15 @@ TEST(Validate, DefaultConfigIsValidOnEveryIsa) {
     t.isa = isa;
     const GemmProblem p;
     EXPECT_NO_THROW(validate(p.signature, CpuGemmConfig::default_for(p, t), t)) << t.str();
-    // x·Wᵀ shapes get dot kernels, whose tile must fit each ISA's registers.
-    for (std::int64_t m : {1, 2, 8, 12, 32, 64, 65}) {
+    // x·Wᵀ shapes get dot kernels below 12 rows, transposed kernels above; their tiles must fit each ISA's
+    // registers.
+    for (std::int64_t m : {1, 2, 8, 11, 12, 16, 32, 48, 64, 65, 4096}) {
       GemmProblem xw;
       xw.m = m, xw.n = 4096, xw.k = 4096;
       xw.signature.b.layout = Layout::col_major();
       const CpuGemmConfig c = CpuGemmConfig::default_for(xw, t);
-      EXPECT_EQ(c.dot, m <= 64) << m;
+      EXPECT_EQ(c.dot, m < 12) << m;
+      EXPECT_EQ(c.transpose, m >= 12 && m < 4096) << m;
       EXPECT_NO_THROW(validate(xw.signature, c, t)) << t.str() << " M " << m;
     }
   }
@@ -198,6 +200,50 @@ TEST(Validate, DotKernelRules) {
   // A dot config survives JSON; a config without one serialises as before dot kernels existed.
   EXPECT_EQ(CpuGemmConfig::from_json(c.to_json()), c);
   EXPECT_FALSE(CpuGemmConfig{}.to_json().contains("dot"));
+}
+
+// A transposed config is validated as the config of the transposed product, and says so.
+TEST(Validate, TransposedKernelRules) {
+  GemmSignature rc;
+  rc.b.layout = Layout::col_major();
+  rc.epilogue = Epilogue::parse("acc + bias[n]");
+  rc.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
+  CpuGemmConfig c;
+  c.transpose = true, c.pack_a = false, c.pack_b = true;
+  const Target t = avx512_target();
+  EXPECT_NO_THROW(validate(rc, c, t));
+  const auto rule = [&](CpuGemmConfig x, const GemmSignature& sig) -> std::string {
+    try {
+      validate(sig, x, t);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  // The transposed product of A·Bᵀ is again A·Bᵀ, whose B (Aᵀ) must be packed; that of Aᵀ·Bᵀ is A·B.
+  CpuGemmConfig x = c;
+  x.pack_b = false;
+  EXPECT_EQ(rule(x, rc), "transposed (Dᵀ = Bᵀ·Aᵀ): unpacked B needs row-major B (NR contiguous columns per row), not col");
+  GemmSignature cc = rc;
+  cc.a.layout = Layout::col_major();
+  EXPECT_EQ(rule(x, cc), "accepted");
+  // Sizes compiled in are the transposed product's; its fixed-size kernel reads both operands in place.
+  x = c;
+  x.fixed_m = x.fixed_n = x.fixed_k = 16, x.pack_b = false, x.kc = 16, x.mc = 16, x.nc = 32;
+  EXPECT_EQ(rule(x, cc), "accepted");
+  EXPECT_EQ(rule(x, rc), "transposed (Dᵀ = Bᵀ·Aᵀ): unpacked B needs row-major B (NR contiguous columns per row), not col");
+  // The transposed signature: operands swap with transposed layouts, [n] tensors become [m] ones.
+  const GemmSignature tr = transposed(rc);
+  EXPECT_EQ(tr.a.layout, Layout::row_major());
+  EXPECT_EQ(tr.b.layout, Layout::col_major());
+  EXPECT_EQ(tr.d.layout, Layout::col_major());
+  EXPECT_EQ(tr.inputs[0].form, IndexForm::M);
+  EXPECT_EQ(tr.inputs[0].operand.layout, Layout::col_major());
+  EXPECT_TRUE(transposed(tr) == rc);
+  // JSON round trip; a config without it serialises as before transposed kernels existed (spec hashes stay).
+  EXPECT_EQ(CpuGemmConfig::from_json(c.to_json()), c);
+  EXPECT_FALSE(CpuGemmConfig{}.to_json().contains("transpose"));
+  EXPECT_NE((KernelSpec{rc, c, t}).name().find("_t_"), std::string::npos);
 }
 
 }  // namespace

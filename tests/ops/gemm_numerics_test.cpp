@@ -177,7 +177,7 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
             SCOPED_TRACE(fmt::format("{} pack_a {} pack_b {}", t.describe(), pack_a, pack_b));
             Operands ops(t, 3);
             GemmProblem problem = runtime.describe(ops.args);
-            CpuGemmConfig config = CpuGemmConfig::default_for(problem, target);
+            CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
             config.dot = false;  // the packing kernels, also where default_for picks a dot kernel
             config.pack_a = pack_a;
             config.pack_b = pack_b;
@@ -219,7 +219,7 @@ TEST(GemmNumerics, DotKernelsAreExact) {
       Operands ops(t, 7);
       const GemmProblem problem = runtime.describe(ops.args);
       ASSERT_TRUE(dot_kernel_fits(problem));
-      CpuGemmConfig config = CpuGemmConfig::default_for(problem, target);
+      CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
       config.dot = true;
       config.pack_a = config.pack_b = false;
       config.fixed_m = config.fixed_n = config.fixed_k = 0;
@@ -234,6 +234,52 @@ TEST(GemmNumerics, DotKernelsAreExact) {
       EXPECT_EQ(written(ops.d), t.batch * m * n);
     }
   }
+}
+
+// Transposed kernels (Dᵀ = Bᵀ·Aᵀ) over every layout of A, B and D: register tiles of 1-4 vectors, several K slabs
+// and macro-tiles, batches, one and two threads, C with beta, and epilogue tensors indexed [n], [m] and [m,n] (which
+// swap roles in the transposed product), against the reference.
+TEST(GemmNumerics, TransposedKernelsAreExact) {
+  Runtime runtime;
+  const Target& target = runtime.target();
+  const int lanes = target.vector_lanes();
+  const char* epilogues[] = {"", "relu(alpha*acc + bias[n])", "acc*scale[m] - residual[m,n]", "alpha*acc + beta*c"};
+  int i = 0;
+  for (Layout la : {kRow, kCol})
+    for (Layout lb : {kRow, kCol})
+      for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+               {13, 300, 70}, {64, 129, 33}, {1, 40, 5}, {37, 17, 200}, {100, 1, 9}, {20, 64, 0}}) {
+        for (int vectors = 1; vectors <= (lanes == 16 ? 4 : 2); ++vectors) {
+          Case t{m, n, k, 1 + i % 2};
+          t.la = la;
+          t.lb = lb;
+          t.ld = i % 3 ? kRow : kCol;
+          t.threads = 1 + i / 2 % 2;
+          t.epilogue = epilogues[i % 4];
+          t.alpha = 2;
+          t.beta = i % 4 == 3 ? 0.5f : 0;
+          ++i;
+          Operands ops(t, 11);
+          const GemmProblem problem = runtime.describe(ops.args);
+          CpuGemmConfig config = CpuGemmConfig::default_for(transposed(problem), target).untransposed();
+          config.transpose = true;
+          config.dot = false;
+          config.fixed_m = config.fixed_n = config.fixed_k = 0;
+          config.pack_a = false;
+          config.pack_b = true;  // Aᵀ is column-major for a row-major A: packed
+          config.nr = vectors * lanes;
+          config.mr = std::min(8, (target.vector_registers() - 1) / vectors - 1);
+          config.kc = 32;             // several K slabs
+          config.mc = 2 * config.mr;  // several macro-tiles down N
+          config.nc = config.nr;      // and across M
+          SCOPED_TRACE(fmt::format("{} transposed {}x{}", t.describe(), config.mr, config.nr));
+          const GemmReference ref = reference_gemm(ops.args);
+          runtime.compile(problem, config).run(ops.args);
+          const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+          EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+          EXPECT_EQ(written(ops.d), t.batch * m * n);
+        }
+      }
 }
 
 // B read in place starts its full micro-tiles on a vector boundary of B's rows, behind a narrow first tile; edge
