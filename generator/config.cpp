@@ -111,7 +111,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     // 8×48 93 vs 8×32 71). B read in place then runs the unrolled kernel, not the 1-vector edge one (cc 8×4096²
     // transposed: 38 vs 26).
     const int vectors = static_cast<int>((problem.n + lanes - 1) / lanes);
-    if (vectors < c.nr / lanes || (avx512 && vectors == 3)) c.nr = vectors * lanes;
+    if (c.pack_b ? vectors < c.nr / lanes || (avx512 && vectors == 3) : vectors == 1) c.nr = vectors * lanes;
   }
   // A KC×NR sliver of B shares L1 with A's MR×KC sliver; the KC×NC panel of B lives in half of L2 and MC rows of
   // micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "generator/error.hpp"
@@ -186,6 +187,16 @@ std::string TuningRecords::host_hardware() {
   }
   return fmt::format("{} (family {}); L1d {} KiB, L2 {} KiB", model, family, sysconf(_SC_LEVEL1_DCACHE_SIZE) / 1024,
                      sysconf(_SC_LEVEL2_CACHE_SIZE) / 1024);
+}
+
+Target TuningRecords::hardware_target(Target base, const std::string& hardware) {
+  static const std::regex caches(R"(L1d (\d{1,9}) KiB, L2 (\d{1,9}) KiB)");
+  std::smatch match;
+  if (std::regex_search(hardware, match, caches) && std::stoll(match[1]) > 0 && std::stoll(match[2]) > 0) {
+    base.l1d_bytes = std::stoll(match[1]) << 10;
+    base.l2_bytes = std::stoll(match[2]) << 10;
+  }
+  return base;
 }
 
 }  // namespace tessera

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "generator/target.hpp"
+
 namespace tessera {
 
 struct TuningRecord {
@@ -47,6 +49,10 @@ class TuningRecords {
 
   // The host's description as records store it.
   static std::string host_hardware();
+  // `base` with the cache sizes a stored hardware description names: features and default configs of recorded
+  // problems are those of the machine that measured them, not of the one reading the records. A description
+  // without them leaves `base` as it is.
+  static Target hardware_target(Target base, const std::string& hardware);
 
  private:
   struct Db;

@@ -111,6 +111,7 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
       p.problem.m = r.m, p.problem.n = r.n, p.problem.k = r.k, p.problem.batch = r.batch;
       p.problem.signature = GemmSignature::from_json(nlohmann::json::parse(r.signature));
       p.family = r.family;
+      p.hardware = r.hardware;
     }
     p.configs.push_back(CpuGemmConfig::from_json(nlohmann::json::parse(r.config)));
     p.ns.push_back(r.median_ns);

@@ -31,10 +31,14 @@ struct ModelCommand {
     return problems;
   }
   std::vector<RecordedProblem> load(const Target& t) const { return load(t, records); }
+  // The target as the recording machine was: its caches, not this host's, shape features and default configs.
+  static Target recorded_target(const Target& t, const std::vector<RecordedProblem>& problems) {
+    return TuningRecords::hardware_target(t, problems.front().hardware);
+  }
 
   int train() const {
-    const Target t = Target::parse(target);
-    const auto problems = load(t);
+    const auto problems = load(Target::parse(target));
+    const Target t = recorded_target(Target::parse(target), problems);
     const auto model = LearnedCpuModel::train(training_set(problems, t), t.str(), options);
     // Written next to its destination and renamed: a failed run leaves no partial model.
     const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
@@ -51,8 +55,8 @@ struct ModelCommand {
 
   // The training set as CSV, one row per measurement: for studying features outside tessera.
   int features() const {
-    const Target t = Target::parse(target);
-    const auto problems = load(t);
+    const auto problems = load(Target::parse(target));
+    const Target t = recorded_target(Target::parse(target), problems);
     const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
     {
       std::ofstream file(tmp);
@@ -74,9 +78,10 @@ struct ModelCommand {
   }
 
   int eval() const {
-    const Target t = Target::parse(target);
+    const auto problems = load(Target::parse(target));
+    const Target t = recorded_target(Target::parse(target), problems);
     const nlohmann::json report = evaluate_cost_models(
-        load(t), split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"),
+        problems, split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"),
         std::set<std::string>(families.begin(), families.end()));
     if (json) {
       std::cout << report.dump() << "\n";

@@ -22,6 +22,7 @@ struct RecordedProblem {
   std::vector<CpuGemmConfig> configs;
   std::vector<double> ns;  // measured median per config
   double spread = 0;       // median relative spread of its measurements
+  std::string hardware;    // the machine that measured it, as records describe it
 };
 
 // Groups one target's records (one hardware, one thread count: the most common) into problems with at least two

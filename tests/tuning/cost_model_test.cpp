@@ -130,12 +130,12 @@ TEST(ModelEval, RetestRegretJudgesTheFirstRunsBestByTheSecondRunsTimes) {
   const Target t = avx512();
   const auto space = cpu_variants(problem(64, 256, 128), t);
   ASSERT_GE(space.size(), 3u);
-  RecordedProblem first{problem(64, 256, 128), "square", {space[0], space[1], space[2]}, {100, 90, 120}, 0};
+  RecordedProblem first{problem(64, 256, 128), "square", {space[0], space[1], space[2]}, {100, 90, 120}, 0, ""};
   RecordedProblem second = first;
   second.ns = {100, 110, 120};  // the first run's best (variant 1) is 10% slower than the second run's best
-  RecordedProblem other{problem(32, 32, 32), "small", {space[0], space[1]}, {5, 6}, 0};
+  RecordedProblem other{problem(32, 32, 32), "small", {space[0], space[1]}, {5, 6}, 0, ""};
   RecordedProblem other_again = other;  // the same best: no regret
-  RecordedProblem unmatched{problem(16, 16, 16), "small", {space[0], space[1]}, {5, 6}, 0};
+  RecordedProblem unmatched{problem(16, 16, 16), "small", {space[0], space[1]}, {5, 6}, 0, ""};
   const auto r = retest_regret({first, other, unmatched}, {second, other_again});
   EXPECT_EQ(r["problems"].get<int>(), 2);
   EXPECT_NEAR(r["regret_mean"].get<double>(), 0.05, 1e-12);
@@ -159,7 +159,7 @@ TEST(ModelEval, TwinVariantsAreThoseWhoseBlocksExceedTheProblem) {
   two_slabs_twin.kc = 64;
   two_slabs_twin.nc = 1024;
   RecordedProblem p{problem(64, 256, 128), "square", {base, deeper, wider, other_tile, two_slabs, two_slabs_twin},
-                    {100, 104, 110, 50, 200, 201}, 0};
+                    {100, 104, 110, 50, 200, 201}, 0, ""};
   const nlohmann::json r = twin_variant_spread({p});
   EXPECT_EQ(r["groups"].get<int>(), 2);                           // {base, deeper, wider}, {two_slabs, its twin}
   EXPECT_NEAR(r["spread_max"].get<double>(), 0.10, 1e-12);        // 110 / 100

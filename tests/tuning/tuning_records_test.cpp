@@ -96,5 +96,26 @@ TEST(TuningRecords, RefusesWhatIsNotARecordsDatabaseAndLeavesItAlone) {
   }
 }
 
+// Recorded problems are featurised with the caches of the machine that measured them, whatever machine reads them.
+TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
+  Target base;
+  base.l1d_bytes = 32 << 10, base.l2_bytes = 2 << 20;
+  const Target zen5 = TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB");
+  EXPECT_EQ(zen5.l1d_bytes, 48 << 10);
+  EXPECT_EQ(zen5.l2_bytes, 1 << 20);
+  EXPECT_EQ(zen5.isa, base.isa);
+  // This host's own description round-trips to its caches.
+  const Target host = Target::host();
+  const Target again = TuningRecords::hardware_target(base, TuningRecords::host_hardware());
+  EXPECT_EQ(again.l1d_bytes, host.l1d_bytes);
+  EXPECT_EQ(again.l2_bytes, host.l2_bytes);
+  // Descriptions without caches (or with absurd ones) leave the base alone.
+  for (const char* text : {"unknown CPU", "L1d 0 KiB, L2 1024 KiB", "L1d 99999999999999999999 KiB, L2 1 KiB"}) {
+    const Target t = TuningRecords::hardware_target(base, text);
+    EXPECT_EQ(t.l1d_bytes, base.l1d_bytes) << text;
+    EXPECT_EQ(t.l2_bytes, base.l2_bytes) << text;
+  }
+}
+
 }  // namespace
 }  // namespace tessera
