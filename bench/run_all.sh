@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every CPU benchmark suite against the peers and writes bench/results/*.json and *.svg (about 18 minutes).
+# Runs every CPU benchmark suite against the peers and writes bench/results/*.json and *.svg (about 25 minutes).
 # Usage: bash bench/run_all.sh [build dir]; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,8 @@ for suite in square small skinny rectangular odd; do
 done
 "$bin" gemm --suite linear --layouts rc --peers onednn,openblas,blis,eigen --threads 1,2 --repeat 7 \
   --json "$out/gemm_linear.json" --svg "$out/gemm_linear.svg"
+"$bin" gemm --suite layouts --layouts rc,cr,cc --peers onednn,openblas,blis,eigen --threads 1,2 --repeat 7 \
+  --json "$out/gemm_layouts.json" --svg "$out/gemm_layouts.svg"
 "$bin" gemm --suite square --dtype bf16 --peers onednn --threads 1,2 --repeat 7 --json "$out/gemm_bf16_square.json" \
   --svg "$out/gemm_bf16_square.svg"
 "$bin" fusion --shapes 512x512x512,1024x1024x1024,2048x2048x2048 --threads 1,2 --repeat 7 --json "$out/fusion.json"

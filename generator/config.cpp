@@ -32,8 +32,9 @@ bool transpose_pays(const GemmProblem& problem) {
   // 128 102 vs 89 (packed)). Below 12 rows the dot kernel wins (M = 8: 46 vs 42).
   if (s.a.layout.kind() == LayoutKind::RowMajor) return problem.m >= 12 && problem.m < problem.n;
   // Both column-major: the transposed product is row-major × row-major (1024³ 99 vs 80-94; ×4096×4096: M = 2 10.3
-  // vs 6.4, 8 38 vs 26, 64 98 vs 76).
-  return s.a.layout.kind() == LayoutKind::ColMajor && problem.m <= problem.n;
+  // vs 6.4, 8 38 vs 26, 64 98 vs 76; 777×333×555 90-98 vs 86-98, 1024×512×1024 98-101 vs 90), except against few
+  // columns, where the product's few rows would share each packed panel (4096×64×4096: 69 vs 78-94).
+  return s.a.layout.kind() == LayoutKind::ColMajor && (problem.m <= problem.n || problem.n >= 256);
 }
 
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Target& target) {

@@ -7,6 +7,16 @@
 namespace tessera {
 namespace {
 
+// "accepted", or the rule validate() names.
+std::string validation_of(const GemmSignature& s, const CpuGemmConfig& c, const Target& t) {
+  try {
+    validate(s, c, t);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 Target avx512_target() {
   Target t;
   t.isa = CpuIsa::Avx512;
@@ -114,13 +124,8 @@ TEST(KernelSpec, FromJsonRejectsMalformedSpecs) {
 
 TEST(Validate, StatesTheViolatedRule) {
   const KernelSpec spec = sample_spec();
-  const auto rule = [&](CpuGemmConfig c, GemmSignature s = sample_spec().signature) -> std::string {
-    try {
-      validate(s, c, spec.target);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "accepted";
+  const auto rule = [&](const CpuGemmConfig& c, const GemmSignature& s = sample_spec().signature) {
+    return validation_of(s, c, spec.target);
   };
   EXPECT_EQ(rule(spec.config), "accepted");
   CpuGemmConfig c = spec.config;
@@ -168,6 +173,15 @@ TEST(Validate, DefaultConfigIsValidOnEveryIsa) {
       EXPECT_EQ(c.transpose, m >= 12 && m < 4096) << m;
       EXPECT_NO_THROW(validate(xw.signature, c, t)) << t.str() << " M " << m;
     }
+    // Aᵀ·Bᵀ is transposed into A·B unless N is small against M.
+    for (auto [m, n, transposed_default] : {std::tuple{2, 4096, true}, {777, 333, true}, {4096, 64, false}}) {
+      GemmProblem cc;
+      cc.m = m, cc.n = n, cc.k = 512;
+      cc.signature.a.layout = cc.signature.b.layout = Layout::col_major();
+      const CpuGemmConfig c = CpuGemmConfig::default_for(cc, t);
+      EXPECT_EQ(c.transpose, transposed_default) << m << "x" << n;
+      EXPECT_NO_THROW(validate(cc.signature, c, t)) << t.str() << " " << m << "x" << n;
+    }
   }
 }
 
@@ -178,14 +192,7 @@ TEST(Validate, DotKernelRules) {
   c.dot = true, c.pack_a = c.pack_b = false, c.mr = 4, c.nr = 6, c.mc = 32, c.nc = 240, c.kc = 1024;
   const Target t = avx512_target();
   EXPECT_NO_THROW(validate(s, c, t));
-  const auto rule = [&](CpuGemmConfig x, GemmSignature sig) -> std::string {
-    try {
-      validate(sig, x, t);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+  const auto rule = [&](const CpuGemmConfig& x, const GemmSignature& sig) { return validation_of(sig, x, t); };
   CpuGemmConfig x = c;
   x.nr = 17;
   EXPECT_EQ(rule(x, s), "NR (17) of a dot kernel must be in 1..16 (one lane of the result per column)");
@@ -212,14 +219,7 @@ TEST(Validate, TransposedKernelRules) {
   c.transpose = true, c.pack_a = false, c.pack_b = true;
   const Target t = avx512_target();
   EXPECT_NO_THROW(validate(rc, c, t));
-  const auto rule = [&](CpuGemmConfig x, const GemmSignature& sig) -> std::string {
-    try {
-      validate(sig, x, t);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+  const auto rule = [&](const CpuGemmConfig& x, const GemmSignature& sig) { return validation_of(sig, x, t); };
   // The transposed product of A·Bᵀ is again A·Bᵀ, whose B (Aᵀ) must be packed; that of Aᵀ·Bᵀ is A·B.
   CpuGemmConfig x = c;
   x.pack_b = false;
