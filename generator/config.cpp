@@ -54,9 +54,13 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   c.pack_b = true;
   const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
   bool skinny = false;  // few rows of A against a B streamed in place
-  if (dot_kernel_fits(problem)) {
+  // A dot tile sums its accumulators across lanes once per tile, which a short K does not repay (1 thread, Zen 4,
+  // dot vs packed GFLOP/s: 8×4096×64 32 vs 46-56, 8×4096×128 52-65 vs 46-57, 48×32×256 66 vs 96, 64×64×1024 99 vs
+  // 92-95).
+  if (dot_kernel_fits(problem) && problem.k >= (problem.m < 12 ? 128 : 1024)) {
     // x·Wᵀ with few rows: dot products along K beat packing B's columns into rows up to M = 64 (1 thread,
-    // ×4096×4096, GFLOP/s: M = 16 88 vs 63, 32 121 vs 47, 64 146 vs 129; M = 128 126 vs 136).
+    // ×4096×4096, GFLOP/s: M = 16 88 vs 63, 32 121 vs 47, 64 146 vs 129; M = 128 126 vs 136). From 12 rows the
+    // transposed product is faster still where M < N (transpose_pays).
     c.dot = true;
     c.pack_a = c.pack_b = false;
     // M = 32: 4×6 121, 3×8 121, 5×5 108, 4×4 97, 2×8 97, 2×12 84, 8×2 62 at KC 4096; M = 8: 2×8 71, 1×8 51.
