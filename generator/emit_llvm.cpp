@@ -439,24 +439,21 @@ class CpuGemmEmitter {
     if (!cfg_.pack_b)
       for (int v = 0; v < nv; ++v) b_masks.push_back(lane_mask(lanes_, cols, v * lanes_));
 
-    // Initial accumulators: zero on the first K slab, else the saved partial sums.
-    llvm::BasicBlock* entry = b_.GetInsertBlock();
-    llvm::BasicBlock* resume = llvm::BasicBlock::Create(ctx_, "resume", fn);
-    llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn);
-    b_.CreateCondBr(first, start, resume);
-    b_.SetInsertPoint(resume);
-    LoopValues saved;
-    for (int r = 0; r < mr; ++r)
-      for (int v = 0; v < nv; ++v) saved.push_back(b_.CreateAlignedLoad(vec_, tile_ptr(r, v), llvm::Align(4)));
-    b_.CreateBr(start);
-    b_.SetInsertPoint(start);
-    LoopValues acc;
-    for (std::size_t i = 0; i < saved.size(); ++i) {
-      llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
-      phi->addIncoming(llvm::Constant::getNullValue(vec_), entry);
-      phi->addIncoming(saved[i], resume);
-      acc.push_back(phi);
+    // The accumulators start from zero; the saved partial sums of earlier K slabs are only prefetched here and
+    // added after the K loop, so that no FMA chain waits for them (the MC×NC partial-sum tile outgrows L2).
+    const bool saved_sums = fixed_kc < 0;
+    if (saved_sums) {
+      llvm::BasicBlock* prefetch = llvm::BasicBlock::Create(ctx_, "prefetch", fn);
+      llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+      b_.CreateCondBr(first, start, prefetch);
+      b_.SetInsertPoint(prefetch);
+      for (std::int64_t line = 0; line < std::int64_t{mr} * nv * lanes_ * 4; line += 64)
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                           {gep(acc_tile, i64c(line / 4)), b_.getInt32(1), b_.getInt32(3), b_.getInt32(1)});
+      b_.CreateBr(start);
+      b_.SetInsertPoint(start);
     }
+    LoopValues acc(static_cast<std::size_t>(mr * nv), llvm::Constant::getNullValue(vec_));
 
     const auto step = [&](llvm::Value* p, LoopValues values) {
       std::vector<llvm::Value*> bv;
@@ -500,6 +497,26 @@ class CpuGemmEmitter {
           "k.tail");
     }
 
+    if (saved_sums) {
+      llvm::BasicBlock* before = b_.GetInsertBlock();
+      llvm::BasicBlock* resume = llvm::BasicBlock::Create(ctx_, "resume", fn);
+      llvm::BasicBlock* summed = llvm::BasicBlock::Create(ctx_, "summed", fn);
+      b_.CreateCondBr(first, summed, resume);
+      b_.SetInsertPoint(resume);
+      LoopValues total = acc;
+      for (int r = 0; r < mr; ++r)
+        for (int v = 0; v < nv; ++v)
+          total[acc_index(r, v)] = b_.CreateFAdd(
+              b_.CreateAlignedLoad(vec_, tile_ptr(r, v), llvm::Align(4)), acc[acc_index(r, v)]);
+      b_.CreateBr(summed);
+      b_.SetInsertPoint(summed);
+      for (std::size_t i = 0; i < acc.size(); ++i) {
+        llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
+        phi->addIncoming(acc[i], before);
+        phi->addIncoming(total[i], resume);
+        acc[i] = phi;
+      }
+    }
     llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
     llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
     b_.CreateCondBr(last, epilogue, save);
