@@ -1,6 +1,7 @@
 #include "ops/grid_plan.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace tessera {
 
@@ -15,6 +16,22 @@ constexpr double kPackElement = 16;
 constexpr double kPerTile = 30'000;
 constexpr double kPerThread = 200'000;
 
+// Tile sizes to try along one dimension, largest first: `extent` split into s nearly equal tiles (multiples of
+// `unit`, at most `block`), from the fewest tiles the block allows, one more at a time while that can still even
+// out the threads' shares, then doubling. Equal tiles, not block-sized ones and a sliver: 2048 columns in NC = 672
+// blocks were 3 × 672 + 32, and the 32-column tile reread all of A for one micro-tile per row.
+std::vector<std::int64_t> tile_sizes(std::int64_t extent, std::int64_t block, std::int64_t unit, int threads) {
+  std::vector<std::int64_t> sizes;
+  const std::int64_t fewest = ceil_div(extent, block);
+  for (std::int64_t splits = fewest;;) {
+    const std::int64_t size = round_up(ceil_div(extent, splits), unit);
+    if (sizes.empty() || size < sizes.back()) sizes.push_back(size);
+    if (size <= unit) break;
+    splits = splits < fewest + std::min(2 * threads, 16) ? splits + 1 : 2 * splits;
+  }
+  return sizes;
+}
+
 }  // namespace
 
 GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const CpuGemmConfig& c,
@@ -27,15 +44,14 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
     const int p = static_cast<int>(std::min<std::int64_t>(threads, batch));
     return {c.mc, c.nc, batch, batch * m * n * depth < 200'000 ? 1 : p};
   }
+  const std::vector<std::int64_t> tms = tile_sizes(m, c.mc, c.mr, threads), tns = tile_sizes(n, c.nc, c.nr, threads);
   if (threads <= 1) {
     // One thread: the largest tiles (fewest B panels packed); nothing to balance.
-    const std::int64_t tm = std::min<std::int64_t>(c.mc, round_up(m, c.mr));
-    const std::int64_t tn = std::min<std::int64_t>(c.nc, round_up(n, c.nr));
-    return {tm, tn, batch * ceil_div(m, tm) * ceil_div(n, tn), 1};
+    return {tms[0], tns[0], batch * ceil_div(m, tms[0]) * ceil_div(n, tns[0]), 1};
   }
   double best_cost = 0;
-  for (std::int64_t tm = std::min<std::int64_t>(c.mc, round_up(m, c.mr));; tm = round_up(tm / 2, c.mr)) {
-    for (std::int64_t tn = std::min<std::int64_t>(c.nc, round_up(n, c.nr));; tn = round_up(tn / 2, c.nr)) {
+  for (std::int64_t tm : tms)
+    for (std::int64_t tn : tns) {
       const std::int64_t tiles = batch * ceil_div(m, tm) * ceil_div(n, tn);
       const int p = static_cast<int>(std::min<std::int64_t>(threads, tiles));
       const double per_tile = static_cast<double>(tm * tn * depth) +
@@ -45,10 +61,7 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
         best = {tm, tn, tiles, p};
         best_cost = cost;
       }
-      if (tn <= c.nr) break;
     }
-    if (tm <= c.mr) break;
-  }
   return best;
 }
 

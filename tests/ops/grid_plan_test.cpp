@@ -27,6 +27,31 @@ TEST(GridPlan, TilesAreRegisterTileMultiplesWithinTheCacheBlocks) {
       }
 }
 
+TEST(GridPlan, TilesSplitTheOutputIntoNearlyEqualParts) {
+  CpuGemmConfig c;
+  c.mr = 8;
+  c.nr = 32;
+  c.mc = 1024;
+  c.nc = 672;
+  // 2048 columns in blocks of at most 672: four tiles of 512, not 3 × 672 and a 32-column sliver.
+  GridPlan p = plan_grid(1024, 2048, 1024, 1, c, 1);
+  EXPECT_EQ(p.tile_n, 512);
+  EXPECT_EQ(p.tile_m, 1024);
+  EXPECT_EQ(p.tiles, 4);
+  p = plan_grid(1000, 1000, 1000, 1, c, 1);
+  EXPECT_EQ(p.tile_n, 512);  // 2 × 500 rounded up to NR
+  EXPECT_EQ(p.tile_m, 1000);
+  // Whatever the thread count, no tile is less than half as wide or tall as the largest one.
+  for (std::int64_t m : {100, 1000, 2048, 3000})
+    for (std::int64_t n : {100, 700, 2048, 4100})
+      for (int threads : {1, 2, 3}) {
+        p = plan_grid(m, n, 512, 1, c, threads);
+        SCOPED_TRACE(testing::Message() << m << "x" << n << " threads " << threads);
+        EXPECT_GE(n - (n - 1) / p.tile_n * p.tile_n, std::min(n, p.tile_n / 2) - c.nr);
+        EXPECT_GE(m - (m - 1) / p.tile_m * p.tile_m, std::min(m, p.tile_m / 2) - c.mr);
+      }
+}
+
 TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
   CpuGemmConfig c;
   c.mc = 256;
