@@ -82,6 +82,14 @@ class CpuGemmEmitter {
                      llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args) {
         emit_slab(t, a, bm, w, p0, kc, first, last, args, pack_a, pack_b, micro);
       });
+      // GEMV tiles (KC 8 × 4 vectors) do 32 FMAs: the 15-argument call would cost as much, and takes window from
+      // the loads that stream B (1×4096×4096, 1 thread, tessera / BLIS interleaved with the previous binary:
+      // 0.95-1.06 -> 1.03-1.16). At M = 8 (320 FMAs per tile) inlining measured 0.9× and is not done.
+      if (std::int64_t{cfg_.kc} * cfg_.mr * (cfg_.nr / lanes_) <= 128)
+        for (llvm::CallInst* call : full_tile_calls_) {
+          llvm::InlineFunctionInfo info;
+          if (!llvm::InlineFunction(*call, info).isSuccess()) throw std::logic_error("emit_llvm: tile not inlined");
+        }
     }
     std::string error;
     llvm::raw_string_ostream os(error);
@@ -679,6 +687,8 @@ class CpuGemmEmitter {
   // and masked ones for edge tiles of 1 vector (the alignment peel), about half and all NR / lanes vectors: a
   // GEMV's 12-column peel and 4-column last tile through the NR = 240 kernel took a quarter of its time. Each
   // kernel costs 4-9 ms of compile time, hence not one per vector count.
+  std::vector<llvm::CallInst*> full_tile_calls_;  // calls of the full micro-kernel, for inlining
+
   struct MicroKernels {
     llvm::Function* full;
     std::vector<std::pair<int, llvm::Function*>> edges;  // (vectors, kernel), by increasing vectors
@@ -880,16 +890,22 @@ class CpuGemmEmitter {
                     a_tile, a.rs, a.cs, b_tile, bm.rs, kc, gep(w.acc, b_.CreateMul(acc_index, i64c(MR * NR))),
                     first, last, b_.CreateAdd(t.i0, ir), b_.CreateAdd(t.j0, j), smin(i64c(MR), b_.CreateSub(t.mc, ir)),
                     cols, t.batch, args};
-                // The smallest kernel that covers the tile's vectors (an indirect call, predictable per slab).
+                // A full tile calls the full kernel; an edge tile the smallest kernel that covers its vectors (an
+                // indirect call, predictable per slab).
                 if (micro.edges.size() == 1 && micro.edges[0].second == micro.full) {
-                  b_.CreateCall(micro.full, call_args);
+                  full_tile_calls_.push_back(b_.CreateCall(micro.full, call_args));
                 } else {
-                  llvm::Value* vectors = b_.CreateSDiv(b_.CreateAdd(cols, i64c(lanes_ - 1)), i64c(lanes_));
-                  llvm::Value* callee = micro.edges.back().second;
-                  for (auto e = micro.edges.rbegin() + 1; e != micro.edges.rend(); ++e)
-                    callee = b_.CreateSelect(b_.CreateICmpSLE(vectors, i64c(e->first)), e->second, callee);
-                  callee = b_.CreateSelect(b_.CreateICmpEQ(cols, i64c(NR)), micro.full, callee);
-                  b_.CreateCall(micro.full->getFunctionType(), callee, call_args);
+                  emit_if_else(
+                      b_, b_.CreateICmpEQ(cols, i64c(NR)),
+                      [&] { full_tile_calls_.push_back(b_.CreateCall(micro.full, call_args)); },
+                      [&] {
+                        llvm::Value* vectors = b_.CreateSDiv(b_.CreateAdd(cols, i64c(lanes_ - 1)), i64c(lanes_));
+                        llvm::Value* callee = micro.edges.back().second;
+                        for (auto e = micro.edges.rbegin() + 1; e != micro.edges.rend(); ++e)
+                          callee = b_.CreateSelect(b_.CreateICmpSLE(vectors, i64c(e->first)), e->second, callee);
+                        b_.CreateCall(micro.full->getFunctionType(), callee, call_args);
+                      },
+                      "tile");
                 }
               },
               "jr");

@@ -68,4 +68,21 @@ void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()
   b.SetInsertPoint(done);
 }
 
+void emit_if_else(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then,
+                  const std::function<void()>& otherwise, const char* name) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  const std::string n(name);
+  llvm::BasicBlock* then_block = llvm::BasicBlock::Create(b.getContext(), n + ".then", f);
+  llvm::BasicBlock* else_block = llvm::BasicBlock::Create(b.getContext(), n + ".else", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(b.getContext(), n + ".done", f);
+  b.CreateCondBr(cond, then_block, else_block);
+  b.SetInsertPoint(then_block);
+  then();
+  b.CreateBr(done);
+  b.SetInsertPoint(else_block);
+  otherwise();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
 }  // namespace tessera

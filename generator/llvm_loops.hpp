@@ -24,4 +24,8 @@ void emit_for(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, llvm::
 // Emits if (cond) then(); continues after it.
 void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then, const char* name);
 
+// Emits if (cond) then(); else otherwise(); continues after it.
+void emit_if_else(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then,
+                  const std::function<void()>& otherwise, const char* name);
+
 }  // namespace tessera
