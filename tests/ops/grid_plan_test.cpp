@@ -52,6 +52,22 @@ TEST(GridPlan, TilesSplitTheOutputIntoNearlyEqualParts) {
       }
 }
 
+TEST(GridPlan, TwoThreadsSplitRowsOfACachedBAndColumnsOfAPackedOne) {
+  CpuGemmConfig c;
+  c.mr = 8;
+  c.nr = 32;
+  c.mc = 1024;
+  c.nc = 672;
+  c.pack_b = false;  // B read in place from the caches by every row: each thread keeps all of it
+  GridPlan p = plan_grid(256, 256, 256, 1, c, 2);
+  EXPECT_EQ(p.tile_m, 128);
+  EXPECT_EQ(p.tile_n, 256);
+  c.pack_b = true;  // each thread packs only its columns of B
+  p = plan_grid(256, 256, 256, 1, c, 2);
+  EXPECT_EQ(p.tile_m, 256);
+  EXPECT_EQ(p.tile_n, 128);
+}
+
 TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
   CpuGemmConfig c;
   c.mc = 256;
