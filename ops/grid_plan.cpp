@@ -60,8 +60,12 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       const std::int64_t tm = rows_first ? tms[j] : tms[i], tn = rows_first ? tns[i] : tns[j];
       const std::int64_t tiles = batch * ceil_div(m, tm) * ceil_div(n, tn);
       const int p = static_cast<int>(std::min<std::int64_t>(threads, tiles));
+      // A packed B panel costs its packing per tile; a B streamed in place into a few rows (the skinny kernels)
+      // costs as much from memory, so that two threads stream halves of it rather than all of it each (2 threads,
+      // interleaved: 32×4096×4096 107-123 -> 125-134 GFLOP/s, 16×4096×4096 54-97 -> 98-107).
+      const bool b_per_tile = c.pack_b || c.mc <= 32;
       const double per_tile = static_cast<double>(tm * tn * depth) +
-                              (c.pack_b ? kPackElement * static_cast<double>(tn * depth) : 0.0) + kPerTile;
+                              (b_per_tile ? kPackElement * static_cast<double>(tn * depth) : 0.0) + kPerTile;
       const double cost = static_cast<double>(ceil_div(tiles, p)) * per_tile + kPerThread * (p - 1);
       if (best.tiles == 0 || cost < best_cost) {
         best = {tm, tn, tiles, p};

@@ -52,7 +52,7 @@ TEST(GridPlan, TilesSplitTheOutputIntoNearlyEqualParts) {
       }
 }
 
-TEST(GridPlan, TwoThreadsSplitRowsOfACachedBAndColumnsOfAPackedOne) {
+TEST(GridPlan, TwoThreadsSplitRowsOfACachedBAndColumnsOfAPackedOrStreamedOne) {
   CpuGemmConfig c;
   c.mr = 8;
   c.nr = 32;
@@ -66,6 +66,16 @@ TEST(GridPlan, TwoThreadsSplitRowsOfACachedBAndColumnsOfAPackedOne) {
   p = plan_grid(256, 256, 256, 1, c, 2);
   EXPECT_EQ(p.tile_m, 256);
   EXPECT_EQ(p.tile_n, 128);
+  // A skinny kernel streams B in place into a few rows: each thread streams half of B, not all of it.
+  c.pack_b = false;
+  c.mr = 4;
+  c.nr = 96;
+  c.mc = 32;
+  c.nc = 4128;
+  p = plan_grid(32, 4096, 4096, 1, c, 2);
+  EXPECT_EQ(p.tile_m, 32);
+  EXPECT_LE(p.tile_n, 2112);
+  EXPECT_EQ(p.participants, 2);
 }
 
 TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
