@@ -10,11 +10,20 @@ double ceil_div(double a, double b) { return std::ceil(a / b); }
 double log2p(double x) { return std::log2(std::max(x, 0.0) + 1.0); }
 }  // namespace
 
-// Computation and memory traffic overlap, but not perfectly: the smaller one still shows through by half.
+// Streaming beyond the register tile overlaps computation, but not perfectly: the smaller still shows by half.
+// Packing B is a phase of its own (B read and written, nothing computing meanwhile), and so adds.
 double CpuAnalyticParts::total() const {
-  const double work = compute + tiles + packing;
-  return std::max(work, memory) + 0.5 * std::min(work, memory) + call;
+  const double work = compute + tiles;
+  return std::max(work, memory) + 0.5 * std::min(work, memory) + packing + call;
 }
+
+namespace {
+// Sustained bytes per core cycle from each level to one core (Zen 4 and 5 class; loads of a running GEMM, not the
+// ports' peak): what the register tile is fed at when its operands come from there.
+constexpr double kL2BytesPerCycle = 24.0, kL3BytesPerCycle = 12.0, kDramBytesPerCycle = 6.0;
+// The hardware prefetchers follow this many concurrent streams; B read in place walks KC rows at once.
+constexpr double kPrefetchStreams = 64.0;
+}  // namespace
 
 CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c, const Target& t) {
   // A transposed kernel is the untransposed kernel of the transposed product, and costs what that does.
@@ -24,29 +33,48 @@ CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c
   const double batch = static_cast<double>(p.batch);
   const double lanes = t.vector_lanes(), mr = c.mr, v = c.nr / lanes, nr = c.nr;
   const double bf16 = p.signature.a.dtype == DType::bf16 ? 2.0 : 1.0;  // vdpbf16ps: two K steps per FMA
-  const double tiles_m = ceil_div(m, mr), tiles_n = ceil_div(n, nr);
-  CpuAnalyticParts parts;
-  // One K step of the register tile: mr·v FMAs on two FMA ports; v loads of B and mr broadcasts of A on two load ports.
-  const double step = std::max({mr * v / 2.0, (v + mr) / 2.0, 1.0});
-  parts.compute = batch * tiles_m * tiles_n * (k / bf16) * step;
-  // Per micro-tile and K slab: partial sums in and out when K spans several slabs, and the call itself.
-  const double slabs = ceil_div(k, c.kc);
-  parts.tiles = batch * tiles_m * tiles_n * slabs * ((slabs > 1 ? 2.0 * mr * v : 0.0) + 12.0);
-  // Packing B: every element of B once per MC row block, a few cycles per vector.
-  const double row_blocks = ceil_div(m, c.mc);
-  if (c.pack_b) parts.packing = batch * row_blocks * k * tiles_n * v * 2.0;
-  // Memory: operands that do not fit L2 stream from beyond it, once per reuse the blocking misses: B once per MC
-  // row block when packed, once per row of micro-tiles when read in place; A once per NC column block.
   const double elem = dtype_bytes(p.signature.a.dtype);
+  const double tiles_m = ceil_div(m, mr), tiles_n = ceil_div(n, nr);
+  const double kc = std::min<double>(c.kc, k), nc = std::min<double>(c.nc, tiles_n * nr);
   const double b_bytes = k * n * elem, a_bytes = m * k * elem, d_bytes = m * n * 4.0;
-  parts.b_reads = b_bytes > t.l2_bytes ? (c.pack_b ? row_blocks : tiles_m) : 1.0;
-  const double a_reads = a_bytes > t.l2_bytes ? ceil_div(n, c.nc) : 1.0;
-  // ≈ 32 GB/s at 4 GHz for one core; B read in place comes in runs of NR floats per row, and runs shorter than
-  // 512 bytes leave the prefetchers (and so the bandwidth) idle in proportion.
-  const double b_runs = c.pack_b ? 1.0 : std::min(1.0, nr * elem / 512.0);
-  parts.memory = batch * (b_bytes * parts.b_reads / b_runs + a_bytes * a_reads + d_bytes) / 8.0;
-  // A call that is not a fixed-size kernel plans its grid and walks its tiles.
-  parts.call = c.fixed() ? 40.0 : 400.0;
+  // Repeated calls find an operand where its footprint fits.
+  const auto level_bandwidth = [&](double bytes) {
+    return bytes <= static_cast<double>(t.l2_bytes)   ? kL2BytesPerCycle
+           : bytes <= static_cast<double>(t.l3_bytes) ? kL3BytesPerCycle
+                                                      : kDramBytesPerCycle;
+  };
+  CpuAnalyticParts parts;
+  // Where each K step's B sliver comes from. Rows of micro-tiles are the outer loop, so the KC×NC panel of B (packed,
+  // or in place when it fits half of L2) is re-read from L2 by every row after the first; a single row of micro-tiles
+  // streams B in place from wherever B lives, and an in-place panel that outgrows L2 comes from L3.
+  const bool in_place = !c.pack_b;
+  double b_bandwidth = kL2BytesPerCycle;
+  if (in_place && tiles_m == 1) b_bandwidth = level_bandwidth(b_bytes);
+  if (in_place && tiles_m > 1 && kc * nc * elem > t.l2_bytes / 2.0) b_bandwidth = kL3BytesPerCycle;
+  // B streamed in place from beyond L2 walks KC rows at once, in runs of NC columns: past the streams the
+  // prefetchers follow, they fall behind in proportion.
+  if (in_place && b_bytes > static_cast<double>(t.l2_bytes) && b_bandwidth < kL2BytesPerCycle)
+    b_bandwidth *= std::min(1.0, kPrefetchStreams / kc);
+  // One K step of the register tile: mr·v FMAs on two FMA ports; v loads of B and mr broadcasts of A on two load
+  // ports; v vectors of B from its level.
+  const double step = std::max({mr * v / 2.0, (v + mr) / 2.0, v * 64.0 / b_bandwidth, 1.0});
+  parts.compute = batch * tiles_m * tiles_n * (k / bf16) * step;
+  // Per micro-tile and K slab: partial sums in and out when K spans several slabs, and the loop's bookkeeping (less
+  // in a fixed-size kernel, whose trip counts are constants).
+  const double slabs = ceil_div(k, c.kc);
+  parts.tiles = batch * tiles_m * tiles_n * slabs * ((slabs > 1 ? 2.0 * mr * v : 0.0) + (c.fixed() ? 4.0 : 12.0));
+  // Beyond the register tile: B once per MC row block (packed, or by the first row of micro-tiles; a single row
+  // already counted it in its steps) unless it stays in L2, A once per NC column block, D once.
+  const double row_blocks = ceil_div(m, c.mc);
+  parts.b_reads = b_bytes > static_cast<double>(t.l2_bytes) ? row_blocks : 1.0;
+  if (c.pack_b)  // read from its level and written to the panel, a few cycles per vector
+    parts.packing = batch * row_blocks * (k * tiles_n * nr * elem / level_bandwidth(b_bytes) + k * tiles_n * v * 2.0);
+  const double b_stream = in_place && tiles_m > 1 ? b_bytes * row_blocks / level_bandwidth(b_bytes) : 0.0;
+  const double a_reads = ceil_div(n, c.nc);
+  parts.memory =
+      batch * (b_stream + a_bytes * a_reads / level_bandwidth(a_bytes) + d_bytes / level_bandwidth(d_bytes));
+  // A call that is not a fixed-size kernel plans its grid and walks its tiles, and sets up every batch item.
+  parts.call = c.fixed() ? 40.0 : 400.0 + 100.0 * batch;
   return parts;
 }
 

@@ -69,6 +69,8 @@ Tuner::Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, Tuning
       hardware_(TuningRecords::host_hardware()) {
   if (options_.samples < 1) throw InvalidArgument("samples", "must be at least 1");
   if (!(options_.sample_ms > 0)) throw InvalidArgument("sample_ms", "must be positive");
+  if (options_.refine_samples < 0) throw InvalidArgument("refine_samples", "must not be negative");
+  if (!(options_.refine_within >= 0)) throw InvalidArgument("refine_within", "must not be negative");
 }
 
 TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
@@ -151,17 +153,36 @@ TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
       contenders.push_back(j);
   }
   std::mt19937_64 shuffle(static_cast<std::uint64_t>(problem.m * 7919 + problem.n * 104729 + problem.k));
-  const int total = static_cast<int>(contenders.size()) * options_.samples;
-  int done = 0;
-  for (int round = 0; round < options_.samples && !contenders.empty(); ++round) {
-    const Operands ops(problem, 18u + static_cast<unsigned>(round));
-    std::shuffle(contenders.begin(), contenders.end(), shuffle);
-    timed[contenders[0]].kernel.prepare(ops.args).run();  // the fresh operands into the caches
-    for (std::size_t j : contenders) {
-      Timed& t = timed[j];
-      const PreparedGemm prepared = t.kernel.prepare(ops.args);
-      t.samples.push_back(seconds([&] { prepared.run(); }, t.calls) / t.calls * 1e9);
-      if (progress) progress(++done, total);
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  // Interleaved rounds over `who`, on operands allocated afresh per round (seeds from `first_seed`).
+  int done = 0, total = static_cast<int>(contenders.size()) * options_.samples;
+  const auto measure_rounds = [&](std::vector<std::size_t> who, int rounds, unsigned first_seed) {
+    for (int round = 0; round < rounds && !who.empty(); ++round) {
+      const Operands ops(problem, first_seed + static_cast<unsigned>(round));
+      std::shuffle(who.begin(), who.end(), shuffle);
+      timed[who[0]].kernel.prepare(ops.args).run();  // the fresh operands into the caches
+      for (std::size_t j : who) {
+        Timed& t = timed[j];
+        const PreparedGemm prepared = t.kernel.prepare(ops.args);
+        t.samples.push_back(seconds([&] { prepared.run(); }, t.calls) / t.calls * 1e9);
+        if (progress) progress(++done, total);
+      }
+    }
+  };
+  measure_rounds(contenders, options_.samples, 18u);
+  // The near-best get more rounds (their medians are over all their samples), when there is a choice among them.
+  if (options_.refine_samples > 0 && contenders.size() > 1) {
+    double best_median = INFINITY;
+    for (std::size_t j : contenders) best_median = std::min(best_median, median(timed[j].samples));
+    std::vector<std::size_t> close;
+    for (std::size_t j : contenders)
+      if (median(timed[j].samples) <= best_median * (1.0 + options_.refine_within)) close.push_back(j);
+    if (close.size() > 1) {
+      total += static_cast<int>(close.size()) * options_.refine_samples;
+      measure_rounds(close, options_.refine_samples, 18u + static_cast<unsigned>(options_.samples));
     }
   }
   std::size_t next_timed = 0;
@@ -178,7 +199,7 @@ TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
       ++result.compiled;
       std::vector<double> samples = timed[next_timed++].samples;
       std::sort(samples.begin(), samples.end());
-      m.median_ns = samples[samples.size() / 2];
+      m.median_ns = median(samples);
       std::vector<double> deviations;
       for (double x : samples) deviations.push_back(std::fabs(x - m.median_ns));
       std::sort(deviations.begin(), deviations.end());

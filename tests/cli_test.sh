@@ -139,6 +139,12 @@ ev=$("$bin" model eval --records "$tmp/r.sqlite" --families list,other --rounds 
 if [[ $ev == *'"scored_problems":6'* ]]; then ok; else bad "model eval --families: $ev"; fi
 expect_bad "none of the records belongs to these families" model eval --records "$tmp/r.sqlite" --families nope
 expect_bad "not in range" tune gemm --shapes 8x8x8 --samples 0
+# Refinement: every contender (all are within 1000% of the best) gets 4 samples more than the 3 of every round.
+"$bin" tune gemm --shapes 48x48x48 --top-k 4 --records "$tmp/r3.sqlite" --sample-ms 0.2 --samples 3 \
+  --refine-samples 4 --refine-within 10 >/dev/null 2>&1
+counts=$(sqlite3 "$tmp/r3.sqlite" "select group_concat(distinct samples) from measurements where samples > 1")
+if [[ $counts == 7 ]]; then ok; else bad "tune gemm --refine-samples: sample counts $counts"; fi
+expect_bad "not in range" tune gemm --shapes 8x8x8 --refine-samples -1
 expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --split sideways
 expect_bad "no such file" model eval --records "$tmp/none.sqlite"
 

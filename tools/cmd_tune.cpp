@@ -160,6 +160,12 @@ void add_tune_command(CLI::App& app, int& result) {
                    "samples per variant, taken in interleaved rounds (median recorded)")
       ->check(CLI::Range(1, 1000));
   gemm->add_option("--sample-ms", cmd->options.sample_ms, "length of one sample")->check(CLI::Range(0.001, 60000.0));
+  gemm->add_option("--refine-samples", cmd->options.refine_samples,
+                   "samples more for the variants within --refine-within of the best median (default 0)")
+      ->check(CLI::Range(0, 1000));
+  gemm->add_option("--refine-within", cmd->options.refine_within,
+                   "how close to the best median a variant must be to be refined (default 0.10)")
+      ->check(CLI::Range(0.0, 10.0));
   gemm->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 }
 

@@ -19,6 +19,10 @@ struct TuneOptions {
   bool exhaustive = false;      // every variant of the space instead
   int samples = 5;              // rounds; a variant > 4x slower than the fastest calibration gets one sample
   double sample_ms = 2.0;       // each sample repeats the call for about this long
+  // Rounds more for the variants whose median is within refine_within of the best: which of near-equals wins is
+  // what a single noisy median decides, so they get the samples that settle it.
+  int refine_samples = 0;
+  double refine_within = 0.10;
   double compile_limit_s = 10;  // a compile slower than this is left out
 };
 

@@ -84,6 +84,24 @@ TEST(AnalyticModel, PrefersRegisterTilesThatFeedTheFmaUnits) {
   EXPECT_LT(scores[0], 0.6 * scores[1]) << "an 8x32 tile keeps both FMA ports busy; a 1x16 one waits on its loads";
 }
 
+TEST(AnalyticModel, StreamsABReadOnceInPlaceAndPacksOneReadByManyRows) {
+  const Target t = avx512();
+  // One row of micro-tiles reads B once: packing it first only adds a pass over its 64 MB.
+  const GemmProblem skinny = problem(4, 4096, 4096);
+  CpuGemmConfig in_place = CpuGemmConfig::default_for(skinny, t), packed = in_place;
+  in_place.pack_b = false, packed.pack_b = true;
+  auto scores = AnalyticCpuModel().score(skinny, {in_place, packed}, t);
+  EXPECT_LT(scores[0], scores[1]);
+  // Many rows re-read a KC×NC panel: from L2 when it fits half of it, from L3 (strided, KC rows at once) when not.
+  const GemmProblem square = problem(2048, 2048, 2048);
+  CpuGemmConfig fits = CpuGemmConfig::default_for(square, t), outgrows = fits;
+  fits.pack_b = outgrows.pack_b = false;
+  fits.kc = 128, fits.nc = 10 * fits.nr;              // at most 320 KB
+  outgrows.kc = 384, outgrows.nc = 40 * outgrows.nr;  // at least 960 KB
+  scores = AnalyticCpuModel().score(square, {fits, outgrows}, t);
+  EXPECT_LT(scores[0], scores[1]);
+}
+
 // Problems whose times are a known function of the features: the analytic estimate itself, distorted per config.
 std::vector<RecordedProblem> synthetic_problems(const Target& t, int count) {
   std::vector<RecordedProblem> problems;
