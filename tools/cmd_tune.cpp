@@ -87,9 +87,13 @@ struct TuneCommand {
                              exhaustive ? "every variant" : fmt::format("top {}", top_k), threads,
                              cost_model.model->name(), cost_model.note.empty() ? "" : " (" + cost_model.note + ")");
     const auto start = std::chrono::steady_clock::now();
+    // A shape's share of the run: compiling and timing its variants costs about as much as 2·10⁸ flops of calls
+    // (samples are a fixed length), plus its flops. An exhaustive run of bench/suites/tuning.txt (430 shapes of up to
+    // 1.1 GFLOP): counting flops alone, it foresaw 5.5 hours after the first minute of 25; with this, 25 minutes
+    // after the first minute of 36 (--refine-samples 15, whose extra rounds it does not foresee).
+    constexpr double kShapeCost = 2e8;
     double flops_done = 0, flops_total = 0;
-    for (const auto& s : list)
-      flops_total += 2.0 * static_cast<double>(s.m * s.n * s.k * s.batch) + 1e6;  // + per shape
+    for (const auto& s : list) flops_total += 2.0 * static_cast<double>(s.m * s.n * s.k * s.batch) + kShapeCost;
     for (std::size_t i = 0; i < list.size(); ++i) {
       const SuiteShape& s = list[i];
       GemmProblem p;
@@ -105,7 +109,7 @@ struct TuneCommand {
         last_update = now;
         // Time left from the share of the suite's work (by flops, plus a fixed cost per shape) done so far.
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const double share = (flops_done + (p.flops() + 1e6) * done / std::max(total, 1)) / flops_total;
+        const double share = (flops_done + (p.flops() + kShapeCost) * done / std::max(total, 1)) / flops_total;
         const double left = share > 0 ? elapsed * (1 - share) / share : 0;
         const int width = 30, filled = static_cast<int>(share * width);
         std::cerr << fmt::format("\r[{}{}] shape {}/{} sample {}/{} · {:.0f}s elapsed, ~{:.0f}s left   ",
@@ -115,7 +119,7 @@ struct TuneCommand {
                   << std::flush;
       };
       const TuneResult r = tuner.tune(p, s.family, progress);
-      flops_done += p.flops() + 1e6;
+      flops_done += p.flops() + kShapeCost;
       if (r.measured.empty()) continue;
       const VariantMeasurement& best = r.measured[r.best];
       const double default_ns = [&] {
