@@ -26,6 +26,9 @@ static_assert(offsetof(GemmKernelArgs, tile_n) == 40 && offsetof(GemmKernelArgs,
               offsetof(GemmKernelArgs, beta) == 188);
 enum ArgsField : unsigned { kM, kN, kK, kBatch, kTileM, kTileN, kA, kB, kC, kD, kInputs, kAlpha, kBeta };
 
+// How many source rows ahead packing prefetches (a pack reading B row by row).
+constexpr int kPackAhead = 8;
+
 struct TensorFields {
   llvm::Value* data;
   llvm::Value* rs;
@@ -219,6 +222,15 @@ class CpuGemmEmitter {
                 llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
                 llvm::Value* sliver_dst = gep(gep(dst, b_.CreateMul(first_row, depth)), b_.CreateMul(p, i64c(R)));
                 emit_pack_sliver(a, R, unit_row_stride, first_row, sliver_dst);
+                // The same columns kPackAhead source rows further on, into L1: each source row is a new stream (a
+                // new page, for N ≥ 1024), which the hardware prefetcher learns too late to hide DRAM's latency.
+                // A prefetch never faults, so rows past the block (or the matrix) need no test.
+                llvm::Value* ahead = b_.CreateAdd(a.r0, first_row);
+                ahead = b_.CreateAdd(ahead, b_.CreateMul(b_.CreateAdd(a.c0, b_.CreateAdd(p, i64c(kPackAhead))), cs));
+                for (int line = 0; line < R; line += 16)
+                  b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                                     {gep(a.src, b_.CreateAdd(ahead, i64c(line))), b_.getInt32(0), b_.getInt32(3),
+                                      b_.getInt32(1)});
               },
               "pack.sliver");
         },

@@ -43,17 +43,23 @@ CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c
            : bytes <= static_cast<double>(t.l3_bytes) ? kL3BytesPerCycle
                                                       : kDramBytesPerCycle;
   };
+  // A cold operand comes from memory on its first pass, whatever its size; later passes find it where it fits.
+  const double a_level = p.a_cold ? kDramBytesPerCycle : level_bandwidth(a_bytes);
+  const double b_level = p.b_cold ? kDramBytesPerCycle : level_bandwidth(b_bytes);
+  const auto b_passes = [&](double bytes, double passes) {
+    return bytes / b_level + (passes - 1.0) * bytes / level_bandwidth(b_bytes);
+  };
   CpuAnalyticParts parts;
   // Where each K step's B sliver comes from. Rows of micro-tiles are the outer loop, so the KC×NC panel of B (packed,
   // or in place when it fits half of L2) is re-read from L2 by every row after the first; a single row of micro-tiles
   // streams B in place from wherever B lives, and an in-place panel that outgrows L2 comes from L3.
   const bool in_place = !c.pack_b;
   double b_bandwidth = kL2BytesPerCycle;
-  if (in_place && tiles_m == 1) b_bandwidth = level_bandwidth(b_bytes);
+  if (in_place && tiles_m == 1) b_bandwidth = b_level;
   if (in_place && tiles_m > 1 && kc * nc * elem > t.l2_bytes / 2.0) b_bandwidth = kL3BytesPerCycle;
   // B streamed in place from beyond L2 walks KC rows at once, in runs of NC columns: past the streams the
   // prefetchers follow, they fall behind in proportion.
-  if (in_place && b_bytes > static_cast<double>(t.l2_bytes) && b_bandwidth < kL2BytesPerCycle)
+  if (in_place && (b_bytes > static_cast<double>(t.l2_bytes) || p.b_cold) && b_bandwidth < kL2BytesPerCycle)
     b_bandwidth *= std::min(1.0, kPrefetchStreams / kc);
   // One K step of the register tile: mr·v FMAs on two FMA ports; v loads of B and mr broadcasts of A on two load
   // ports; v vectors of B from its level.
@@ -68,11 +74,12 @@ CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c
   const double row_blocks = ceil_div(m, c.mc);
   parts.b_reads = b_bytes > static_cast<double>(t.l2_bytes) ? row_blocks : 1.0;
   if (c.pack_b)  // read from its level and written to the panel, a few cycles per vector
-    parts.packing = batch * row_blocks * (k * tiles_n * nr * elem / level_bandwidth(b_bytes) + k * tiles_n * v * 2.0);
-  const double b_stream = in_place && tiles_m > 1 ? b_bytes * row_blocks / level_bandwidth(b_bytes) : 0.0;
+    parts.packing = batch * (b_passes(k * tiles_n * nr * elem, row_blocks) + row_blocks * k * tiles_n * v * 2.0);
+  const double b_stream = in_place && tiles_m > 1 ? b_passes(b_bytes, row_blocks) : 0.0;
   const double a_reads = ceil_div(n, c.nc);
   parts.memory =
-      batch * (b_stream + a_bytes * a_reads / level_bandwidth(a_bytes) + d_bytes / level_bandwidth(d_bytes));
+      batch * (b_stream + a_bytes / a_level + a_bytes * (a_reads - 1.0) / level_bandwidth(a_bytes) +
+               d_bytes / level_bandwidth(d_bytes));
   // A call that is not a fixed-size kernel plans its grid and walks its tiles, and sets up every batch item.
   parts.call = c.fixed() ? 40.0 : 400.0 + 100.0 * batch;
   return parts;
@@ -89,7 +96,8 @@ const std::vector<std::string>& cpu_feature_names() {
       "a_row_major", "b_row_major", "bf16",        "log_tiles_m", "log_tiles_n",  "log_k_slabs",
       "pad_waste",   "m_edge",      "n_edge",      "k_edge",      "fma_per_load", "register_use",
       "l1_ratio",    "l2_panel",    "b_over_l2",   "a_over_l2",   "partial_sums", "log_analytic",
-      "log_compute", "log_tiles",   "log_packing", "log_memory",  "log_b_reads",  "memory_share"};
+      "log_compute", "log_tiles",   "log_packing", "log_memory",  "log_b_reads",  "memory_share",
+      "a_cold",      "b_cold"};
   return names;
 }
 
@@ -142,7 +150,9 @@ std::vector<float> cpu_features(const GemmProblem& p, const CpuGemmConfig& c, co
                               log2p(parts.packing),
                               log2p(parts.memory),
                               log2p(parts.b_reads),
-                              parts.memory / (parts.compute + parts.tiles + parts.packing + parts.memory)};
+                              parts.memory / (parts.compute + parts.tiles + parts.packing + parts.memory),
+                              p.a_cold ? 1.0 : 0.0,
+                              p.b_cold ? 1.0 : 0.0};
   return {f.begin(), f.end()};
 }
 

@@ -103,6 +103,8 @@ GemmProblem transposed(const GemmProblem& p) {
   GemmProblem t = p;
   t.m = p.n;
   t.n = p.m;
+  t.a_cold = p.b_cold;
+  t.b_cold = p.a_cold;
   t.signature = transposed(p.signature);
   return t;
 }

@@ -45,6 +45,9 @@ struct GemmSignature {
 struct GemmProblem {
   std::int64_t m = 1, n = 1, k = 1, batch = 1;
   GemmSignature signature;
+  // Where the operands are found when the call starts, for the cost models only: in the caches their footprint fits
+  // (a product called again and again), or cold in memory (a layer's weights, read once per step).
+  bool a_cold = false, b_cold = false;
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

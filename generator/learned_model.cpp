@@ -22,8 +22,8 @@ std::mutex g_xgboost_mutex;  // boosters are not safe for concurrent prediction 
 // Problem features whose training range bounds where the model is trusted (they do not depend on the config).
 // The model answers inside the box of its training problems, layouts included: a layout it never saw is one it
 // cannot rank (its trees never split on it).
-const std::array<const char*, 8> kRangeFeatures{"log_m",     "log_n",     "log_k",       "log_flops",
-                                                "b_over_l2", "a_over_l2", "a_row_major", "b_row_major"};
+const std::array<const char*, 10> kRangeFeatures{"log_m",       "log_n",       "log_k",  "log_flops", "b_over_l2",
+                                                 "a_over_l2",   "a_row_major", "b_row_major", "a_cold", "b_cold"};
 
 std::size_t feature_index(const char* name) {
   const auto& names = cpu_feature_names();

@@ -41,18 +41,31 @@ std::vector<SuiteShape> load_shape_suite(const std::string& path_or_name, const 
   if (!in) throw InvalidArgument("--suite", "cannot read '" + path_or_name + "'");
   std::vector<SuiteShape> shapes;
   std::string family = path.stem().string(), line;
+  bool cold_b = false;
   for (int line_number = 1; std::getline(in, line); ++line_number) {
     const std::string where = fmt::format("{}:{}", path.string(), line_number);
     if (const auto hash = line.find('#'); hash != std::string::npos) {
       std::istringstream comment(line.substr(hash + 1));
       std::string key, name;
-      if (comment >> key >> name && key == "family:") family = name;
+      if (comment >> key >> name && key == "family:") {
+        family = name;
+        cold_b = false;
+        for (std::string attribute; comment >> attribute;) {
+          if (attribute != "b-cold")
+            throw InvalidArgument("--suite", fmt::format("{}: unknown family attribute '{}' (known: b-cold)", where,
+                                                         attribute));
+          cold_b = true;
+        }
+      }
       line = line.substr(0, hash);
     }
     std::istringstream words(line);
     std::vector<std::int64_t> v;
     for (std::string word; words >> word;) v.push_back(number(word, where));
-    if (!v.empty()) shapes.push_back(checked(v, where, family));
+    if (!v.empty()) {
+      shapes.push_back(checked(v, where, family));
+      shapes.back().cold_b = cold_b;
+    }
   }
   if (shapes.empty()) throw InvalidArgument("--suite", "'" + path.string() + "' lists no shapes");
   return shapes;

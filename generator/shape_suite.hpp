@@ -1,5 +1,6 @@
 // Shape suites shared by benchmarks, tests and the tuner: files of "M N K [batch]" lines, where a comment line
-// "# family: NAME" names the family of the shapes after it (the file's stem until then); or "MxNxK[xB]" lists.
+// "# family: NAME [b-cold]" names the family of the shapes after it (the file's stem until then) and whether the
+// tuner times them with B evicted from the caches before each call; or "MxNxK[xB]" lists.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@ namespace tessera {
 struct SuiteShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   std::string family;
+  bool cold_b = false;  // timed with B evicted before each call (TuneOptions::cold_b)
 };
 
 // A path, or the name of a file in `suites_dir` ("square" → suites_dir/square.txt). Throws InvalidArgument naming

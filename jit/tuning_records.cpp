@@ -77,10 +77,15 @@ CREATE TABLE IF NOT EXISTS measurements(
   m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, batch INTEGER NOT NULL,
   signature TEXT NOT NULL, config TEXT NOT NULL, target TEXT NOT NULL, hardware TEXT NOT NULL,
   threads INTEGER NOT NULL, median_ns REAL NOT NULL, spread REAL NOT NULL, samples INTEGER NOT NULL,
-  tessera_version TEXT NOT NULL, measured_at TEXT NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS measurement_key ON measurements(spec_hash, m, n, k, batch, threads, hardware);
+  tessera_version TEXT NOT NULL, measured_at TEXT NOT NULL, b_cold INTEGER NOT NULL DEFAULT 0);
+CREATE UNIQUE INDEX IF NOT EXISTS measurement_key_v2
+  ON measurements(spec_hash, m, n, k, batch, threads, hardware, b_cold);
 )";
-}  // namespace
+// Version 1 had no b_cold: all its measurements left B in the caches between calls.
+constexpr const char* kMigrateFrom1 = R"(
+ALTER TABLE measurements ADD COLUMN b_cold INTEGER NOT NULL DEFAULT 0;
+DROP INDEX IF EXISTS measurement_key;
+)";}  // namespace
 
 TuningRecords::TuningRecords(const std::string& path) : db_(std::make_unique<Db>()) {
   db_->path = path;
@@ -102,9 +107,14 @@ TuningRecords::TuningRecords(const std::string& path) : db_(std::make_unique<Db>
   }
   db_->exec("BEGIN IMMEDIATE;");
   try {
-    Statement tables(db_->handle, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'");
-    tables.step();
-    const bool empty = tables.integer(0) == 0;
+    // Each query finalised before the schema changes (a pending one locks the tables against DROP INDEX).
+    bool empty = false;
+    {
+      Statement tables(db_->handle,
+                       "SELECT count(*) FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'");
+      tables.step();
+      empty = tables.integer(0) == 0;
+    }
     bool has_meta = false;
     {
       Statement meta(db_->handle, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='tessera_meta'");
@@ -112,16 +122,20 @@ TuningRecords::TuningRecords(const std::string& path) : db_(std::make_unique<Db>
       has_meta = meta.integer(0) == 1;
     }
     if (!empty && !has_meta) throw InvalidArgument("--records", "'" + path + "' is not a tessera records database");
-    db_->exec(kSchema);
-    Statement version(db_->handle, "SELECT value FROM tessera_meta WHERE key='schema_version'");
-    if (version.step() == SQLITE_ROW) {
-      if (version.text(0) != std::to_string(kSchemaVersion))
-        throw InvalidArgument("--records", fmt::format("'{}' has schema version {}; this tessera reads version {}",
-                                                       path, version.text(0), kSchemaVersion));
-    } else {
-      Statement insert(db_->handle, "INSERT INTO tessera_meta(key, value) VALUES('schema_version', ?)");
-      insert.bind(1, std::to_string(kSchemaVersion)).step();
+    std::string found;
+    if (has_meta) {
+      Statement version(db_->handle, "SELECT value FROM tessera_meta WHERE key='schema_version'");
+      if (version.step() == SQLITE_ROW) found = version.text(0);
     }
+    if (found == "1") {
+      db_->exec(kMigrateFrom1);
+    } else if (!found.empty() && found != std::to_string(kSchemaVersion)) {
+      throw InvalidArgument("--records", fmt::format("'{}' has schema version {}; this tessera reads versions 1 and {}",
+                                                     path, found, kSchemaVersion));
+    }
+    db_->exec(kSchema);
+    Statement set_version(db_->handle, "INSERT OR REPLACE INTO tessera_meta(key, value) VALUES('schema_version', ?)");
+    if (found != std::to_string(kSchemaVersion)) set_version.bind(1, std::to_string(kSchemaVersion)).step();
     db_->exec("COMMIT;");
   } catch (...) {
     sqlite3_exec(db_->handle, "ROLLBACK;", nullptr, nullptr, nullptr);
@@ -134,29 +148,41 @@ TuningRecords::~TuningRecords() = default;
 void TuningRecords::add(const TuningRecord& r) {
   Statement insert(db_->handle,
                    "INSERT OR IGNORE INTO measurements(spec_hash, family, m, n, k, batch, signature, config, target, "
-                   "hardware, threads, median_ns, spread, samples, tessera_version, measured_at) "
-                   "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                   "hardware, threads, median_ns, spread, samples, tessera_version, measured_at, b_cold) "
+                   "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   insert.bind(1, r.spec_hash).bind(2, r.family).bind(3, r.m).bind(4, r.n).bind(5, r.k).bind(6, r.batch);
   insert.bind(7, r.signature).bind(8, r.config).bind(9, r.target).bind(10, r.hardware);
   insert.bind(11, std::int64_t{r.threads}).bind(12, r.median_ns).bind(13, r.spread).bind(14, std::int64_t{r.samples});
-  insert.bind(15, r.tessera_version).bind(16, r.measured_at);
+  insert.bind(15, r.tessera_version).bind(16, r.measured_at).bind(17, std::int64_t{r.b_cold});
   insert.step();
 }
 
+void TuningRecords::add(const std::vector<TuningRecord>& records) {
+  db_->exec("BEGIN IMMEDIATE;");
+  try {
+    for (const TuningRecord& r : records) add(r);
+    db_->exec("COMMIT;");
+  } catch (...) {
+    sqlite3_exec(db_->handle, "ROLLBACK;", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
 double TuningRecords::recorded_ns(const std::string& spec_hash, std::int64_t m, std::int64_t n, std::int64_t k,
-                                  std::int64_t batch, int threads, const std::string& hardware) const {
+                                  std::int64_t batch, int threads, const std::string& hardware, bool b_cold) const {
   Statement q(db_->handle,
               "SELECT median_ns FROM measurements WHERE spec_hash=? AND m=? AND n=? AND k=? AND batch=? AND threads=? "
-              "AND hardware=?");
+              "AND hardware=? AND b_cold=?");
   q.bind(1, spec_hash).bind(2, m).bind(3, n).bind(4, k).bind(5, batch).bind(6, std::int64_t{threads}).bind(7, hardware);
+  q.bind(8, std::int64_t{b_cold});
   return q.step() == SQLITE_ROW ? q.real(0) : -1.0;
 }
 
 std::vector<TuningRecord> TuningRecords::all(const std::string& target) const {
   Statement q(db_->handle,
               "SELECT spec_hash, family, m, n, k, batch, signature, config, target, hardware, threads, median_ns, "
-              "spread, samples, tessera_version, measured_at FROM measurements WHERE (?1 = '' OR target = ?1) "
-              "ORDER BY hardware, threads, m, n, k, batch, signature, spec_hash");
+              "spread, samples, tessera_version, measured_at, b_cold FROM measurements WHERE (?1 = '' OR target = ?1) "
+              "ORDER BY hardware, threads, b_cold, m, n, k, batch, signature, spec_hash");
   q.bind(1, target);
   std::vector<TuningRecord> out;
   while (q.step() == SQLITE_ROW) {
@@ -167,6 +193,7 @@ std::vector<TuningRecord> TuningRecords::all(const std::string& target) const {
     r.threads = static_cast<int>(q.integer(10));
     r.median_ns = q.real(11), r.spread = q.real(12), r.samples = static_cast<int>(q.integer(13));
     r.tessera_version = q.text(14), r.measured_at = q.text(15);
+    r.b_cold = q.integer(16) != 0;
     out.push_back(std::move(r));
   }
   return out;

@@ -26,13 +26,16 @@ struct TuningRecord {
   int samples = 0;
   std::string tessera_version;
   std::string measured_at;  // ISO 8601, UTC
+  bool b_cold = false;      // B evicted from the caches before each timed call (TuneOptions::cold_b)
 };
 
 class TuningRecords {
  public:
-  static constexpr int kSchemaVersion = 1;
-  // Opens or creates the database. Throws InvalidArgument when the file is not a tessera records database (or has
-  // another schema version); never modifies such a file.
+  // Version 2 added b_cold (a B evicted before each call and one left in the caches are different measurements).
+  static constexpr int kSchemaVersion = 2;
+  // Opens or creates the database; a version-1 database is upgraded in place (its measurements kept B in the
+  // caches). Throws InvalidArgument when the file is not a tessera records database (or has another schema
+  // version); never modifies such a file.
   explicit TuningRecords(const std::string& path);
   ~TuningRecords();
   TuningRecords(const TuningRecords&) = delete;
@@ -40,9 +43,11 @@ class TuningRecords {
 
   // Adds one measurement (ignored if the same spec, sizes, threads and hardware are already recorded).
   void add(const TuningRecord& record);
+  // Adds many in one transaction (all or none), each as add() would.
+  void add(const std::vector<TuningRecord>& records);
   // The recorded median time (ns) of that measurement, or a negative value when there is none.
   double recorded_ns(const std::string& spec_hash, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
-                     int threads, const std::string& hardware) const;
+                     int threads, const std::string& hardware, bool b_cold = false) const;
   // Every record, optionally of one target only, ordered by problem then spec.
   std::vector<TuningRecord> all(const std::string& target = "") const;
   std::int64_t count() const;

@@ -100,18 +100,20 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
   if (settings.empty()) return {};
   const auto setting =
       std::max_element(settings.begin(), settings.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
-  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, RecordedProblem> grouped;
-  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>>
-      spreads;
+  // A problem timed with B cold and with B in the caches is two problems (the order of its variants differs).
+  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+  std::map<Key, RecordedProblem> grouped;
+  std::map<Key, std::vector<double>> spreads;
   for (const auto& r : records) {
     if (r.target != target || r.hardware != setting.first || r.threads != setting.second) continue;
-    const auto key = std::make_tuple(r.signature, r.m, r.n, r.k, r.batch);
+    const Key key{r.signature, r.m, r.n, r.k, r.batch, r.b_cold};
     RecordedProblem& p = grouped[key];
     if (p.configs.empty()) {
       p.problem.m = r.m, p.problem.n = r.n, p.problem.k = r.k, p.problem.batch = r.batch;
       p.problem.signature = GemmSignature::from_json(nlohmann::json::parse(r.signature));
       p.family = r.family;
       p.hardware = r.hardware;
+      p.problem.b_cold = r.b_cold;  // timed with B evicted from the caches before each call
     }
     p.configs.push_back(CpuGemmConfig::from_json(nlohmann::json::parse(r.config)));
     p.ns.push_back(r.median_ns);
@@ -143,7 +145,7 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Tar
 nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const std::vector<RecordedProblem>& second) {
   const auto key = [](const RecordedProblem& p) {
     return std::make_tuple(p.problem.signature.to_json().dump(), p.problem.m, p.problem.n, p.problem.k,
-                           p.problem.batch);
+                           p.problem.batch, p.problem.b_cold);
   };
   std::map<decltype(key(first[0])), const RecordedProblem*> by_key;
   for (const auto& p : second) by_key[key(p)] = &p;
@@ -231,7 +233,8 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
           static_cast<int>(std::find(fold_names.begin(), fold_names.end(), problems[i].family) - fold_names.begin());
     if (fold_names.size() < 2) throw InvalidArgument("--split", "family needs records from at least two families");
   }
-  Outcome learned, analytic, fixed_default;
+  Outcome learned, analytic, fixed_default, runtime;
+  std::size_t fallbacks = 0;
   std::map<std::string, std::vector<double>> learned_by_family;
   std::vector<std::pair<double, nlohmann::json>> worst;  // the learned model's largest regrets, for diagnosis
   nlohmann::json per_fold = nlohmann::json::array();
@@ -271,6 +274,13 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
       for (std::size_t i = 0; i < p.configs.size(); ++i)
         if (p.configs[i] == d) chosen[i] = 0.0, found = true;
       if (found) score_problem(fixed_default, p, chosen, false);
+      // What the runtime compiles: the learned top-1 where the model's training covers the problem, else the default.
+      if (model->covers(p.problem)) {
+        score_problem(runtime, p, scores, false);
+      } else if (found) {
+        score_problem(runtime, p, chosen, false);
+        ++fallbacks;
+      }
       // The cost of ranking the problem's whole variant space.
       const auto space = cpu_variants(p.problem, target);
       const auto start = std::chrono::steady_clock::now();
@@ -297,6 +307,8 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                         {"learned", summary(learned, true)},
                         {"analytic", summary(analytic, true)},
                         {"default", summary(fixed_default, false)},
+                        {"runtime", summary(runtime, false)},
+                        {"runtime_fallbacks", fallbacks},
                         {"noise_floor", quantile(spreads, 0.5)},
                         {"noise_floor_p90", quantile(spreads, 0.9)},
                         {"variants_per_problem", mean(space_sizes)},

@@ -44,9 +44,20 @@ CacheStats Runtime::cache_stats() const { return impl_->cache.stats(); }
 
 GemmProblem describe_gemm(const GemmArgs& args) { return bind_gemm(args).problem; }
 
+namespace {
+// A product of a few rows with a B beyond L2 is, where applications issue it (a decoder's projections at a handful
+// of tokens), a layer's weights read once per step: ranked as B cold, the condition its tuning shapes were timed in
+// (the skinny family of bench/suites/tuning.txt).
+bool b_arrives_cold(const GemmProblem& p, const Target& t) {
+  const double b_bytes = static_cast<double>(p.k) * static_cast<double>(p.n) * dtype_bytes(p.signature.b.dtype);
+  return p.m <= 32 && b_bytes > static_cast<double>(t.l2_bytes);
+}
+}  // namespace
+
 CpuGemmConfig Runtime::choose_config(const GemmProblem& problem) {
-  if (!impl_->cost_model || !impl_->cost_model->covers(problem))
-    return CpuGemmConfig::default_for(problem, impl_->target);
+  GemmProblem ranked = problem;
+  ranked.b_cold = problem.b_cold || b_arrives_cold(problem, impl_->target);
+  if (!impl_->cost_model || !impl_->cost_model->covers(ranked)) return CpuGemmConfig::default_for(problem, impl_->target);
   // What makes two problems the same shape: operand types and layouts, the epilogue and its tensors, the sizes.
   const GemmSignature& g = problem.signature;
   std::string key =
@@ -63,12 +74,12 @@ CpuGemmConfig Runtime::choose_config(const GemmProblem& problem) {
   if (impl_->options.tuning_budget > 0) {
     TuneOptions options;
     options.top_k = impl_->options.tuning_budget;
-    const TuneResult r = Tuner(*this, impl_->cost_model, nullptr, options).tune(problem, "runtime");
+    const TuneResult r = Tuner(*this, impl_->cost_model, nullptr, options).tune(ranked, "runtime");
     config = r.measured.empty() ? CpuGemmConfig::default_for(problem, impl_->target) : r.measured[r.best].config;
   } else {
     const std::vector<CpuGemmConfig> space = cpu_variants(problem, impl_->target);
     config = space.empty() ? CpuGemmConfig::default_for(problem, impl_->target)
-                           : space[rank_by_score(impl_->cost_model->score(problem, space, impl_->target))[0]];
+                           : space[rank_by_score(impl_->cost_model->score(ranked, space, impl_->target))[0]];
   }
   std::lock_guard lock(impl_->choices_mutex);
   return impl_->choices.emplace(key, config).first->second;

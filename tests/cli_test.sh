@@ -145,6 +145,29 @@ expect_bad "not in range" tune gemm --shapes 8x8x8 --samples 0
 counts=$(sqlite3 "$tmp/r3.sqlite" "select group_concat(distinct samples) from measurements where samples > 1")
 if [[ $counts == 7 ]]; then ok; else bad "tune gemm --refine-samples: sample counts $counts"; fi
 expect_bad "not in range" tune gemm --shapes 8x8x8 --refine-samples -1
+# Merging runs: r.sqlite and r2.sqlite share the measurements of two shapes; each merged one is the mean of the two
+# runs' medians (an even count), the others are kept as they were.
+if "$bin" tune merge "$tmp/r.sqlite" "$tmp/r2.sqlite" --out "$tmp/merged.sqlite" >/dev/null &&
+  [[ $(sqlite3 "$tmp/merged.sqlite" "attach '$tmp/r.sqlite' as a; attach '$tmp/r2.sqlite' as b;
+    select count(*) from measurements x join a.measurements p using(spec_hash, m, n, k, batch, threads, hardware)
+    left join b.measurements q using(spec_hash, m, n, k, batch, threads, hardware)
+    where abs(x.median_ns - coalesce((p.median_ns + q.median_ns) / 2, p.median_ns)) > 1e-6 * p.median_ns
+      or x.samples != p.samples + coalesce(q.samples, 0)") == 0 ]] &&
+  [[ $(sqlite3 "$tmp/merged.sqlite" "select count(*) from measurements") -eq \
+     $(sqlite3 "$tmp/r.sqlite" "select count(*) from measurements") ]]; then ok; else bad "tune merge"; fi
+expect_bad "exists: merge into a new file" tune merge "$tmp/r.sqlite" "$tmp/r2.sqlite" --out "$tmp/merged.sqlite"
+expect_bad "is not a file" tune merge "$tmp/r.sqlite" "$tmp/none.sqlite" --out "$tmp/m2.sqlite"
+expect_bad "at least two runs" tune merge "$tmp/r.sqlite" --out "$tmp/m2.sqlite"
+if [[ ! -e $tmp/none.sqlite && ! -e $tmp/m2.sqlite ]]; then ok; else bad "a refused merge left a file behind"; fi
+# A suite's family may ask for B evicted before each call: its measurements are recorded as such, apart from the
+# others (the same shape twice, once per family, is two measurements of each variant).
+printf '# family: warm\n24 256 64\n# family: weights b-cold\n24 256 64\n' >"$tmp/cold.txt"
+"$bin" tune gemm --suite "$tmp/cold.txt" --top-k 2 --records "$tmp/cold.sqlite" --sample-ms 0.2 --samples 3 >"$tmp/cold.out" 2>/dev/null
+if [[ $(sqlite3 "$tmp/cold.sqlite" "select group_concat(family || ':' || b_cold || ':' || n, ' ') from
+    (select family, b_cold, count(*) n from measurements group by family, b_cold order by family)") == "warm:0:2 weights:1:2" ]] &&
+  grep -q "\[weights, B cold\]" "$tmp/cold.out"; then ok; else bad "b-cold family: $(cat "$tmp/cold.out")"; fi
+printf '# family: weights b-hot\n24 256 64\n' >"$tmp/badattr.txt"
+expect_bad "unknown family attribute 'b-hot'" tune gemm --suite "$tmp/badattr.txt" --top-k 1
 expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --split sideways
 expect_bad "no such file" model eval --records "$tmp/none.sqlite"
 

@@ -6,11 +6,14 @@
 #include <filesystem>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "generator/cuda_gemm_spec.hpp"
 #include "generator/shape_suite.hpp"
 #include "generator/variant_space.hpp"
+#include "jit/tuning_runs.hpp"
 #include "tessera/cost_models.hpp"
 #include "tessera/tuner.hpp"
 
@@ -83,6 +86,9 @@ struct TuneCommand {
     options.top_k = top_k;
     options.exhaustive = exhaustive;
     Tuner tuner(runtime, cost_model.model, records.get(), options);
+    TuneOptions cold_options = options;
+    cold_options.cold_b = true;
+    Tuner cold_tuner(runtime, cost_model.model, records.get(), cold_options);  // for a suite's b-cold families
     std::cerr << fmt::format("tessera tune: {} shapes, {} on {} thread(s), ranked by the {} model{}\n", list.size(),
                              exhaustive ? "every variant" : fmt::format("top {}", top_k), threads,
                              cost_model.model->name(), cost_model.note.empty() ? "" : " (" + cost_model.note + ")");
@@ -118,7 +124,7 @@ struct TuneCommand {
                                  total, elapsed, left)
                   << std::flush;
       };
-      const TuneResult r = tuner.tune(p, s.family, progress);
+      const TuneResult r = (s.cold_b ? cold_tuner : tuner).tune(p, s.family, progress);
       flops_done += p.flops() + kShapeCost;
       if (r.measured.empty()) continue;
       const VariantMeasurement& best = r.measured[r.best];
@@ -129,14 +135,49 @@ struct TuneCommand {
         return 0.0;
       }();
       std::cerr << "\r" << std::string(100, ' ') << "\r";
-      std::cout << fmt::format("{}x{}x{}{} [{}] best {} {:.1f} GFLOP/s{} · measured {} of {} ({} new)\n", p.m, p.n, p.k,
-                               p.batch > 1 ? fmt::format("x{}", p.batch) : "", s.family,
+      std::cout << fmt::format("{}x{}x{}{} [{}{}] best {} {:.1f} GFLOP/s{} · measured {} of {} ({} new)\n", p.m, p.n,
+                               p.k, p.batch > 1 ? fmt::format("x{}", p.batch) : "", s.family,
+                               s.cold_b || options.cold_b ? ", B cold" : "",
                                KernelSpec{p.signature, best.config, runtime.target()}.name(),
                                p.flops() / best.median_ns,
                                default_ns > 0 ? fmt::format(" (default {:.1f})", p.flops() / default_ns) : "",
                                r.measured.size(), r.space, r.compiled)
                 << std::flush;
     }
+    return kOk;
+  }
+};
+
+// `tessera tune merge --out DB RUN.sqlite...`: runs of the same problems at different times, merged into records
+// whose every measurement is the median over the runs that took it.
+struct MergeCommand {
+  std::vector<std::string> runs;
+  std::string out;
+
+  int run() const {
+    if (runs.size() < 2) throw InvalidArgument("RUN", "give at least two runs to merge");
+    if (std::filesystem::exists(out)) throw InvalidArgument("--out", "'" + out + "' exists: merge into a new file");
+    std::vector<std::vector<TuningRecord>> loaded;
+    for (const std::string& path : runs) {
+      // Opening a records database creates a missing one: a misspelt run must not become an empty one.
+      if (!std::filesystem::is_regular_file(path)) throw InvalidArgument("RUN", "'" + path + "' is not a file");
+      loaded.push_back(TuningRecords(path).all());
+      if (loaded.back().empty()) throw InvalidArgument("RUN", "'" + path + "' holds no measurements");
+    }
+    const std::vector<TuningRecord> merged = merge_tuning_runs(loaded);
+    // Written next to its destination and renamed: a failed merge leaves no partial database.
+    const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
+    try {
+      TuningRecords(tmp).add(merged);
+      std::filesystem::rename(tmp, out);
+    } catch (...) {
+      std::filesystem::remove(tmp);
+      throw;
+    }
+    std::size_t in = 0;
+    for (const auto& run : loaded) in += run.size();
+    std::cout << fmt::format("merged {} measurements of {} runs into {} ({} measurements)\n", in, runs.size(), out,
+                             merged.size());
     return kOk;
   }
 };
@@ -170,7 +211,17 @@ void add_tune_command(CLI::App& app, int& result) {
   gemm->add_option("--refine-within", cmd->options.refine_within,
                    "how close to the best median a variant must be to be refined (default 0.10)")
       ->check(CLI::Range(0.0, 10.0));
+  gemm->add_flag("--cold-b", cmd->options.cold_b,
+                 "evict B from the caches before each timed call, for every shape (weights streamed from memory; a "
+                 "suite asks it per family with '# family: NAME b-cold')");
   gemm->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
+
+  auto merge_cmd = std::make_shared<MergeCommand>();
+  CLI::App* merge = tune->add_subcommand(
+      "merge", "merge tuning runs of the same problems: each measurement the median over the runs that took it");
+  merge->add_option("runs", merge_cmd->runs, "records databases of the runs")->required()->type_name("RUN");
+  merge->add_option("--out", merge_cmd->out, "the merged records database (a new file)")->required();
+  merge->callback([merge_cmd, &result] { result = guarded([&] { return merge_cmd->run(); }); });
 }
 
 }  // namespace tessera::cli

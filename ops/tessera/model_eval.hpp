@@ -33,7 +33,8 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Tar
 
 // split: "random" or "family". Returns {"learned": {...}, "analytic": {...}, "default": {...}, "noise_floor",
 // "problems", "split", ...}; each model holds top1_regret_mean/p90/max, top5_score, kendall_tau,
-// measurements_to_98, measurements_to_99.
+// measurements_to_98, measurements_to_99. "runtime" is the top-1 the runtime would compile (the learned model's
+// where its training covers the problem, default_for's elsewhere; "runtime_fallbacks" counts the latter).
 // `scored_families` (empty: all) limits which held-out problems are scored; every family still trains the models.
 // With `retest` (the same problems measured again, e.g. by a second tuning run), the report also holds
 // "retest": the regret of the first run's best variant as the second run times it — the measurement noise floor of

@@ -24,6 +24,10 @@ struct TuneOptions {
   int refine_samples = 0;
   double refine_within = 0.10;
   double compile_limit_s = 10;  // a compile slower than this is left out
+  // B evicted from every cache level before each timed call (the call alone is timed), as the weights of a model
+  // too large for the caches are when a layer runs. Times of a B that stays in the shared L3 between calls vary
+  // with where its pages land and with the neighbours' traffic.
+  bool cold_b = false;
 };
 
 struct VariantMeasurement {

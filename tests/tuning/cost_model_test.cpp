@@ -102,6 +102,31 @@ TEST(AnalyticModel, StreamsABReadOnceInPlaceAndPacksOneReadByManyRows) {
   EXPECT_LT(scores[0], scores[1]);
 }
 
+TEST(AnalyticModel, ACold8MegabyteBComesFromMemoryAndTheKernelsOperandsFollowATranspose) {
+  const Target t = avx512();
+  // 8 MB of B fits L3: called again and again it streams from there; as a layer's weights it comes from memory.
+  GemmProblem hot = problem(4, 2048, 1024), cold = hot;
+  cold.b_cold = true;
+  CpuGemmConfig c = CpuGemmConfig::default_for(hot, t);
+  c.pack_b = false, c.mr = 4;  // one row of micro-tiles: B streams once, in place
+  const CpuAnalyticParts h = cpu_analytic_parts(hot, c, t), k = cpu_analytic_parts(cold, c, t);
+  // Memory gives half L3's bytes per cycle (6 against 12): the compute part, bound by B's stream, doubles.
+  EXPECT_NEAR(k.compute / h.compute, 2.0, 0.05);
+  const auto fh = cpu_features(hot, c, t), fc = cpu_features(cold, c, t);
+  const auto& names = cpu_feature_names();
+  const auto at = [&](const std::vector<float>& f, const char* name) {
+    return f[static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin())];
+  };
+  EXPECT_EQ(at(fh, "b_cold"), 0.0f);
+  EXPECT_EQ(at(fc, "b_cold"), 1.0f);
+  EXPECT_EQ(at(fc, "a_cold"), 0.0f);
+  // A transposed kernel computes Dᵀ = Bᵀ·Aᵀ: the cold weights are its A.
+  const GemmProblem flipped = transposed(cold);
+  EXPECT_TRUE(flipped.a_cold);
+  EXPECT_FALSE(flipped.b_cold);
+  EXPECT_EQ(transposed(flipped).b_cold, true);
+}
+
 // Problems whose times are a known function of the features: the analytic estimate itself, distorted per config.
 std::vector<RecordedProblem> synthetic_problems(const Target& t, int count) {
   std::vector<RecordedProblem> problems;
@@ -201,6 +226,15 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
     EXPECT_TRUE(report["learned"].contains(key)) << key;
   const nlohmann::json family = evaluate_cost_models(problems, "family", t, options);
   EXPECT_EQ(family["folds"].size(), 2u);
+
+  // Problems timed with B cold that no training problem was: the runtime gives them default_for, so its top-1
+  // regret on them is the default's.
+  auto cold = problems;
+  for (std::size_t i = 0; i < cold.size(); i += 2) cold[i].problem.b_cold = true;  // the family "odd"
+  const nlohmann::json held_out = evaluate_cost_models(cold, "family", t, options, {}, {"odd"});
+  EXPECT_EQ(held_out["runtime_fallbacks"], 15);
+  EXPECT_DOUBLE_EQ(held_out["runtime"]["top1_regret_mean"].get<double>(),
+                   held_out["default"]["top1_regret_mean"].get<double>());
 
   // A trained model survives its JSON round trip with the same scores.
   const auto model = LearnedCpuModel::train(training_set(problems, t), t.str(), options);

@@ -96,6 +96,63 @@ TEST(TuningRecords, RefusesWhatIsNotARecordsDatabaseAndLeavesItAlone) {
   }
 }
 
+// A measurement with B evicted before each call is another measurement than one with B left in the caches.
+TEST(TuningRecords, ColdAndHotBAreSeparateMeasurements) {
+  TempDir dir;
+  const std::string path = (dir.path / "r.sqlite").string();
+  TuningRecords db(path);
+  db.add(record("aa", 64, 100.0));
+  TuningRecord cold = record("aa", 64, 180.0);
+  cold.b_cold = true;
+  db.add(cold);
+  EXPECT_EQ(db.count(), 2);
+  EXPECT_EQ(db.recorded_ns("aa", 64, 64, 64, 1, 1, "test host"), 100.0);
+  EXPECT_EQ(db.recorded_ns("aa", 64, 64, 64, 1, 1, "test host", true), 180.0);
+  const auto all = db.all();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_FALSE(all[0].b_cold);
+  EXPECT_TRUE(all[1].b_cold);
+}
+
+// A version-1 database (no b_cold column) opens upgraded, its measurements kept as taken with B in the caches.
+TEST(TuningRecords, UpgradesVersionOneInPlace) {
+  TempDir dir;
+  const fs::path path = dir.path / "v1.sqlite";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, R"(
+    CREATE TABLE tessera_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO tessera_meta VALUES('schema_version', '1');
+    CREATE TABLE measurements(id INTEGER PRIMARY KEY, spec_hash TEXT NOT NULL, family TEXT NOT NULL,
+      m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, batch INTEGER NOT NULL, signature TEXT NOT NULL,
+      config TEXT NOT NULL, target TEXT NOT NULL, hardware TEXT NOT NULL, threads INTEGER NOT NULL,
+      median_ns REAL NOT NULL, spread REAL NOT NULL, samples INTEGER NOT NULL, tessera_version TEXT NOT NULL,
+      measured_at TEXT NOT NULL);
+    CREATE UNIQUE INDEX measurement_key ON measurements(spec_hash, m, n, k, batch, threads, hardware);
+    INSERT INTO measurements VALUES(1, 'aa', 'square', 64, 64, 64, 1, '{}', '{}', 'cpu:avx512', 'test host', 1,
+      100.0, 0.01, 5, '0.3.0', '2026-11-24T09:00:00Z');
+  )", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  {
+    TuningRecords records(path.string());
+    EXPECT_EQ(records.count(), 1);
+    EXPECT_EQ(records.recorded_ns("aa", 64, 64, 64, 1, 1, "test host"), 100.0);
+    EXPECT_LT(records.recorded_ns("aa", 64, 64, 64, 1, 1, "test host", true), 0);
+    TuningRecord cold = record("aa", 64, 150.0);
+    cold.b_cold = true;
+    records.add(cold);  // the old key (without b_cold) would have refused it
+    EXPECT_EQ(records.count(), 2);
+  }
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  sqlite3_prepare_v2(db, "SELECT value FROM tessera_meta WHERE key='schema_version'", -1, &q, nullptr);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)), "2");
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  EXPECT_EQ(TuningRecords(path.string()).count(), 2) << "reopened as version 2";
+}
+
 // Recorded problems are featurised with the caches of the machine that measured them, whatever machine reads them.
 TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
   Target base;
