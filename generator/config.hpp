@@ -28,6 +28,10 @@ struct CpuGemmConfig {
   // with edge masks and K resolved at generation time, LIBXSMM-style; it runs only that M×N×K (any batch).
   int fixed_m = 0, fixed_n = 0, fixed_k = 0;
   bool fixed() const { return fixed_m > 0; }
+  // A fixed kernel's rows come in two halves (whole MR tiles first) when it has two MR tiles of them, so that two
+  // threads can share one matrix; its tile index counts halves: batch item t / 2, half t % 2.
+  int fixed_row_parts() const { return fixed() && fixed_m >= 2 * mr ? 2 : 1; }
+  int fixed_part_rows() const { return ((fixed_m + fixed_row_parts() - 1) / fixed_row_parts() + mr - 1) / mr * mr; }
   // A dot-product kernel for A·Bᵀ with few rows (x·Wᵀ, as nn.Linear stores W): row-major A and column-major B
   // both contiguous along K, vectorised along K; MR rows × NR columns (NR ≤ the vector width) of accumulator
   // vectors, summed across lanes once per tile. Nothing is packed; the partial sums of K slabs stay vectors.

@@ -798,28 +798,41 @@ class CpuGemmEmitter {
   // A fixed-size kernel: per batch item, loops over the full MR×NR tiles and the edge tiles, each loop running one
   // micro-kernel variant whose edges are constants, inlined. At most four variants (full, right edge, bottom
   // edge, corner), so the code stays small, and no tile pays a 15-argument call (1 thread, 64³×64: 102-108 ->
-  // 112 GFLOP/s; 16³×1024: 82 -> 94-104, where the batch loop now loads the strides and scalars once).
+  // 112 GFLOP/s; 16³×1024: 82 -> 94-104, where the batch loop now loads the strides and scalars once). The rows
+  // come in fixed_row_parts() parts; with tile_m below M a tile index is one part, so that two threads can share a
+  // single matrix, otherwise one batch item.
   void emit_fixed_entry() {
     const std::int64_t M = cfg_.fixed_m, N = cfg_.fixed_n, K = cfg_.fixed_k, MR = cfg_.mr, NR = cfg_.nr;
-    // Row (and column) ranges of equal tiles: [begin, end) in steps of MR holding `size` rows each.
+    const std::int64_t parts = cfg_.fixed_row_parts(), part_rows = cfg_.fixed_part_rows();
+    // Row (and column) ranges of equal tiles: [begin, end) in steps of `step` holding `size` rows each.
     struct Range {
       std::int64_t begin, end, size;
     };
-    const auto ranges = [](std::int64_t extent, std::int64_t step) {
+    const auto ranges = [](std::int64_t begin, std::int64_t end, std::int64_t step) {
       std::vector<Range> r;
-      const std::int64_t full = extent / step * step;
-      if (full > 0) r.push_back({0, full, step});
-      if (full < extent) r.push_back({full, extent, extent - full});
+      const std::int64_t full = begin + (end - begin) / step * step;
+      if (full > begin) r.push_back({begin, full, step});
+      if (full < end) r.push_back({full, end, end - full});
       return r;
     };
-    std::vector<std::pair<Range, Range>> blocks;
+    // Per part, its blocks of equal tiles, each with the index of its micro-kernel variant (shared between parts:
+    // the second half's full tiles are the first's).
+    struct Block {
+      Range rows, cols;
+      std::size_t variant;
+    };
+    std::vector<std::vector<Block>> part_blocks(static_cast<std::size_t>(parts));
     std::vector<llvm::Function*> variants;
-    for (const Range& rows : ranges(M, MR))
-      for (const Range& cols : ranges(N, NR)) {
-        blocks.push_back({rows, cols});
-        variants.push_back(emit_micro_kernel(static_cast<int>(rows.size), static_cast<int>(cols.size),
-                                             static_cast<int>(K), static_cast<int>((cols.size + lanes_ - 1) / lanes_)));
-      }
+    std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> variant_of;
+    for (std::int64_t part = 0; part < parts; ++part)
+      for (const Range& rows : ranges(part * part_rows, std::min(M, (part + 1) * part_rows), MR))
+        for (const Range& cols : ranges(0, N, NR)) {
+          const auto [it, added] = variant_of.emplace(std::pair{rows.size, cols.size}, variants.size());
+          if (added)
+            variants.push_back(emit_micro_kernel(static_cast<int>(rows.size), static_cast<int>(cols.size),
+                                                 static_cast<int>(K), static_cast<int>((cols.size + lanes_ - 1) / lanes_)));
+          part_blocks[static_cast<std::size_t>(part)].push_back({rows, cols, it->second});
+        }
     llvm::Function* fn = make_function(name_, b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
     auto arg = fn->arg_begin();
     llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
@@ -834,30 +847,54 @@ class CpuGemmEmitter {
       else
         emit_for(b_, i64c(r.begin), i64c(r.end), i64c(step), body, name);
     };
-    emit_for(
-        b_, begin, end, i64c(1),
-        [&](llvm::Value* t) {
-          llvm::Value* a_src = gep_ab(a.data, b_.CreateMul(t, a.bs));
-          llvm::Value* b_src = gep_ab(bm.data, b_.CreateMul(t, bm.bs));
-          for (std::size_t i = 0; i < blocks.size(); ++i) {
-            const auto& [rows, cols] = blocks[i];
-            for_tiles(
-                rows, MR,
-                [&](llvm::Value* ir) {
-                  llvm::Value* a_tile = gep_ab(a_src, b_.CreateMul(ir, a.rs));
-                  for_tiles(
-                      cols, NR,
-                      [&](llvm::Value* jr) {
-                        calls.push_back(b_.CreateCall(variants[i], {a_tile, a.rs, a.cs, gep_ab(b_src, jr), bm.rs,
-                                                                    i64c(K), ws, b_.getTrue(), b_.getTrue(), ir, jr,
-                                                                    i64c(rows.size), i64c(cols.size), t, args}));
-                      },
-                      "jr");
+    const auto emit_part = [&](const std::vector<Block>& blocks, llvm::Value* t) {
+      llvm::Value* a_src = gep_ab(a.data, b_.CreateMul(t, a.bs));
+      llvm::Value* b_src = gep_ab(bm.data, b_.CreateMul(t, bm.bs));
+      for (const Block& block : blocks)
+        for_tiles(
+            block.rows, MR,
+            [&](llvm::Value* ir) {
+              llvm::Value* a_tile = gep_ab(a_src, b_.CreateMul(ir, a.rs));
+              for_tiles(
+                  block.cols, NR,
+                  [&](llvm::Value* jr) {
+                    calls.push_back(b_.CreateCall(variants[block.variant],
+                                                  {a_tile, a.rs, a.cs, gep_ab(b_src, jr), bm.rs, i64c(K), ws,
+                                                   b_.getTrue(), b_.getTrue(), ir, jr, i64c(block.rows.size),
+                                                   i64c(block.cols.size), t, args}));
+                  },
+                  "jr");
+            },
+            "ir");
+    };
+    const auto whole_items = [&] {
+      emit_for(
+          b_, begin, end, i64c(1),
+          [&](llvm::Value* t) {
+            for (const auto& blocks : part_blocks) emit_part(blocks, t);
+          },
+          "batch");
+    };
+    if (parts == 1) {
+      whole_items();
+    } else {
+      // The grid plan asks for halves (tile_m below M) only where there are fewer items than threads: a tile per
+      // half costs a branch and a loop trip, which 16³ tiles feel.
+      emit_if_else(
+          b_, b_.CreateICmpSLT(args_field(args, kTileM, i64_), i64c(M)),
+          [&] {
+            emit_for(
+                b_, begin, end, i64c(1),
+                [&](llvm::Value* u) {
+                  llvm::Value* t = b_.CreateLShr(u, i64c(1));
+                  emit_if_else(
+                      b_, b_.CreateICmpEQ(b_.CreateAnd(u, i64c(1)), i64c(0)), [&] { emit_part(part_blocks[0], t); },
+                      [&] { emit_part(part_blocks[1], t); }, "half");
                 },
-                "ir");
-          }
-        },
-        "batch");
+                "half_tile");
+          },
+          whole_items, "halves");
+    }
     b_.CreateRetVoid();
     for (llvm::CallInst* call : calls) {
       llvm::InlineFunctionInfo info;
@@ -865,7 +902,6 @@ class CpuGemmEmitter {
     }
     for (llvm::Function* micro : variants) micro->eraseFromParent();
   }
-
 
   struct Workspace {
     llvm::Value *a, *b, *acc;

@@ -40,9 +40,13 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   if (m <= 0 || n <= 0 || batch <= 0) return best;
   const std::int64_t depth = std::max<std::int64_t>(k, 1);
   if (c.fixed()) {
-    // A fixed-size kernel computes whole matrices: the grid is the batch.
-    const int p = static_cast<int>(std::min<std::int64_t>(threads, batch));
-    return {c.mc, c.nc, batch, batch * m * n * depth < 200'000 ? 1 : p};
+    // A fixed-size kernel computes whole matrices, or halves of their rows where there are fewer matrices than
+    // threads (1 thread, 64³: 112 GFLOP/s; 2 threads, halves: 174-182): the grid is the batch (times the halves).
+    // Below a thread's wake-up cost, one thread.
+    const bool halves = batch < threads && c.fixed_row_parts() > 1 && batch * m * n * depth >= kPerThread;
+    const std::int64_t tiles = batch * (halves ? c.fixed_row_parts() : 1);
+    const int p = static_cast<int>(std::min<std::int64_t>(threads, tiles));
+    return {halves ? c.fixed_part_rows() : c.mc, c.nc, tiles, batch * m * n * depth < kPerThread ? 1 : p};
   }
   const std::vector<std::int64_t> tms = tile_sizes(m, c.mc, c.mr, threads), tns = tile_sizes(n, c.nc, c.nr, threads);
   if (threads <= 1) {

@@ -140,7 +140,8 @@ GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool 
   const GemmArgs& args = buffers.args;
   GemmRun run;
   run.problem = runtime.describe(args);
-  const CpuGemmConfig config = CpuGemmConfig::default_for(run.problem, runtime.target()).with_overrides(request.config);
+  // What the runtime would compile for these arguments (its cost model's choice), with the asked overrides.
+  const CpuGemmConfig config = runtime.choose_config(run.problem).with_overrides(request.config);
   const GemmKernel kernel = runtime.compile(run.problem, config);
   run.spec = kernel.spec();
   run.compile_ms = kernel.compile_ms();

@@ -22,13 +22,12 @@ struct EmitCommand {
 
   int run_cpu() const {
     if (ptx || resources || json) throw InvalidArgument("--ptx/--resources/--json", "are for CUDA targets");
-    const Target target = Target::parse(request.target);
-    if (request.ir_opt_level != 0 && request.ir_opt_level != 2 && request.ir_opt_level != 3)
-      throw InvalidArgument("--ir-opt", "must be 0, 2 or 3");
+    Runtime runtime({request.target, 1, request.ir_opt_level});
     GemmBuffers buffers = make_gemm_buffers(request);
     const GemmProblem problem = describe_gemm(buffers.args);
-    const KernelSpec spec{problem.signature, CpuGemmConfig::default_for(problem, target).with_overrides(request.config),
-                          target};
+    // The kernel the runtime would compile (its cost model's choice), with the asked overrides.
+    const KernelSpec spec{problem.signature, runtime.choose_config(problem).with_overrides(request.config),
+                          runtime.target()};
     std::cout << (assembly ? OrcSession::assembly(spec, request.ir_opt_level)
                            : OrcSession::ir_text(spec, request.ir_opt_level));
     return kOk;

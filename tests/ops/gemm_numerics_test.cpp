@@ -198,6 +198,40 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
         }
 }
 
+// Fixed kernels run whole matrices or, one matrix on two threads (at least 200k multiply-adds: the first three
+// shapes), halves of its rows (whole MR tiles first, the edge tile in the second): register tiles of several
+// heights, halves of full tiles, of edge tiles, batches, one and two threads.
+TEST(GemmNumerics, FixedKernelHalvesAreExact) {
+  Runtime runtime;
+  const Target& target = runtime.target();
+  const std::array<std::int64_t, 4> shapes[] = {{64, 64, 64, 1}, {60, 64, 64, 1}, {50, 64, 64, 1},
+                                                {64, 60, 61, 3}, {60, 33, 17, 2}, {17, 64, 64, 8},
+                                                {16, 16, 16, 1}, {9, 40, 64, 2},  {23, 64, 1, 1},
+                                                {1, 7, 3, 2}};
+  int i = 0;
+  for (const auto& [m, n, k, batch] : shapes)
+    for (int mr : {4, 6, 8, 16})
+      for (int threads : {1, 2}) {
+        Case t{m, n, k, batch};
+        t.threads = threads;
+        t.ld = i++ % 3 ? kRow : kCol;
+        Operands ops(t, 7);
+        const GemmProblem problem = runtime.describe(ops.args);
+        CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
+        ASSERT_TRUE(config.fixed()) << t.describe();
+        config.mr = mr;
+        config.nr = (mr == 16 ? 1 : 2) * target.vector_lanes();
+        config.mc = static_cast<int>((m + mr - 1) / mr * mr);
+        config.nc = static_cast<int>((n + config.nr - 1) / config.nr * config.nr);
+        SCOPED_TRACE(fmt::format("{} mr {} threads {} halves {}", t.describe(), mr, threads, config.fixed_row_parts()));
+        const GemmReference ref = reference_gemm(ops.args);
+        runtime.compile(problem, config).run(ops.args);
+        const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+        EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+        EXPECT_EQ(written(ops.d), batch * m * n);
+      }
+}
+
 // Dot kernels (A·Bᵀ, K along the vector lanes): every tile of the variant space, one and several K slabs with a
 // masked K tail, rows and columns past the tile edges, batches, two threads, an epilogue with a bias, against the
 // reference.

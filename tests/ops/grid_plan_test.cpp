@@ -89,5 +89,31 @@ TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
   EXPECT_EQ(plan_grid(8, 8, 8, 0, c, 2).tiles, 0);
 }
 
+// A fixed kernel's tiles are the halves of its rows (whole MR tiles first) where there are fewer matrices than
+// threads, so that two threads share even a single matrix once it outweighs waking one; otherwise whole matrices.
+TEST(GridPlan, FixedKernelsSplitInHalvesOfRows) {
+  CpuGemmConfig c;
+  c.mr = 8;
+  c.nr = 32;
+  c.fixed_m = c.fixed_n = c.fixed_k = 64;
+  c.mc = c.nc = 64;
+  GridPlan p = plan_grid(64, 64, 64, 1, c, 2);
+  EXPECT_EQ(p.tiles, 2);
+  EXPECT_EQ(p.tile_m, 32);
+  EXPECT_EQ(p.participants, 2);
+  p = plan_grid(64, 64, 64, 5, c, 2);
+  EXPECT_EQ(p.tiles, 5);
+  EXPECT_EQ(p.tile_m, 64);
+  EXPECT_EQ(p.participants, 2);
+  EXPECT_EQ(plan_grid(64, 64, 64, 1, c, 1).tiles, 1);
+  c.fixed_m = 17;  // halves of 16 rows and 1
+  EXPECT_EQ(c.fixed_part_rows(), 16);
+  EXPECT_EQ(plan_grid(17, 64, 64, 1, c, 2).participants, 1);  // 70k multiply-adds: one thread
+  EXPECT_EQ(plan_grid(17, 64, 256, 1, c, 2).tiles, 2);
+  c.fixed_m = c.fixed_n = c.fixed_k = 15;  // fewer than two register tiles of rows
+  EXPECT_EQ(c.fixed_row_parts(), 1);
+  EXPECT_EQ(plan_grid(15, 15, 15, 4, c, 2).tiles, 4);
+}
+
 }  // namespace
 }  // namespace tessera
