@@ -284,6 +284,15 @@ TEST(RuntimeChoice, CostModelsAndTuningBudgetComputeTheRightResult) {
       runtime.gemm(args);
       EXPECT_TRUE(compare_gemm(reference, args.d, true).ok()) << model << " budget " << budget;
     }
+  // The shipped model was trained on f32 records only: bf16 problems are outside its range.
+  Runtime runtime;
+  GemmProblem p;
+  p.m = p.n = p.k = 512;
+  p.signature.a.dtype = p.signature.b.dtype = DType::bf16;
+  p.signature.c = {DType::f32, Layout::zero()};
+  if (runtime.target().avx512_bf16) {
+    EXPECT_EQ(runtime.choose_config(p), CpuGemmConfig::default_for(p, runtime.target()));
+  }
   RuntimeOptions bad;
   bad.cost_model = "/nonexistent/model.json";
   EXPECT_THROW(Runtime{bad}, InvalidArgument);
