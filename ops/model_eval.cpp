@@ -52,6 +52,7 @@ double kendall_tau(const std::vector<double>& predicted, const std::vector<doubl
 
 struct Outcome {
   std::vector<double> regret, top5, tau;
+  std::vector<std::string> family;  // of each problem, for the regret by family
   std::vector<std::vector<double>> best_within;  // per problem: best_ns / best of the top k, k = 1..
 };
 
@@ -59,6 +60,7 @@ void score_problem(Outcome& o, const RecordedProblem& p, const std::vector<doubl
   const double best = *std::min_element(p.ns.begin(), p.ns.end());
   const std::vector<std::size_t> order = rank_by_score(scores);
   o.regret.push_back(p.ns[order[0]] / best - 1.0);
+  o.family.push_back(p.family);
   std::vector<double> within;
   double found = INFINITY;
   for (std::size_t k = 0; k < order.size(); ++k) {
@@ -81,6 +83,10 @@ nlohmann::json summary(const Outcome& o, bool with_tau) {
     }
     return nullptr;  // never, on average, within the measured candidates
   };
+  std::map<std::string, std::vector<double>> by_family;
+  for (std::size_t i = 0; i < o.regret.size(); ++i) by_family[o.family[i]].push_back(o.regret[i]);
+  nlohmann::json family_regret = nlohmann::json::object();
+  for (const auto& [family, r] : by_family) family_regret[family] = mean(r);
   return {{"top1_regret_mean", mean(o.regret)},
           {"top1_regret_p90", quantile(o.regret, 0.9)},
           {"top1_regret_max", quantile(o.regret, 1.0)},
@@ -88,7 +94,8 @@ nlohmann::json summary(const Outcome& o, bool with_tau) {
           {"kendall_tau", with_tau ? nlohmann::json(mean(o.tau)) : nlohmann::json()},
           // A fixed default is one choice, not an order: it has no "measure the next best" to count.
           {"measurements_to_98", with_tau ? to_reach(0.98) : nlohmann::json()},
-          {"measurements_to_99", with_tau ? to_reach(0.99) : nlohmann::json()}};
+          {"measurements_to_99", with_tau ? to_reach(0.99) : nlohmann::json()},
+          {"top1_regret_by_family", family_regret}};
 }
 }  // namespace
 
@@ -235,7 +242,6 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
   }
   Outcome learned, analytic, fixed_default, runtime;
   std::size_t fallbacks = 0;
-  std::map<std::string, std::vector<double>> learned_by_family;
   std::vector<std::pair<double, nlohmann::json>> worst;  // the learned model's largest regrets, for diagnosis
   nlohmann::json per_fold = nlohmann::json::array();
   const AnalyticCpuModel analytic_model;
@@ -254,7 +260,6 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     for (const auto& p : test) {
       const auto scores = model->score(p.problem, p.configs, target);
       score_problem(learned, p, scores, true);
-      learned_by_family[p.family].push_back(learned.regret.back());
       {
         const std::size_t chosen = rank_by_score(scores)[0];
         const std::size_t best = static_cast<std::size_t>(std::min_element(p.ns.begin(), p.ns.end()) - p.ns.begin());
@@ -298,8 +303,6 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     if (!std::isnan(p.spread)) spreads.push_back(p.spread);
     space_sizes.push_back(static_cast<double>(p.configs.size()));
   }
-  nlohmann::json by_family = nlohmann::json::object();
-  for (const auto& [family, r] : learned_by_family) by_family[family] = mean(r);
   nlohmann::json report{{"split", split},
                         {"problems", problems.size()},
                         {"scored_problems", scored_problems},
@@ -314,7 +317,6 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                         {"variants_per_problem", mean(space_sizes)},
                         {"ranking_ms_median", quantile(rank_ms, 0.5)},
                         {"ranking_ms_max", quantile(rank_ms, 1.0)},
-                        {"learned_regret_by_family", by_family},
                         {"folds", per_fold},
                         {"learned_worst", [&] {
                            std::sort(worst.begin(), worst.end(), [](auto& a, auto& b) { return a.first > b.first; });

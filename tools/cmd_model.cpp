@@ -93,7 +93,7 @@ struct ModelCommand {
         report["problems"].get<int>(), report["scored_problems"].get<int>(), split,
         report["variants_per_problem"].get<double>(), 100 * report["noise_floor"].get<double>());
     std::cout << "model      regret mean   p90     max     top-5   kendall τ  to 98%  to 99%\n";
-    for (const char* name : {"learned", "analytic", "default"}) {
+    for (const char* name : {"learned", "analytic", "default", "runtime"}) {
       const auto& m = report[name];
       const auto num = [](const nlohmann::json& v, const char* f) {
         return v.is_null() ? std::string("-") : fmt::format(fmt::runtime(f), v.get<double>());
@@ -107,10 +107,15 @@ struct ModelCommand {
                                num(m["kendall_tau"], "{:.3f}"), num(m["measurements_to_98"], "{:.0f}"),
                                num(m["measurements_to_99"], "{:.0f}"));
     }
-    std::cout << "learned, per held-out family:";
-    for (const auto& [family, r] : report["learned_regret_by_family"].items())
-      std::cout << fmt::format(" {} {:.2f}%", family, 100 * r.get<double>());
-    std::cout << "\n";
+    for (const char* name : {"learned", "analytic", "default", "runtime"}) {
+      std::cout << fmt::format("{:<10} regret per {}:", name, split == "family" ? "held-out family" : "family");
+      for (const auto& [family, r] : report[name]["top1_regret_by_family"].items())
+        std::cout << fmt::format(" {} {:.2f}%", family, 100 * r.get<double>());
+      std::cout << "\n";
+    }
+    std::cout << fmt::format("runtime: the learned top-1 where its training covers the problem, else the default "
+                             "({} fallbacks)\n",
+                             report["runtime_fallbacks"].get<int>());
     if (report.contains("retest")) {
       const auto& r = report["retest"];
       std::cout << fmt::format(

@@ -158,6 +158,14 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, LayoutCombination,
                                             ::testing::Values(kRow, kCol)),
                          layout_case_name);
 
+// Vectors of B per register tile row: `wanted`, or fewer where MR rows of that many accumulators would not fit the
+// target's registers (with a vector of B each and a broadcast of A).
+int vectors_fitting(int mr, int wanted, const Target& target) {
+  int v = wanted;
+  while (v > 1 && mr * v + v + 1 > target.vector_registers()) --v;
+  return v;
+}
+
 // Every combination of packing, over layouts and edge shapes, through an explicit config.
 TEST(GemmNumerics, PackingVariantsAreExact) {
   Runtime runtime;
@@ -185,7 +193,7 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
             // Row-major A packs by transposing blocks of 8 rows: slivers of fewer, as many and more rows.
             if (!config.fixed()) {
               config.mr = std::array{8, 6, 12}[static_cast<std::size_t>(i % 3)];
-              config.nr = 2 * target.vector_lanes();
+              config.nr = vectors_fitting(config.mr, 2, target) * target.vector_lanes();
               config.nc = 4 * config.nr;
               config.mc = 96;
             }
@@ -210,7 +218,7 @@ TEST(GemmNumerics, FixedKernelHalvesAreExact) {
                                                 {1, 7, 3, 2}};
   int i = 0;
   for (const auto& [m, n, k, batch] : shapes)
-    for (int mr : {4, 6, 8, 16})
+    for (int mr : {4, 6, 8, target.vector_registers() >= 32 ? 16 : 12})
       for (int threads : {1, 2}) {
         Case t{m, n, k, batch};
         t.threads = threads;
@@ -220,7 +228,7 @@ TEST(GemmNumerics, FixedKernelHalvesAreExact) {
         CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
         ASSERT_TRUE(config.fixed()) << t.describe();
         config.mr = mr;
-        config.nr = (mr == 16 ? 1 : 2) * target.vector_lanes();
+        config.nr = vectors_fitting(mr, mr >= 12 ? 1 : 2, target) * target.vector_lanes();
         config.mc = static_cast<int>((m + mr - 1) / mr * mr);
         config.nc = static_cast<int>((n + config.nr - 1) / config.nr * config.nr);
         SCOPED_TRACE(fmt::format("{} mr {} threads {} halves {}", t.describe(), mr, threads, config.fixed_row_parts()));
@@ -242,6 +250,7 @@ TEST(GemmNumerics, DotKernelsAreExact) {
   for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
            {1, 70, 300}, {7, 33, 17}, {13, 100, 129}, {64, 31, 1000}, {5, 1, 0}, {40, 257, 33}}) {
     for (auto [mr, nr] : {std::pair{1, 8}, {2, 8}, {3, 8}, {4, 4}, {4, 6}, {5, 5}}) {
+      if (mr * nr + mr + 1 > target.vector_registers()) continue;  // not in this target's space (AVX2: 16 registers)
       Case t{m, n, k, 1 + i % 3};
       t.lb = kCol;
       t.ld = i % 2 ? kRow : kCol;
@@ -327,12 +336,14 @@ TEST(GemmNumerics, InPlaceBAtEveryAlignment) {
     std::int64_t m, n, k;
     const char* config;  // overrides of default_for's in-place config ("" for the default itself)
   };
+  // Wide tiles of as many vectors as the target's registers hold (AVX-512 32, AVX2 16).
+  const bool avx512 = target.vector_registers() >= 32;
   const Shape shapes[] = {{1, 1000, 70, ""},
                           {2, 517, 41, ""},
                           {5, 777, 33, ""},
                           {1, 300, 50, "nr=32,kc=8,nc=320"},
-                          {3, 1000, 37, "mr=2,nr=160,kc=16,nc=480"},
-                          {9, 700, 20, "mr=4,nr=64,kc=8,nc=256,mc=8"},
+                          {3, 1000, 37, avx512 ? "mr=2,nr=160,kc=16,nc=480" : "mr=2,nr=40,kc=16,nc=480"},
+                          {9, 700, 20, avx512 ? "mr=4,nr=64,kc=8,nc=256,mc=8" : "mr=4,nr=24,kc=8,nc=240,mc=8"},
                           {1, 33, 9, "nr=16,kc=4"}};
   for (const Shape& s : shapes)
     for (std::int64_t ldb : {(s.n + lanes - 1) / lanes * lanes, (s.n + lanes - 1) / lanes * lanes + lanes, s.n + 3})
