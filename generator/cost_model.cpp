@@ -1,6 +1,7 @@
 #include "generator/cost_model.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "generator/gemm_features.hpp"
@@ -12,6 +13,15 @@ std::vector<double> AnalyticCpuModel::score(const GemmProblem& problem, const st
   std::vector<double> scores;
   scores.reserve(configs.size());
   for (const auto& c : configs) scores.push_back(cpu_analytic_cycles(problem, c, target));
+  return scores;
+}
+
+std::vector<double> DefaultFirstCpuModel::score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
+                                                const Target& target) const {
+  std::vector<double> scores = AnalyticCpuModel().score(problem, configs, target);
+  const CpuGemmConfig first = CpuGemmConfig::default_for(problem, target);
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    if (configs[i] == first) scores[i] = -std::numeric_limits<double>::infinity();
   return scores;
 }
 

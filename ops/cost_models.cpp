@@ -24,7 +24,9 @@ LoadedCostModel load_cpu_cost_model(const std::string& which, const Target& targ
   if (which == "analytic") return {std::make_shared<AnalyticCpuModel>(), ""};
   if (which == "default") {
     const std::string& text = shipped_model_text(target.str());
-    if (text.empty()) return {std::make_shared<AnalyticCpuModel>(), "no learned model was trained for " + target.str()};
+    if (text.empty())
+      return {std::make_shared<DefaultFirstCpuModel>(),
+              "no learned model was trained for " + target.str() + ": the default config first, then the analytic order"};
     // Parsed once per process and never destroyed: XGBoost's own globals may be gone by then.
     static const auto* shipped = new std::shared_ptr<const LearnedCpuModel>(LearnedCpuModel::from_json(text));
     return {*shipped, ""};

@@ -1,5 +1,5 @@
-// Choosing a cost model by name: "default" (the learned model shipped for this CPU target, or the analytic one when
-// none was trained for it), "analytic", "heuristic" (default_for's rules: no ranking), or a model file.
+// Choosing a cost model by name: "default" (the learned model shipped for this CPU target; when none was trained
+// for it, default_for's config first and the analytic order after it), "analytic", "heuristic" (default_for's rules: no ranking), or a model file.
 #pragma once
 
 #include <memory>

@@ -42,7 +42,7 @@ struct RuntimeOptions {
   // CPU until the scheduler moves it). Turn off when the application manages thread placement itself.
   bool pin_workers = true;
   // How compile(problem) picks a config among the problem's variants: "default" (the learned model shipped for this
-  // CPU target, or the analytic model where none was trained), "analytic", "heuristic" (CpuGemmConfig::default_for's
+  // CPU target; where none was trained, default_for's config first and the analytic model's order after it), "analytic", "heuristic" (CpuGemmConfig::default_for's
   // rules, no ranking) or the path of a model file (`tessera model train`).
   std::string cost_model = "default";
   // Variants to compile and time the first time a shape is seen, best-ranked first; the fastest is kept for the
