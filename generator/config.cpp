@@ -54,6 +54,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   c.pack_b = true;
   const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
   bool skinny = false;  // few rows of A against a B streamed in place
+  bool short_wide_slabs = false;  // few rows of A against a packed B: KC 128, NC up to N
   // A dot tile sums its accumulators across lanes once per tile, which a short K does not repay (1 thread, Zen 4,
   // dot vs packed GFLOP/s: 8×4096×64 32 vs 46-56, 8×4096×128 52-65 vs 46-57, 48×32×256 66 vs 96, 64×64×1024 99 vs
   // 92-95).
@@ -110,13 +111,20 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     c.nr = (avx512 ? 10 : 5) * lanes;
     c.pack_b = false;
     skinny = true;
-  } else if (problem.m <= 32) {
+  } else if (problem.m <= 32 && avx512) {
     // Once full tiles of B read in place load unmasked, streaming B beats packing it up to M = 32 as well
     // (32×4096×4096, 1 thread: 107-114 vs 62-92 GFLOP/s packed with the 8×32 tile).
     c.mr = 4;
-    c.nr = (avx512 ? 6 : 3) * lanes;
+    c.nr = 6 * lanes;
     c.pack_b = false;
     skinny = true;
+  } else if (problem.m <= 32) {
+    // AVX2 (Zen 3, 1 thread, ×4096×4096, GFLOP/s): B packed in short slabs as wide as N beats B read in place
+    // (M = 24: 49.8 vs 34.4; M = 32: 51-57 vs 32-38; M = 16: 39-41 vs 34), in 4×24 tiles (M = 32: 4×16 48,
+    // 6×16 50, with a third of its last row tile idle).
+    c.mr = 4;
+    c.nr = 3 * lanes;
+    short_wide_slabs = true;
   }
   if (!skinny && !c.fixed() && problem.signature.a.dtype == DType::f32) {
     // Few columns (the transposed product of x·Wᵀ has the tokens as N): a packed panel is zero-padded to NR, so take
@@ -145,6 +153,12 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     const int widest = problem.m <= 2 ? 16384 / c.nr : 64;
     c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, widest * c.nr));
     c.mc = 32 / c.mr * c.mr;
+  }
+  if (short_wide_slabs) {
+    // (M = 32, NC 504 / 2016 / 4008: 41 / 48-57 / 51 GFLOP/s; KC 64 / 128 / 256: 46 / 48-57 / 53.)
+    c.kc = 128;
+    c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, 167 * c.nr));
+    c.mc = static_cast<int>((problem.m + c.mr - 1) / c.mr * c.mr);
   }
   if (problem.signature.a.dtype == DType::bf16) c.kc = 2 * c.kc;  // pairs: the same bytes of B per slab
   if (c.fixed()) {

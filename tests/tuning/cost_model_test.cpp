@@ -115,7 +115,7 @@ TEST(DefaultFirstModel, RanksTheDefaultFirstThenTheAnalyticOrder) {
   ASSERT_TRUE(loaded.model);
   EXPECT_EQ(loaded.model->name(), "default+analytic");
   EXPECT_NE(loaded.note.find("no learned model was trained for cpu:avx2"), std::string::npos) << loaded.note;
-  for (auto [m, n, k] : {std::tuple{1024, 1024, 1024}, {4, 4096, 4096}, {37, 53, 41}}) {
+  for (auto [m, n, k] : {std::tuple{1024, 1024, 1024}, {4, 4096, 4096}, {24, 4096, 4096}, {37, 53, 41}}) {
     const GemmProblem p = problem(m, n, k);
     const auto space = cpu_variants(p, avx2);
     const auto order = rank_by_score(loaded.model->score(p, space, avx2));
