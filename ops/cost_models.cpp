@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "generator/error.hpp"
@@ -27,9 +28,13 @@ LoadedCostModel load_cpu_cost_model(const std::string& which, const Target& targ
     if (text.empty())
       return {std::make_shared<DefaultFirstCpuModel>(),
               "no learned model was trained for " + target.str() + ": the default config first, then the analytic order"};
-    // Parsed once per process and never destroyed: XGBoost's own globals may be gone by then.
-    static const auto* shipped = new std::shared_ptr<const LearnedCpuModel>(LearnedCpuModel::from_json(text));
-    return {*shipped, ""};
+    // Parsed once per process and target, and never destroyed: XGBoost's own globals may be gone by then.
+    static std::mutex mutex;
+    static auto* shipped = new std::map<std::string, std::shared_ptr<const LearnedCpuModel>>();
+    std::lock_guard lock(mutex);
+    auto& model = (*shipped)[target.str()];
+    if (!model) model = LearnedCpuModel::from_json(text);
+    return {model, ""};
   }
   std::ifstream in(which);
   if (!in) throw InvalidArgument("--model", "cannot read '" + which + "' (default, analytic, heuristic or a file)");
