@@ -21,8 +21,9 @@ class CpuCostModel {
   // One score per config; lower means predicted faster. Scores compare only within one call.
   virtual std::vector<double> score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                                     const Target& target) const = 0;
-  // Whether the model's choices can be trusted for this problem (a learned model only near what it was trained on).
-  virtual bool covers(const GemmProblem&) const { return true; }
+  // Whether the model's choices can be trusted for this problem on this target (a learned model only near what it
+  // was trained on).
+  virtual bool covers(const GemmProblem&, const Target&) const { return true; }
 };
 
 class AnalyticCpuModel : public CpuCostModel {

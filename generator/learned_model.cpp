@@ -177,8 +177,8 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
   }
 }
 
-bool LearnedCpuModel::covers(const GemmProblem& problem) const {
-  const Target target = Target::host();
+bool LearnedCpuModel::covers(const GemmProblem& problem, const Target& target) const {
+  if (target.str() != target_) return false;  // trained on another ISA's kernels and caches
   // The problem as asked (a default that transposes it would describe the transposed operands' layouts).
   const auto f = cpu_features(problem, CpuGemmConfig::default_for(problem, target).untransposed(), target);
   for (std::size_t i = 0; i < kRangeFeatures.size(); ++i) {

@@ -51,7 +51,7 @@ class LearnedCpuModel : public CpuCostModel {
   // set's extremes. Outside, learned models are known to lose to simpler ones (Kaufman et al., MLSys 2021), and here
   // they did (1024³: 246 GFLOP/s for the model's pick against 268 for default_for's; 1×4096×4096 with a 64 MB B:
   // 9.0 against 16.9), so callers fall back.
-  bool covers(const GemmProblem& problem) const override;
+  bool covers(const GemmProblem& problem, const Target& target) const override;
 
  private:
   LearnedCpuModel() = default;

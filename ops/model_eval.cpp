@@ -280,7 +280,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
         if (p.configs[i] == d) chosen[i] = 0.0, found = true;
       if (found) score_problem(fixed_default, p, chosen, false);
       // What the runtime compiles: the learned top-1 where the model's training covers the problem, else the default.
-      if (model->covers(p.problem)) {
+      if (model->covers(p.problem, target)) {
         score_problem(runtime, p, scores, false);
       } else if (found) {
         score_problem(runtime, p, chosen, false);

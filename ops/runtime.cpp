@@ -57,7 +57,7 @@ bool b_arrives_cold(const GemmProblem& p, const Target& t) {
 CpuGemmConfig Runtime::choose_config(const GemmProblem& problem) {
   GemmProblem ranked = problem;
   ranked.b_cold = problem.b_cold || b_arrives_cold(problem, impl_->target);
-  if (!impl_->cost_model || !impl_->cost_model->covers(ranked)) return CpuGemmConfig::default_for(problem, impl_->target);
+  if (!impl_->cost_model || !impl_->cost_model->covers(ranked, impl_->target)) return CpuGemmConfig::default_for(problem, impl_->target);
   // What makes two problems the same shape: operand types and layouts, the epilogue and its tensors, the sizes.
   const GemmSignature& g = problem.signature;
   std::string key =

@@ -261,6 +261,11 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   const auto& p = problems[0];
   EXPECT_EQ(model->score(p.problem, p.configs, t), back->score(p.problem, p.configs, t));
   EXPECT_EQ(back->target(), t.str());
+  // It ranks only for the ISA it was trained on: another target's kernels and caches are not its training's.
+  EXPECT_TRUE(back->covers(p.problem, t));
+  Target other_isa = t;
+  other_isa.isa = CpuIsa::Avx2;
+  EXPECT_FALSE(back->covers(p.problem, other_isa));
   EXPECT_THROW(LearnedCpuModel::from_json("{}"), InvalidArgument);
   EXPECT_THROW(LearnedCpuModel::from_json("not json"), InvalidArgument);
   nlohmann::json other = nlohmann::json::parse(model->to_json());
