@@ -341,6 +341,8 @@ TEST(GemmNumerics, InPlaceBAtEveryAlignment) {
   const Shape shapes[] = {{1, 1000, 70, ""},
                           {2, 517, 41, ""},
                           {5, 777, 33, ""},
+                          {7, 1000, 37, ""},  // AVX2: two 4×24 tiles, the second clamped, K in three slabs
+                          {8, 4100, 20, ""},  // wider than one N-wide panel
                           {1, 300, 50, "nr=32,kc=8,nc=320"},
                           {3, 1000, 37, avx512 ? "mr=2,nr=160,kc=16,nc=480" : "mr=2,nr=40,kc=16,nc=480"},
                           {9, 700, 20, avx512 ? "mr=4,nr=64,kc=8,nc=256,mc=8" : "mr=4,nr=24,kc=8,nc=240,mc=8"},
