@@ -709,6 +709,9 @@ class CpuGemmEmitter {
     const int nv = cfg_.nr / lanes_;
     if (cfg_.pack_b) {
       llvm::Function* any = emit_micro_kernel();
+      // AVX2 has no mask registers: a masked store is a vmaskmovps behind a mask built per row vector, so full tiles
+      // get their own kernel with plain stores (and plain C and epilogue loads).
+      if (lanes_ == 8) return {emit_micro_kernel(0, cfg_.nr), {{nv, any}}};
       return {any, {{nv, any}}};
     }
     MicroKernels k{emit_micro_kernel(0, cfg_.nr), {}};
