@@ -1,13 +1,18 @@
-// The learned CPU cost model: gradient-boosted trees (XGBoost C API) on cpu_features — a pairwise ranker trained
-// within each problem, which picks the variants, and a regression on log time, which predicts how long they take.
-// Stored as one JSON document holding both boosters, the feature names and the target it was trained for.
+// The learned CPU cost model: gradient-boosted trees (XGBoost C API) on cpu_features. Two models pick the variants,
+// their scores standardised within the candidates and summed: a regression on each variant's slowdown behind the best
+// of its problem, weighted towards the near-best (it chooses the top), and a pairwise ranker within each problem (it
+// orders the rest). A third, a regression on log time, predicts how long they take. Stored as one JSON document
+// holding the boosters, the feature names and the target it was trained for.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "generator/cost_model.hpp"
+#include "generator/tree_ensemble.hpp"
 
 namespace tessera {
 
@@ -20,11 +25,20 @@ struct TrainingSet {
 };
 
 struct TrainingOptions {
-  // Measured on bench/records (5-fold random split, mean top-1 regret): depth 6, 300 rounds, eta 0.1: 3.9%;
-  // depth 8, 600 rounds, eta 0.05: 2.7-3.1% (a 17 MB ranker); depth 7, 400 rounds, eta 0.07: see README.
-  int rounds = 400;
-  int max_depth = 7;
+  // The ranker's forest. Measured on bench/records (5-fold random split, mean top-1 regret), the ranker alone:
+  // depth 6, 300 rounds, eta 0.1: 3.9%; depth 7, 400 rounds, eta 0.07: 3.4-3.6%; depth 9, 600 rounds: 3.4%.
+  int rounds = 500;
+  int max_depth = 8;
   double learning_rate = 0.07;
+  // The slowdown regression's forest, and how it weighs a variant `slower` (log2 of its time over the best) behind
+  // the best: 1 / (1 + near_best_weight · slower), slowdowns clipped at 4× (a variant 4× or 40× slower is as wrong).
+  // Alone, on the same folds: 2.1-2.2% (weights 5: 2.2%, none: 2.6%, no clip: 3.4%).
+  int slowdown_rounds = 400;
+  int slowdown_depth = 7;
+  double near_best_weight = 10.0;
+  // The ranker's share of the score (0: the slowdown regression alone). It lifts Kendall τ: 5-fold random split
+  // of bench/records, weight 0.5 / 0.8 / 1.2: regret 2.16 / 2.29 / 2.26%, τ 0.849 / 0.851 / 0.852.
+  double ranker_weight = 1.0;
   std::uint64_t seed = 1;
   std::string objective = "rank:pairwise";  // or rank:ndcg (graded relevance)
   int threads = 2;
@@ -40,7 +54,8 @@ class LearnedCpuModel : public CpuCostModel {
   std::string to_json() const;
 
   std::string name() const override { return "learned"; }
-  // Lower is better: the ranker's score, negated.
+  // Lower is better: the standardised predicted slowdown plus ranker_weight times the standardised ranker score,
+  // negated; standardised over `configs`, so scores compare only within one call.
   std::vector<double> score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                             const Target& target) const override;
   // Predicted log2 of the time in nanoseconds.
@@ -55,9 +70,11 @@ class LearnedCpuModel : public CpuCostModel {
 
  private:
   LearnedCpuModel() = default;
-  std::vector<double> predict(void* booster, const std::vector<float>& rows) const;
-  void* ranker_ = nullptr;
-  void* regressor_ = nullptr;
+  // The forests and the ranker's weight from a model document.
+  void read_forests(const nlohmann::json& document);
+  TreeEnsemble ranker_, slowdown_, regressor_;
+  double ranker_weight_ = 1.0;
+  std::string document_;  // the model as JSON, what to_json returns
   std::string target_;
   std::vector<double> range_min_, range_max_;  // of the features in kRangeFeatures, over the training set
 };

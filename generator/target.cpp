@@ -38,6 +38,12 @@ Target Target::host() {
 }
 
 Target Target::parse(std::string_view text) {
+  const Target t = named(text);
+  if (!host_supports(t.isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
+  return t;
+}
+
+Target Target::named(std::string_view text) {
   Target t = host();
   if (text == "cpu") return t;
   CpuIsa isa;
@@ -48,7 +54,6 @@ Target Target::parse(std::string_view text) {
   else
     throw InvalidArgument("target",
                           "unknown target '" + std::string(text) + "' (expected cpu, cpu:avx512 or cpu:avx2)");
-  if (!host_supports(isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
   t.isa = isa;
   t.avx512_bf16 = t.avx512_bf16 && isa == CpuIsa::Avx512;
   return t;

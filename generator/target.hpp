@@ -28,6 +28,9 @@ struct Target {
   // "cpu" (the host), "cpu:avx512" or "cpu:avx2"; throws InvalidArgument for unknown text and Unavailable
   // when the host cannot run the requested ISA.
   static Target parse(std::string_view text);
+  // The same names without the host check: a target to compute features, train and evaluate cost models for (its
+  // caches the host's until the caller sets them), not to run kernels on. Throws InvalidArgument for unknown text.
+  static Target named(std::string_view text);
   static bool host_supports(CpuIsa isa);
 };
 

@@ -112,9 +112,13 @@ if "$bin" tune gemm --shapes 48x48x48,8x256x128,100x60x70,33x17x65,96x96x32,1x12
   [[ $(grep -c ' best ' "$tmp/tune.txt") -eq 6 ]]; then ok; else bad "tune gemm: $(cat "$tmp/tune.txt")"; fi
 if "$bin" tune gemm --shapes 48x48x48 --top-k 4 --records "$tmp/r.sqlite" 2>/dev/null | grep -q "(0 new)"; then ok; else
   bad "tune gemm did not resume from its records"; fi
-if "$bin" model train --records "$tmp/r.sqlite" --out "$tmp/m.json" --rounds 10 >/dev/null 2>&1 && [[ -s $tmp/m.json ]]; then
+if "$bin" model train --records "$tmp/r.sqlite" --out "$tmp/m.json" --rounds 10 --slowdown-rounds 10 >/dev/null 2>&1 && [[ -s $tmp/m.json ]]; then
   ok; else bad "model train"; fi
-ev=$("$bin" model eval --records "$tmp/r.sqlite" --split random --rounds 10 --json 2>/dev/null)
+expect_bad "--slowdown-rounds: must be at least 1" model train --records "$tmp/r.sqlite" --out "$tmp/m0.json" \
+  --slowdown-rounds 0
+expect_bad "--near-best-weight: must be a finite number" model eval --records "$tmp/r.sqlite" --near-best-weight -1
+[[ ! -e $tmp/m0.json ]] && ok || bad "a refused model train left a file"
+ev=$("$bin" model eval --records "$tmp/r.sqlite" --split random --rounds 10 --slowdown-rounds 10 --json 2>/dev/null)
 for field in learned analytic default noise_floor problems split top1_regret_mean top1_regret_p90 top1_regret_max \
   top5_score kendall_tau measurements_to_98 measurements_to_99; do
   if [[ $ev == *"\"$field\":"* ]]; then ok; else bad "model eval --json lacks $field: $ev"; fi
@@ -131,11 +135,11 @@ if "$bin" model features --records "$tmp/r.sqlite" --out "$tmp/f.csv" &&
   [[ $(head -1 "$tmp/f.csv") == problem,family,m,n,k,batch,config,log_m,*,ns ]]; then ok; else bad "model features"; fi
 # A second run of two of the shapes: the retest noise floor covers exactly those.
 "$bin" tune gemm --shapes 48x48x48,8x256x128 --top-k 4 --records "$tmp/r2.sqlite" --sample-ms 0.2 --samples 3 >/dev/null 2>&1
-ev=$("$bin" model eval --records "$tmp/r.sqlite" --retest "$tmp/r2.sqlite" --rounds 10 --json 2>/dev/null)
+ev=$("$bin" model eval --records "$tmp/r.sqlite" --retest "$tmp/r2.sqlite" --rounds 10 --slowdown-rounds 10 --json 2>/dev/null)
 if [[ $ev == *'"retest":{'*'"problems":2'* ]]; then ok; else bad "model eval --retest: $ev"; fi
 expect_bad "no such file" model eval --records "$tmp/r.sqlite" --retest "$tmp/none.sqlite"
 # Scoring only some families: all six shapes are of the family "list".
-ev=$("$bin" model eval --records "$tmp/r.sqlite" --families list,other --rounds 10 --json 2>/dev/null)
+ev=$("$bin" model eval --records "$tmp/r.sqlite" --families list,other --rounds 10 --slowdown-rounds 10 --json 2>/dev/null)
 if [[ $ev == *'"scored_problems":6'* ]]; then ok; else bad "model eval --families: $ev"; fi
 expect_bad "none of the records belongs to these families" model eval --records "$tmp/r.sqlite" --families nope
 expect_bad "not in range" tune gemm --shapes 8x8x8 --samples 0

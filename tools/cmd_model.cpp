@@ -37,8 +37,8 @@ struct ModelCommand {
   }
 
   int train() const {
-    const auto problems = load(Target::parse(target));
-    const Target t = recorded_target(Target::parse(target), problems);
+    const auto problems = load(Target::named(target));
+    const Target t = recorded_target(Target::named(target), problems);
     const auto model = LearnedCpuModel::train(training_set(problems, t), t.str(), options);
     // Written next to its destination and renamed: a failed run leaves no partial model.
     const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
@@ -55,8 +55,8 @@ struct ModelCommand {
 
   // The training set as CSV, one row per measurement: for studying features outside tessera.
   int features() const {
-    const auto problems = load(Target::parse(target));
-    const Target t = recorded_target(Target::parse(target), problems);
+    const auto problems = load(Target::named(target));
+    const Target t = recorded_target(Target::named(target), problems);
     const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
     {
       std::ofstream file(tmp);
@@ -78,8 +78,8 @@ struct ModelCommand {
   }
 
   int eval() const {
-    const auto problems = load(Target::parse(target));
-    const Target t = recorded_target(Target::parse(target), problems);
+    const auto problems = load(Target::named(target));
+    const Target t = recorded_target(Target::named(target), problems);
     const nlohmann::json report = evaluate_cost_models(
         problems, split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"),
         std::set<std::string>(families.begin(), families.end()));
@@ -113,9 +113,10 @@ struct ModelCommand {
         std::cout << fmt::format(" {} {:.2f}%", family, 100 * r.get<double>());
       std::cout << "\n";
     }
-    std::cout << fmt::format("runtime: the learned top-1 where its training covers the problem, else the default "
-                             "({} fallbacks)\n",
-                             report["runtime_fallbacks"].get<int>());
+    std::cout << fmt::format(
+        "runtime: the learned top-1 where its training covers the problem, else the default "
+        "({} fallbacks)\n",
+        report["runtime_fallbacks"].get<int>());
     if (report.contains("retest")) {
       const auto& r = report["retest"];
       std::cout << fmt::format(
@@ -131,6 +132,18 @@ struct ModelCommand {
     return kOk;
   }
 };
+
+void add_training_options(CLI::App& app, TrainingOptions& options) {
+  app.add_option("--rounds", options.rounds, "the ranker's boosting rounds");
+  app.add_option("--depth", options.max_depth, "the ranker's tree depth");
+  app.add_option("--eta", options.learning_rate, "learning rate");
+  app.add_option("--objective", options.objective, "ranker objective: rank:pairwise or rank:ndcg");
+  app.add_option("--slowdown-rounds", options.slowdown_rounds, "the slowdown regression's boosting rounds");
+  app.add_option("--slowdown-depth", options.slowdown_depth, "the slowdown regression's tree depth");
+  app.add_option("--near-best-weight", options.near_best_weight,
+                 "weight of a variant in the slowdown regression: 1 / (1 + this × log2 slowdown)");
+  app.add_option("--ranker-weight", options.ranker_weight, "the ranker's share of the score (0: slowdown alone)");
+}
 }  // namespace
 
 void add_model_command(CLI::App& app, int& result) {
@@ -141,10 +154,7 @@ void add_model_command(CLI::App& app, int& result) {
   train->add_option("--records", cmd->records, "SQLite tuning records")->required();
   train->add_option("--out", cmd->out, "model file to write (JSON)")->required();
   train->add_option("--target", cmd->target, "cpu, cpu:avx512 or cpu:avx2 (the records' target)");
-  train->add_option("--rounds", cmd->options.rounds, "boosting rounds");
-  train->add_option("--depth", cmd->options.max_depth, "tree depth");
-  train->add_option("--eta", cmd->options.learning_rate, "learning rate");
-  train->add_option("--objective", cmd->options.objective, "ranker objective: rank:pairwise or rank:ndcg");
+  add_training_options(*train, cmd->options);
   train->callback([cmd, &result] { result = guarded([&] { return cmd->train(); }); });
   CLI::App* features = model->add_subcommand("features", "write the training set (features and times) as CSV");
   features->add_option("--records", cmd->records, "SQLite tuning records")->required();
@@ -155,10 +165,7 @@ void add_model_command(CLI::App& app, int& result) {
   eval->add_option("--records", cmd->records, "SQLite tuning records")->required();
   eval->add_option("--split", cmd->split, "random (5-fold) or family (leave one shape family out)");
   eval->add_option("--target", cmd->target, "cpu, cpu:avx512 or cpu:avx2");
-  eval->add_option("--rounds", cmd->options.rounds, "boosting rounds");
-  eval->add_option("--depth", cmd->options.max_depth, "tree depth");
-  eval->add_option("--eta", cmd->options.learning_rate, "learning rate");
-  eval->add_option("--objective", cmd->options.objective, "ranker objective: rank:pairwise or rank:ndcg");
+  add_training_options(*eval, cmd->options);
   eval->add_option("--retest", cmd->retest,
                    "records of the same problems measured again: reports the noise floor of a top-1 regret");
   eval->add_option("--families", cmd->families,

@@ -227,7 +227,8 @@ TEST(Validate, TransposedKernelRules) {
   // The transposed product of A·Bᵀ is again A·Bᵀ, whose B (Aᵀ) must be packed; that of Aᵀ·Bᵀ is A·B.
   CpuGemmConfig x = c;
   x.pack_b = false;
-  EXPECT_EQ(rule(x, rc), "transposed (Dᵀ = Bᵀ·Aᵀ): unpacked B needs row-major B (NR contiguous columns per row), not col");
+  EXPECT_EQ(rule(x, rc),
+            "transposed (Dᵀ = Bᵀ·Aᵀ): unpacked B needs row-major B (NR contiguous columns per row), not col");
   GemmSignature cc = rc;
   cc.a.layout = Layout::col_major();
   EXPECT_EQ(rule(x, cc), "accepted");
@@ -235,7 +236,8 @@ TEST(Validate, TransposedKernelRules) {
   x = c;
   x.fixed_m = x.fixed_n = x.fixed_k = 16, x.pack_b = false, x.kc = 16, x.mc = 16, x.nc = 32;
   EXPECT_EQ(rule(x, cc), "accepted");
-  EXPECT_EQ(rule(x, rc), "transposed (Dᵀ = Bᵀ·Aᵀ): unpacked B needs row-major B (NR contiguous columns per row), not col");
+  EXPECT_EQ(rule(x, rc),
+            "transposed (Dᵀ = Bᵀ·Aᵀ): unpacked B needs row-major B (NR contiguous columns per row), not col");
   // The transposed signature: operands swap with transposed layouts, [n] tensors become [m] ones.
   const GemmSignature tr = transposed(rc);
   EXPECT_EQ(tr.a.layout, Layout::row_major());
@@ -248,6 +250,26 @@ TEST(Validate, TransposedKernelRules) {
   EXPECT_EQ(CpuGemmConfig::from_json(c.to_json()), c);
   EXPECT_FALSE(CpuGemmConfig{}.to_json().contains("transpose"));
   EXPECT_NE((KernelSpec{rc, c, t}).name().find("_t_"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Cost models are trained and evaluated for the machine that recorded them, whatever this host runs: a named target
+// needs no ISA check, a target to run kernels on does.
+TEST(Target, NamedTargetsNeedNotRunOnThisHost) {
+  EXPECT_EQ(Target::named("cpu:avx512").str(), "cpu:avx512");
+  EXPECT_EQ(Target::named("cpu:avx512").vector_lanes(), 16);
+  EXPECT_EQ(Target::named("cpu:avx2").str(), "cpu:avx2");
+  EXPECT_EQ(Target::named("cpu").str(), Target::host().str());
+  EXPECT_THROW(Target::named("cpu:sse2"), InvalidArgument);
+  if (Target::host_supports(CpuIsa::Avx512))
+    EXPECT_EQ(Target::parse("cpu:avx512").str(), "cpu:avx512");
+  else
+    EXPECT_THROW(Target::parse("cpu:avx512"), Unavailable);
 }
 
 }  // namespace
