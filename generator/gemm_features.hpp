@@ -13,6 +13,11 @@
 namespace tessera {
 
 const std::vector<std::string>& cpu_feature_names();
+// One row of cpu_feature_names() per config, row-major. Some features compare a config with a reference set: by
+// default the problem's whole variant space, which is enumerated once per call (rank many configs of a problem in
+// one call); a caller that reads only the other features may pass a smaller one.
+std::vector<float> cpu_feature_rows(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
+                                    const Target& target, const std::vector<CpuGemmConfig>* reference = nullptr);
 std::vector<float> cpu_features(const GemmProblem& problem, const CpuGemmConfig& config, const Target& target);
 
 // The analytic estimate of a CPU GEMM's time in core cycles on one thread: register-tile throughput (FMA and load

@@ -16,7 +16,7 @@
 namespace tessera {
 
 namespace {
-constexpr int kModelVersion = 2;  // 2: the slowdown regression joined the ranker
+constexpr int kModelVersion = 3;  // 2: the slowdown regression joined the ranker; 3: features over the space's best
 std::mutex g_xgboost_mutex;       // one training at a time: XGBoost's global state is not ours to share
 
 // Problem features whose training range bounds where the model is trusted (they do not depend on the config).
@@ -215,7 +215,9 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
 bool LearnedCpuModel::covers(const GemmProblem& problem, const Target& target) const {
   if (target.str() != target_) return false;  // trained on another ISA's kernels and caches
   // The problem as asked (a default that transposes it would describe the transposed operands' layouts).
-  const auto f = cpu_features(problem, CpuGemmConfig::default_for(problem, target).untransposed(), target);
+  // Range features are the problem's own: no variant space to compare with.
+  const std::vector<CpuGemmConfig> config{CpuGemmConfig::default_for(problem, target).untransposed()};
+  const auto f = cpu_feature_rows(problem, config, target, &config);
   for (std::size_t i = 0; i < kRangeFeatures.size(); ++i) {
     const double x = f[feature_index(kRangeFeatures[i])];
     if (x < range_min_[i] || x > range_max_[i]) return false;
@@ -226,11 +228,7 @@ bool LearnedCpuModel::covers(const GemmProblem& problem, const Target& target) c
 std::vector<double> LearnedCpuModel::score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                                            const Target& target) const {
   if (configs.empty()) return {};
-  std::vector<float> rows;
-  for (const auto& c : configs) {
-    const auto f = cpu_features(problem, c, target);
-    rows.insert(rows.end(), f.begin(), f.end());
-  }
+  const std::vector<float> rows = cpu_feature_rows(problem, configs, target);
   // Each model's scores standardised over the candidates (the ranker's are on no scale of their own), the ranker's
   // negated (higher is better there), then weighed together.
   const auto standardised = [&](std::vector<double> v, double sign) {
@@ -253,11 +251,7 @@ std::vector<double> LearnedCpuModel::predict_log_time(const GemmProblem& problem
                                                       const std::vector<CpuGemmConfig>& configs,
                                                       const Target& target) const {
   if (configs.empty()) return {};
-  std::vector<float> rows;
-  for (const auto& c : configs) {
-    const auto f = cpu_features(problem, c, target);
-    rows.insert(rows.end(), f.begin(), f.end());
-  }
+  const std::vector<float> rows = cpu_feature_rows(problem, configs, target);
   return regressor_.predict(rows.data(), configs.size());
 }
 

@@ -52,7 +52,8 @@ double kendall_tau(const std::vector<double>& predicted, const std::vector<doubl
 
 struct Outcome {
   std::vector<double> regret, top5, tau;
-  std::vector<std::string> family;  // of each problem, for the regret by family
+  std::vector<std::string> family;               // of each problem, for the regret by family
+  std::vector<bool> pick_timed_once;             // per problem: the top-1 pick's time is a single sample
   std::vector<std::vector<double>> best_within;  // per problem: best_ns / best of the top k, k = 1..
 };
 
@@ -60,6 +61,7 @@ void score_problem(Outcome& o, const RecordedProblem& p, const std::vector<doubl
   const double best = *std::min_element(p.ns.begin(), p.ns.end());
   const std::vector<std::size_t> order = rank_by_score(scores);
   o.regret.push_back(p.ns[order[0]] / best - 1.0);
+  o.pick_timed_once.push_back(order[0] < p.samples.size() && p.samples[order[0]] < 2);
   o.family.push_back(p.family);
   std::vector<double> within;
   double found = INFINITY;
@@ -87,7 +89,14 @@ nlohmann::json summary(const Outcome& o, bool with_tau) {
   for (std::size_t i = 0; i < o.regret.size(); ++i) by_family[o.family[i]].push_back(o.regret[i]);
   nlohmann::json family_regret = nlohmann::json::object();
   for (const auto& [family, r] : by_family) family_regret[family] = mean(r);
+  // A variant the tuner timed once (its first time more than 4× the best's) has no second sample to say whether
+  // that time was noise: the mean over picks timed at least twice shows what such single samples weigh.
+  std::vector<double> timed_twice;
+  for (std::size_t i = 0; i < o.regret.size(); ++i)
+    if (!o.pick_timed_once[i]) timed_twice.push_back(o.regret[i]);
   return {{"top1_regret_mean", mean(o.regret)},
+          {"top1_picks_timed_once", o.regret.size() - timed_twice.size()},
+          {"top1_regret_mean_picks_timed_twice", mean(timed_twice)},
           {"top1_regret_p90", quantile(o.regret, 0.9)},
           {"top1_regret_max", quantile(o.regret, 1.0)},
           {"top5_score", mean(o.top5)},
@@ -124,6 +133,7 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
     }
     p.configs.push_back(CpuGemmConfig::from_json(nlohmann::json::parse(r.config)));
     p.ns.push_back(r.median_ns);
+    p.samples.push_back(r.samples);
     // A variant timed once (dropped by the tuner as far slower than the fastest) has no spread to report.
     if (r.samples >= 2) spreads[key].push_back(r.spread);
   }
@@ -139,11 +149,9 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
 TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Target& target) {
   TrainingSet set;
   for (const auto& p : problems) {
-    for (std::size_t i = 0; i < p.configs.size(); ++i) {
-      const auto f = cpu_features(p.problem, p.configs[i], target);
-      set.features.insert(set.features.end(), f.begin(), f.end());
-      set.log_time.push_back(static_cast<float>(std::log2(p.ns[i])));
-    }
+    const std::vector<float> rows = cpu_feature_rows(p.problem, p.configs, target);
+    set.features.insert(set.features.end(), rows.begin(), rows.end());
+    for (double ns : p.ns) set.log_time.push_back(static_cast<float>(std::log2(ns)));
     set.group_sizes.push_back(static_cast<unsigned>(p.configs.size()));
   }
   return set;
@@ -151,8 +159,8 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Tar
 
 nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const std::vector<RecordedProblem>& second) {
   const auto key = [](const RecordedProblem& p) {
-    return std::make_tuple(p.problem.signature.to_json().dump(), p.problem.m, p.problem.n, p.problem.k,
-                           p.problem.batch, p.problem.b_cold);
+    return std::make_tuple(p.problem.signature.to_json().dump(), p.problem.m, p.problem.n, p.problem.k, p.problem.batch,
+                           p.problem.b_cold);
   };
   std::map<decltype(key(first[0])), const RecordedProblem*> by_key;
   for (const auto& p : second) by_key[key(p)] = &p;
@@ -256,7 +264,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     }
     if (test.empty() || train.empty()) continue;
     const auto model = LearnedCpuModel::train(training_set(train, target), target.str(), options);
-    Outcome fold_learned;
+    Outcome fold_learned, fold_analytic, fold_default, fold_runtime;
     for (const auto& p : test) {
       const auto scores = model->score(p.problem, p.configs, target);
       score_problem(learned, p, scores, true);
@@ -271,19 +279,21 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                           {"best", p.configs[best].to_json()}}});
       }
       score_problem(fold_learned, p, scores, true);
-      score_problem(analytic, p, analytic_model.score(p.problem, p.configs, target), true);
+      const auto analytic_scores = analytic_model.score(p.problem, p.configs, target);
+      score_problem(analytic, p, analytic_scores, true);
+      score_problem(fold_analytic, p, analytic_scores, false);
       // The fixed default: default_for's config when it was measured (it is part of every space).
       const CpuGemmConfig d = CpuGemmConfig::default_for(p.problem, target);
       std::vector<double> chosen(p.configs.size(), 1.0);
       bool found = false;
       for (std::size_t i = 0; i < p.configs.size(); ++i)
         if (p.configs[i] == d) chosen[i] = 0.0, found = true;
-      if (found) score_problem(fixed_default, p, chosen, false);
+      if (found) score_problem(fixed_default, p, chosen, false), score_problem(fold_default, p, chosen, false);
       // What the runtime compiles: the learned top-1 where the model's training covers the problem, else the default.
       if (model->covers(p.problem, target)) {
-        score_problem(runtime, p, scores, false);
+        score_problem(runtime, p, scores, false), score_problem(fold_runtime, p, scores, false);
       } else if (found) {
-        score_problem(runtime, p, chosen, false);
+        score_problem(runtime, p, chosen, false), score_problem(fold_runtime, p, chosen, false);
         ++fallbacks;
       }
       // The cost of ranking the problem's whole variant space.
@@ -294,7 +304,10 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     }
     per_fold.push_back({{"held_out", fold_names[static_cast<std::size_t>(f)]},
                         {"problems", test.size()},
-                        {"learned_top1_regret_mean", mean(fold_learned.regret)}});
+                        {"learned_top1_regret_mean", mean(fold_learned.regret)},
+                        {"analytic_top1_regret_mean", mean(fold_analytic.regret)},
+                        {"default_top1_regret_mean", mean(fold_default.regret)},
+                        {"runtime_top1_regret_mean", mean(fold_runtime.regret)}});
   }
   std::vector<double> spreads, space_sizes;
   std::size_t scored_problems = 0;

@@ -63,14 +63,17 @@ struct ModelCommand {
       file << "problem,family,m,n,k,batch,config";
       for (const auto& name : cpu_feature_names()) file << "," << name;
       file << ",ns\n";
-      for (std::size_t p = 0; p < problems.size(); ++p)
+      const std::size_t columns = cpu_feature_names().size();
+      for (std::size_t p = 0; p < problems.size(); ++p) {
+        const GemmProblem& q = problems[p].problem;
+        const std::vector<float> rows = cpu_feature_rows(q, problems[p].configs, t);
         for (std::size_t i = 0; i < problems[p].configs.size(); ++i) {
-          const GemmProblem& q = problems[p].problem;
           file << fmt::format("{},{},{},{},{},{},{}", p, problems[p].family, q.m, q.n, q.k, q.batch,
                               KernelSpec{q.signature, problems[p].configs[i], t}.name());
-          for (float f : cpu_features(q, problems[p].configs[i], t)) file << "," << f;
+          for (std::size_t f = 0; f < columns; ++f) file << "," << rows[i * columns + f];
           file << fmt::format(",{}\n", problems[p].ns[i]);
         }
+      }
       if (!file) throw Error("cannot write " + tmp);
     }
     std::filesystem::rename(tmp, out);

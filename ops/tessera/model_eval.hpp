@@ -23,6 +23,7 @@ struct RecordedProblem {
   std::vector<double> ns;  // measured median per config
   double spread = 0;       // median relative spread of its measurements
   std::string hardware;    // the machine that measured it, as records describe it
+  std::vector<int> samples;  // times each config was timed (1: dropped by the tuner after one look; empty: unknown)
 };
 
 // Groups one target's records (one hardware, one thread count: the most common) into problems with at least two

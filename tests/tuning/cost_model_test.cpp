@@ -1,6 +1,7 @@
 // Variant spaces, features and the cost models, checked against quantities known by construction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -75,6 +76,34 @@ TEST(Features, AreFiniteAndNamed) {
       ASSERT_EQ(f.size(), cpu_feature_names().size());
       for (float x : f) ASSERT_TRUE(std::isfinite(x)) << c.to_json().dump();
     }
+  }
+}
+
+// The features over the space's best compare a variant with the problem's whole variant space, not with the others
+// ranked alongside it: the same variant gets the same row whatever it is ranked with.
+TEST(Features, OverTheBestCompareWithTheWholeSpace) {
+  const Target t = avx512();
+  const auto& names = cpu_feature_names();
+  const auto column = [&](const char* name) {
+    return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  const std::size_t over = column("log_analytic_over_best"), absolute = column("log_analytic");
+  ASSERT_LT(over, names.size());
+  for (auto [m, n, k] : {std::tuple{4, 1536, 512}, {777, 333, 555}}) {
+    const GemmProblem p = problem(m, n, k);
+    const auto space = cpu_variants(p, t);
+    const auto all = cpu_feature_rows(p, space, t);
+    float lowest = INFINITY;
+    for (std::size_t i = 0; i < space.size(); ++i) lowest = std::min(lowest, all[i * names.size() + absolute]);
+    for (std::size_t i = 0; i < space.size(); ++i) {
+      const float* row = &all[i * names.size()];
+      EXPECT_NEAR(row[over], row[absolute] - lowest, 1e-4);
+      EXPECT_GE(row[over], 0.0f);
+    }
+    // Ranked alone, the last variant keeps its row.
+    const auto alone = cpu_feature_rows(p, {space.back()}, t);
+    for (std::size_t f = 0; f < names.size(); ++f)
+      EXPECT_EQ(alone[f], all[(space.size() - 1) * names.size() + f]) << names[f];
   }
 }
 
@@ -192,12 +221,12 @@ TEST(ModelEval, RetestRegretJudgesTheFirstRunsBestByTheSecondRunsTimes) {
   const Target t = avx512();
   const auto space = cpu_variants(problem(64, 256, 128), t);
   ASSERT_GE(space.size(), 3u);
-  RecordedProblem first{problem(64, 256, 128), "square", {space[0], space[1], space[2]}, {100, 90, 120}, 0, ""};
+  RecordedProblem first{problem(64, 256, 128), "square", {space[0], space[1], space[2]}, {100, 90, 120}, 0, "", {}};
   RecordedProblem second = first;
   second.ns = {100, 110, 120};  // the first run's best (variant 1) is 10% slower than the second run's best
-  RecordedProblem other{problem(32, 32, 32), "small", {space[0], space[1]}, {5, 6}, 0, ""};
+  RecordedProblem other{problem(32, 32, 32), "small", {space[0], space[1]}, {5, 6}, 0, "", {}};
   RecordedProblem other_again = other;  // the same best: no regret
-  RecordedProblem unmatched{problem(16, 16, 16), "small", {space[0], space[1]}, {5, 6}, 0, ""};
+  RecordedProblem unmatched{problem(16, 16, 16), "small", {space[0], space[1]}, {5, 6}, 0, "", {}};
   const auto r = retest_regret({first, other, unmatched}, {second, other_again});
   EXPECT_EQ(r["problems"].get<int>(), 2);
   EXPECT_NEAR(r["regret_mean"].get<double>(), 0.05, 1e-12);
@@ -221,7 +250,7 @@ TEST(ModelEval, TwinVariantsAreThoseWhoseBlocksExceedTheProblem) {
   two_slabs_twin.kc = 64;
   two_slabs_twin.nc = 1024;
   RecordedProblem p{problem(64, 256, 128), "square", {base, deeper, wider, other_tile, two_slabs, two_slabs_twin},
-                    {100, 104, 110, 50, 200, 201}, 0, ""};
+                    {100, 104, 110, 50, 200, 201}, 0, "", {}};
   const nlohmann::json r = twin_variant_spread({p});
   EXPECT_EQ(r["groups"].get<int>(), 2);                           // {base, deeper, wider}, {two_slabs, its twin}
   EXPECT_NEAR(r["spread_max"].get<double>(), 0.10, 1e-12);        // 110 / 100
@@ -245,6 +274,28 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
     EXPECT_TRUE(report["learned"].contains(key)) << key;
   const nlohmann::json family = evaluate_cost_models(problems, "family", t, options);
   EXPECT_EQ(family["folds"].size(), 2u);
+  // Each held-out family's regret, for every model; the folds' means weighted by size are the whole's.
+  double weighted = 0;
+  for (const auto& fold : family["folds"]) {
+    for (const char* key : {"learned_top1_regret_mean", "analytic_top1_regret_mean", "default_top1_regret_mean",
+                            "runtime_top1_regret_mean"})
+      EXPECT_TRUE(fold.at(key).is_number()) << key;
+    weighted += fold["analytic_top1_regret_mean"].get<double>() * fold["problems"].get<double>();
+  }
+  EXPECT_NEAR(weighted / 30, family["analytic"]["top1_regret_mean"].get<double>(), 1e-9);
+
+  // Picks whose time is a single sample are counted, and the mean without them reported beside the mean.
+  auto once = problems;
+  std::size_t marked = 0;
+  for (auto& p : once) {
+    const auto scores = AnalyticCpuModel().score(p.problem, p.configs, t);
+    const auto pick = static_cast<std::size_t>(std::min_element(scores.begin(), scores.end()) - scores.begin());
+    p.samples.assign(p.configs.size(), 5);
+    if (&p - once.data() < 10) p.samples[pick] = 1, ++marked;
+  }
+  const nlohmann::json timed = evaluate_cost_models(once, "random", t, options);
+  EXPECT_EQ(timed["analytic"]["top1_picks_timed_once"].get<std::size_t>(), marked);
+  EXPECT_TRUE(timed["analytic"]["top1_regret_mean_picks_timed_twice"].is_number());
 
   // Problems timed with B cold that no training problem was: the runtime gives them default_for, so its top-1
   // regret on them is the default's.
