@@ -264,7 +264,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     }
     if (test.empty() || train.empty()) continue;
     const auto model = LearnedCpuModel::train(training_set(train, target), target.str(), options);
-    Outcome fold_learned, fold_analytic, fold_default, fold_runtime;
+    Outcome fold_learned;
     for (const auto& p : test) {
       const auto scores = model->score(p.problem, p.configs, target);
       score_problem(learned, p, scores, true);
@@ -279,21 +279,19 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                           {"best", p.configs[best].to_json()}}});
       }
       score_problem(fold_learned, p, scores, true);
-      const auto analytic_scores = analytic_model.score(p.problem, p.configs, target);
-      score_problem(analytic, p, analytic_scores, true);
-      score_problem(fold_analytic, p, analytic_scores, false);
+      score_problem(analytic, p, analytic_model.score(p.problem, p.configs, target), true);
       // The fixed default: default_for's config when it was measured (it is part of every space).
       const CpuGemmConfig d = CpuGemmConfig::default_for(p.problem, target);
       std::vector<double> chosen(p.configs.size(), 1.0);
       bool found = false;
       for (std::size_t i = 0; i < p.configs.size(); ++i)
         if (p.configs[i] == d) chosen[i] = 0.0, found = true;
-      if (found) score_problem(fixed_default, p, chosen, false), score_problem(fold_default, p, chosen, false);
+      if (found) score_problem(fixed_default, p, chosen, false);
       // What the runtime compiles: the learned top-1 where the model's training covers the problem, else the default.
       if (model->covers(p.problem, target)) {
-        score_problem(runtime, p, scores, false), score_problem(fold_runtime, p, scores, false);
+        score_problem(runtime, p, scores, false);
       } else if (found) {
-        score_problem(runtime, p, chosen, false), score_problem(fold_runtime, p, chosen, false);
+        score_problem(runtime, p, chosen, false);
         ++fallbacks;
       }
       // The cost of ranking the problem's whole variant space.
@@ -304,10 +302,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     }
     per_fold.push_back({{"held_out", fold_names[static_cast<std::size_t>(f)]},
                         {"problems", test.size()},
-                        {"learned_top1_regret_mean", mean(fold_learned.regret)},
-                        {"analytic_top1_regret_mean", mean(fold_analytic.regret)},
-                        {"default_top1_regret_mean", mean(fold_default.regret)},
-                        {"runtime_top1_regret_mean", mean(fold_runtime.regret)}});
+                        {"learned_top1_regret_mean", mean(fold_learned.regret)}});
   }
   std::vector<double> spreads, space_sizes;
   std::size_t scored_problems = 0;

@@ -120,6 +120,9 @@ struct ModelCommand {
         "runtime: the learned top-1 where its training covers the problem, else the default "
         "({} fallbacks)\n",
         report["runtime_fallbacks"].get<int>());
+    std::cout << fmt::format("learned top-1 picks timed only once: {} (mean regret without them {:.2f}%)\n",
+                             report["learned"]["top1_picks_timed_once"].get<int>(),
+                             100 * report["learned"]["top1_regret_mean_picks_timed_twice"].get<double>());
     if (report.contains("retest")) {
       const auto& r = report["retest"];
       std::cout << fmt::format(

@@ -274,16 +274,6 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
     EXPECT_TRUE(report["learned"].contains(key)) << key;
   const nlohmann::json family = evaluate_cost_models(problems, "family", t, options);
   EXPECT_EQ(family["folds"].size(), 2u);
-  // Each held-out family's regret, for every model; the folds' means weighted by size are the whole's.
-  double weighted = 0;
-  for (const auto& fold : family["folds"]) {
-    for (const char* key : {"learned_top1_regret_mean", "analytic_top1_regret_mean", "default_top1_regret_mean",
-                            "runtime_top1_regret_mean"})
-      EXPECT_TRUE(fold.at(key).is_number()) << key;
-    weighted += fold["analytic_top1_regret_mean"].get<double>() * fold["problems"].get<double>();
-  }
-  EXPECT_NEAR(weighted / 30, family["analytic"]["top1_regret_mean"].get<double>(), 1e-9);
-
   // Picks whose time is a single sample are counted, and the mean without them reported beside the mean.
   auto once = problems;
   std::size_t marked = 0;
