@@ -60,9 +60,11 @@ CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c
   double b_bandwidth = kL2BytesPerCycle;
   if (in_place && tiles_m == 1) b_bandwidth = b_level;
   if (in_place && tiles_m > 1 && kc * nc * elem > t.l2_bytes / 2.0) b_bandwidth = kL3BytesPerCycle;
-  // B streamed in place from beyond L2 walks KC rows at once, in runs of NC columns: past the streams the
-  // prefetchers follow, they fall behind in proportion.
-  if (in_place && (b_bytes > static_cast<double>(t.l2_bytes) || p.b_cold) && b_bandwidth < kL2BytesPerCycle)
+  // B streamed in place from memory (cold, or beyond L3) walks KC rows at once, in runs of NC columns: past the
+  // streams the prefetchers follow, they fall behind in proportion. From L3 they keep up: warm LLM projections with a
+  // few rows and B in L3 ran best with KC 256-384 (the Zen 4 records; with the penalty there, the analytic model's
+  // top-1 regret on that family was 8.9%, without it 6.5%).
+  if (in_place && b_level == kDramBytesPerCycle && b_bandwidth < kL2BytesPerCycle)
     b_bandwidth *= std::min(1.0, kPrefetchStreams / kc);
   // One K step of the register tile: mr·v FMAs on two FMA ports; v loads of B and mr broadcasts of A on two load
   // ports; v vectors of B from its level.
