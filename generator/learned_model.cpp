@@ -16,7 +16,7 @@
 namespace tessera {
 
 namespace {
-constexpr int kModelVersion = 3;  // 2: the slowdown regression joined the ranker; 3: features over the space's best
+constexpr int kModelVersion = 4;  // 2: slowdown regression joined the ranker; 3: features over the space's best; 4: base64 forests
 std::mutex g_xgboost_mutex;       // one training at a time: XGBoost's global state is not ours to share
 
 // Problem features whose training range bounds where the model is trusted (they do not depend on the config).

@@ -3,18 +3,35 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
+#include <type_traits>
 #include <cmath>
 #include <functional>
 #include <string>
 
+#include "generator/base64.hpp"
 #include "generator/error.hpp"
 
 namespace tessera {
 
 namespace {
-// The shortest decimal that reads back as `x`, as a double: a forest's thresholds and leaves are floats, and printed
-// as doubles they would take 17 digits instead of 9 at most.
-double shortest(float x) { return std::stod(fmt::format("{}", x)); }
+// The compact form keeps each node array as one base64 string of little-endian values (int32 children and features,
+// float32 thresholds and leaves, one byte per missing-value direction), concatenated over the trees.
+static_assert(std::endian::native == std::endian::little, "forest arrays are stored little-endian");
+constexpr const char* kEncoding = "base64 little-endian";
+
+template <typename T>
+std::vector<T> decoded(const nlohmann::json& document, const char* key, std::size_t count,
+                       const std::function<InvalidArgument(std::string)>& bad) {
+  const auto bytes = base64_decode(document.at(key).get_ref<const std::string&>());
+  if (!bytes) throw bad(fmt::format("'{}' is not base64", key));
+  if (bytes->size() != count * sizeof(T))
+    throw bad(fmt::format("'{}' holds {} bytes, not the {} of {} nodes", key, bytes->size(), count * sizeof(T), count));
+  std::vector<T> out(count);
+  std::memcpy(out.data(), bytes->data(), bytes->size());
+  return out;
+}
 }  // namespace
 
 void TreeEnsemble::add_tree(const std::vector<std::int64_t>& left, const std::vector<std::int64_t>& right,
@@ -87,12 +104,31 @@ TreeEnsemble TreeEnsemble::from_json(const nlohmann::json& document, std::size_t
   forest.features_ = features;
   try {
     if (document.at("format") != "tessera-forest") throw bad("format is not tessera-forest");
+    if (document.at("encoding") != kEncoding) throw bad(fmt::format("encoding is not '{}'", kEncoding));
     forest.base_score_ = document.at("base_score").get<double>();
-    for (const nlohmann::json& tree : document.at("trees"))
-      forest.add_tree(tree.at("left").get<std::vector<std::int64_t>>(),
-                      tree.at("right").get<std::vector<std::int64_t>>(),
-                      tree.at("feature").get<std::vector<std::int64_t>>(), tree.at("value").get<std::vector<float>>(),
-                      tree.at("missing_left").get<std::vector<int>>(), bad);
+    const auto sizes = document.at("nodes_per_tree").get<std::vector<std::int64_t>>();
+    std::size_t total = 0;
+    for (std::int64_t n : sizes) {
+      if (n < 1 || n > (1 << 24)) throw bad(fmt::format("a tree of {} nodes", n));
+      total += static_cast<std::size_t>(n);
+    }
+    const auto left = decoded<std::int32_t>(document, "left", total, bad);
+    const auto right = decoded<std::int32_t>(document, "right", total, bad);
+    const auto feature = decoded<std::int32_t>(document, "feature", total, bad);
+    const auto value = decoded<float>(document, "value", total, bad);
+    const auto missing_left = decoded<std::uint8_t>(document, "missing_left", total, bad);
+    std::size_t at = 0;
+    for (std::int64_t n : sizes) {
+      const auto slice = [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        using Out = std::conditional_t<std::is_same_v<T, float>, float,
+                                       std::conditional_t<std::is_same_v<T, std::uint8_t>, int, std::int64_t>>;
+        return std::vector<Out>(v.begin() + static_cast<std::ptrdiff_t>(at),
+                                v.begin() + static_cast<std::ptrdiff_t>(at) + n);
+      };
+      forest.add_tree(slice(left), slice(right), slice(feature), slice(value), slice(missing_left), bad);
+      at += static_cast<std::size_t>(n);
+    }
   } catch (const nlohmann::json::exception& e) {
     throw bad(e.what());
   }
@@ -101,26 +137,34 @@ TreeEnsemble TreeEnsemble::from_json(const nlohmann::json& document, std::size_t
 }
 
 nlohmann::json TreeEnsemble::to_json() const {
-  nlohmann::json trees = nlohmann::json::array();
+  std::vector<std::int64_t> sizes;
+  std::vector<std::int32_t> left, right, feature;
+  std::vector<float> value;
+  std::vector<std::uint8_t> missing_left;
   for (std::size_t t = 0; t < roots_.size(); ++t) {
     const std::uint32_t base = roots_[t];
     const auto end = static_cast<std::uint32_t>(t + 1 < roots_.size() ? roots_[t + 1] : nodes_.size());
-    std::vector<std::int64_t> left, right, feature;
-    std::vector<double> value;
-    std::vector<int> missing_left;
+    sizes.push_back(end - base);
     for (std::uint32_t i = base; i < end; ++i) {
       const Node& node = nodes_[i];
       const bool leaf = node.child[0] == i;
-      left.push_back(leaf ? -1 : static_cast<std::int64_t>(node.child[1] - base));
-      right.push_back(leaf ? -1 : static_cast<std::int64_t>(node.child[0] - base));
-      feature.push_back(node.feature & ~kMissingLeft);
-      value.push_back(shortest(node.value));
+      left.push_back(leaf ? -1 : static_cast<std::int32_t>(node.child[1] - base));
+      right.push_back(leaf ? -1 : static_cast<std::int32_t>(node.child[0] - base));
+      feature.push_back(static_cast<std::int32_t>(node.feature & ~kMissingLeft));
+      value.push_back(node.value);
       missing_left.push_back((node.feature & kMissingLeft) != 0 ? 1 : 0);
     }
-    trees.push_back(
-        {{"left", left}, {"right", right}, {"feature", feature}, {"value", value}, {"missing_left", missing_left}});
   }
-  return {{"format", "tessera-forest"}, {"base_score", base_score_}, {"trees", trees}};
+  const auto encoded = [](const auto& v) { return base64_encode(v.data(), v.size() * sizeof(v[0])); };
+  return {{"format", "tessera-forest"},
+          {"encoding", kEncoding},
+          {"base_score", base_score_},
+          {"nodes_per_tree", sizes},
+          {"left", encoded(left)},
+          {"right", encoded(right)},
+          {"feature", encoded(feature)},
+          {"value", encoded(value)},
+          {"missing_left", encoded(missing_left)}};
 }
 
 std::vector<double> TreeEnsemble::predict(const float* rows, std::size_t count) const {

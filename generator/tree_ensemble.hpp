@@ -22,8 +22,9 @@ class TreeEnsemble {
   // Throws InvalidArgument naming `what` when the document is not such a model or its trees are malformed.
   static TreeEnsemble from_xgboost_json(const nlohmann::json& model, std::size_t features, const char* what);
 
-  // The same forest in tessera's own compact form (what a cost model file keeps): per tree, its nodes' left and right
-  // children (-1 at a leaf), split feature, threshold or leaf value, and where a missing value goes.
+  // The same forest in tessera's own compact form (what a cost model file keeps): the nodes of every tree in turn,
+  // each array (left and right children within the tree, -1 at a leaf; split feature; threshold or leaf value; where
+  // a missing value goes) one base64 string of its binary values, and the node count of each tree.
   nlohmann::json to_json() const;
   static TreeEnsemble from_json(const nlohmann::json& document, std::size_t features, const char* what);
 

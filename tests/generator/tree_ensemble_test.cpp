@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "generator/error.hpp"
+#include "generator/base64.hpp"
 #include "generator/tree_ensemble.hpp"
 
 namespace tessera {
@@ -112,12 +113,44 @@ TEST(TreeEnsemble, RefusesMalformedModels) {
   no_trees["learner"]["gradient_booster"]["model"]["trees"] = nlohmann::json::array();
   EXPECT_THROW(TreeEnsemble::from_xgboost_json(no_trees, kColumns, "model"), InvalidArgument);
   nlohmann::json compact = TreeEnsemble::from_xgboost_json(t.model, kColumns, "model").to_json();
-  compact["trees"][0]["feature"][0] = 99;
-  EXPECT_THROW(TreeEnsemble::from_json(compact, kColumns, "model"), InvalidArgument);
+  // The compact form: a split on a feature the rows do not have, arrays that are not base64 or hold too few nodes.
+  const auto compact_refused = [&](auto edit, const char* why) {
+    nlohmann::json m = compact;
+    edit(m);
+    EXPECT_THROW(TreeEnsemble::from_json(m, kColumns, "model"), InvalidArgument) << why;
+  };
+  compact_refused(
+      [](nlohmann::json& m) {
+        auto features = *base64_decode(m["feature"].get<std::string>());
+        features[0] = 99;  // the root of the first tree, little-endian int32
+        m["feature"] = base64_encode(features.data(), features.size());
+      },
+      "a feature the rows do not have");
+  compact_refused([](nlohmann::json& m) { m["value"] = "not base64!"; }, "not base64");
+  compact_refused([](nlohmann::json& m) { m["nodes_per_tree"][0] = m["nodes_per_tree"][0].get<int>() + 1; },
+                  "more nodes than the arrays hold");
+  compact_refused([](nlohmann::json& m) { m["nodes_per_tree"][0] = 0; }, "an empty tree");
+  compact_refused([](nlohmann::json& m) { m["left"] = 3; }, "not a string");
+  compact_refused([](nlohmann::json& m) { m["encoding"] = "decimal"; }, "another encoding");
   compact["format"] = "something else";
   EXPECT_THROW(TreeEnsemble::from_json(compact, kColumns, "model"), InvalidArgument);
   // The model's own feature count is what it splits on; fewer columns than that cannot be read.
   EXPECT_THROW(TreeEnsemble::from_xgboost_json(t.model, 2, "model"), InvalidArgument);
+}
+
+// RFC 4648's test vectors, and strings that are not padded base64.
+TEST(Base64, RoundTripsTheRfcVectorsAndRefusesTheRest) {
+  const std::pair<std::string, std::string> vectors[] = {{"", ""},         {"f", "Zg=="},     {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) {
+    EXPECT_EQ(base64_encode(plain.data(), plain.size()), encoded);
+    const auto back = base64_decode(encoded);
+    ASSERT_TRUE(back.has_value()) << encoded;
+    EXPECT_EQ(std::string(back->begin(), back->end()), plain);
+  }
+  for (const char* bad : {"Zg=", "Zg===", "Z===", "Zm9v!A==", "Zg==Zm9v", "=Zm9", "Zm=v"})
+    EXPECT_FALSE(base64_decode(bad).has_value()) << bad;
 }
 
 }  // namespace
