@@ -27,13 +27,16 @@ struct TrainingSet {
 struct TrainingOptions {
   // The ranker's forest. Measured on bench/records (5-fold random split, mean top-1 regret), the ranker alone:
   // depth 6, 300 rounds, eta 0.1: 3.9%; depth 7, 400 rounds, eta 0.07: 3.4-3.6%; depth 9, 600 rounds: 3.4%.
-  int rounds = 500;
+  // With the space features, half the trees at twice the rate rank as well and twice as fast (cpu:avx512 records:
+  // 500 + 400 rounds at eta 0.07 gave 2.2% random, 12.3% family; 250 + 200 at 0.14 gave 2.7% random — 2.0% without
+  // one pick of a variant timed once — and 11.7% family; ranking 3.5-4.5 -> 1.8-1.9 ms).
+  int rounds = 250;
   int max_depth = 8;
-  double learning_rate = 0.07;
+  double learning_rate = 0.14;
   // The slowdown regression's forest, and how it weighs a variant `slower` (log2 of its time over the best) behind
   // the best: 1 / (1 + near_best_weight · slower), slowdowns clipped at 4× (a variant 4× or 40× slower is as wrong).
   // Alone, on the same folds: 2.1-2.2% (weights 5: 2.2%, none: 2.6%, no clip: 3.4%).
-  int slowdown_rounds = 400;
+  int slowdown_rounds = 200;
   int slowdown_depth = 7;
   double near_best_weight = 10.0;
   // The ranker's share of the score (0: the slowdown regression alone). It lifts Kendall τ: 5-fold random split
