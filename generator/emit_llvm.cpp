@@ -618,56 +618,76 @@ class CpuGemmEmitter {
       slots->setAlignment(llvm::Align(64));
       tile = slots;
     }
-    for (int r = 0; r < cfg_.mr; ++r) {
-      emit_if(
-          b_, b_.CreateICmpSLT(i64c(r), rows),
-          [&] {
-            row = b_.CreateAdd(row0, i64c(r));
-            for (int v = 0; v < nv; ++v) {
-              col = b_.CreateAdd(col0, i64c(v * lanes_));
-              llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
-              const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
-                if (node.op == ExprOp::Var) {
-                  if (node.name == "acc") return acc[static_cast<std::size_t>(r * nv + v)];
-                  if (node.name == "alpha") return alpha;
-                  if (node.name == "beta") return beta;
-                  if (!sig_.c.layout.reads_memory()) return llvm::ConstantFP::getNegativeZero(vec_);
-                  const Layout& l = sig_.c.layout;
-                  return load_lanes(c, index(l.offset("c", row_e, col_e, batch_e)), l.col_stride("c"),
-                                    index(l.col_stride("c")), mask);
-                }
-                std::size_t i = 0;
-                while (sig_.inputs[i].name != node.name) ++i;
-                const EpilogueInput& in = sig_.inputs[i];
-                const std::string prefix = "in." + in.name;
-                const Layout& l = in.operand.layout;
-                switch (in.form) {
-                  case IndexForm::M:
-                    return load_lanes(inputs[i], index(l.offset(prefix, row_e, zero_e, batch_e)), zero_e, nullptr,
-                                      mask);
-                  case IndexForm::N:
-                    return load_lanes(inputs[i], index(l.offset(prefix, zero_e, col_e, batch_e)), l.col_stride(prefix),
-                                      index(l.col_stride(prefix)), mask);
-                  case IndexForm::MN:
-                    break;
-                }
-                return load_lanes(inputs[i], index(l.offset(prefix, row_e, col_e, batch_e)), l.col_stride(prefix),
-                                  index(l.col_stride(prefix)), mask);
-              };
-              llvm::Value* value = emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
-              if (column_major_d) {
-                b_.CreateAlignedStore(value, b_.CreateGEP(vec_, tile, i64c(r * nv + v)), llvm::Align(4));
-                continue;
-              }
-              llvm::Value* offset = index(dl.offset("d", row_e, col_e, batch_e));
-              if (is_constant(dl.col_stride("d"), 1))
-                store_masked(value, gep(d.data, offset), mask);
-              else
-                b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4),
-                                       mask);
-            }
-          },
-          "row");
+    // An epilogue with a transcendental function needs a dozen registers per vector; with the whole tile's
+    // accumulators live across it, LLVM spilled its constants and temporaries. Such an epilogue parks the tile in
+    // a stack array and runs as a loop over its rows, one row's vectors live at a time and the constants hoisted;
+    // a cheap one stays unrolled in registers.
+    llvm::Value* parked = nullptr;
+    if (sig_.epilogue.calls_transcendental()) {
+      llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
+      llvm::IRBuilder<> at_entry(&entry, entry.begin());
+      auto* slots = at_entry.CreateAlloca(vec_, i64c(static_cast<std::int64_t>(acc.size())), "acc.tile");
+      slots->setAlignment(llvm::Align(64));
+      parked = slots;
+      for (std::size_t i = 0; i < acc.size(); ++i)
+        b_.CreateAlignedStore(acc[i], b_.CreateGEP(vec_, parked, i64c(static_cast<std::int64_t>(i))), llvm::Align(64));
+    }
+    // Slot of row r's vector v in the tile (r constant when not parked).
+    const auto slot = [&](llvm::Value* r, int v) { return b_.CreateAdd(b_.CreateMul(r, i64c(nv)), i64c(v)); };
+    const auto accumulator = [&](llvm::Value* r, int v) -> llvm::Value* {
+      if (!parked) return acc[static_cast<std::size_t>(llvm::cast<llvm::ConstantInt>(r)->getSExtValue() * nv + v)];
+      return b_.CreateAlignedLoad(vec_, b_.CreateGEP(vec_, parked, slot(r, v)), llvm::Align(64));
+    };
+    const auto emit_row = [&](llvm::Value* r) {
+      row = b_.CreateAdd(row0, r);
+      for (int v = 0; v < nv; ++v) {
+        col = b_.CreateAdd(col0, i64c(v * lanes_));
+        llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
+        const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
+          if (node.op == ExprOp::Var) {
+            if (node.name == "acc") return accumulator(r, v);
+            if (node.name == "alpha") return alpha;
+            if (node.name == "beta") return beta;
+            if (!sig_.c.layout.reads_memory()) return llvm::ConstantFP::getNegativeZero(vec_);
+            const Layout& l = sig_.c.layout;
+            return load_lanes(c, index(l.offset("c", row_e, col_e, batch_e)), l.col_stride("c"),
+                              index(l.col_stride("c")), mask);
+          }
+          std::size_t i = 0;
+          while (sig_.inputs[i].name != node.name) ++i;
+          const EpilogueInput& in = sig_.inputs[i];
+          const std::string prefix = "in." + in.name;
+          const Layout& l = in.operand.layout;
+          switch (in.form) {
+            case IndexForm::M:
+              return load_lanes(inputs[i], index(l.offset(prefix, row_e, zero_e, batch_e)), zero_e, nullptr, mask);
+            case IndexForm::N:
+              return load_lanes(inputs[i], index(l.offset(prefix, zero_e, col_e, batch_e)), l.col_stride(prefix),
+                                index(l.col_stride(prefix)), mask);
+            case IndexForm::MN:
+              break;
+          }
+          return load_lanes(inputs[i], index(l.offset(prefix, row_e, col_e, batch_e)), l.col_stride(prefix),
+                            index(l.col_stride(prefix)), mask);
+        };
+        llvm::Value* value = emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
+        if (column_major_d) {
+          b_.CreateAlignedStore(value, b_.CreateGEP(vec_, tile, slot(r, v)), llvm::Align(4));
+          continue;
+        }
+        llvm::Value* offset = index(dl.offset("d", row_e, col_e, batch_e));
+        if (is_constant(dl.col_stride("d"), 1))
+          store_masked(value, gep(d.data, offset), mask);
+        else
+          b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4),
+                                 mask);
+      }
+    };
+    if (parked) {
+      llvm::Value* last = b_.CreateSelect(b_.CreateICmpSLT(rows, i64c(cfg_.mr)), rows, i64c(cfg_.mr));
+      emit_for(b_, i64c(0), last, i64c(1), [&](llvm::Value* r) { emit_row(r); }, "epilogue.row");
+    } else {
+      for (int r = 0; r < cfg_.mr; ++r) emit_if(b_, b_.CreateICmpSLT(i64c(r), rows), [&] { emit_row(i64c(r)); }, "row");
     }
     if (!column_major_d) return;
     // Per vector of columns and chunk of at most 8 rows (the transpose's 256-bit pieces, as in packing): one masked

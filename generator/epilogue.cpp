@@ -227,6 +227,18 @@ Epilogue::Epilogue(Expr tree) {
   s->text = to_string(s->tree);
   auto& tensors = s->tensors;
   visit(s->tree, [&](const ExprNode& node) {
+    switch (node.op) {
+      case ExprOp::Exp:
+      case ExprOp::Tanh:
+      case ExprOp::Sigmoid:
+      case ExprOp::Silu:
+      case ExprOp::Gelu:
+      case ExprOp::GeluTanh:
+        s->calls_transcendental = true;
+        break;
+      default:
+        break;
+    }
     if (node.op == ExprOp::Var) {
       s->reads_c |= node.name == "c";
       s->reads_alpha |= node.name == "alpha";

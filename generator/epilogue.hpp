@@ -41,6 +41,9 @@ class Epilogue {
   bool reads_beta() const { return state_->reads_beta; }
   // True when every c appears inside a product with beta (as in beta*c), so beta = 0 means C is never read.
   bool c_scaled_by_beta() const { return state_->c_scaled_by_beta; }
+  // True when it calls exp, tanh, sigmoid, silu or a gelu: a vectorised polynomial per element, which the CPU
+  // back-end evaluates with the accumulator tile parked in memory rather than in registers.
+  bool calls_transcendental() const { return state_->calls_transcendental; }
   // The same epilogue object (copies share it): a cheap first test before comparing texts.
   bool same_as(const Epilogue& other) const { return state_ == other.state_; }
 
@@ -51,6 +54,7 @@ class Epilogue {
     std::string text;
     std::vector<EpilogueTensor> tensors;
     bool reads_c = false, reads_alpha = false, reads_beta = false, c_scaled_by_beta = false;
+    bool calls_transcendental = false;
   };
   explicit Epilogue(Expr tree);
   std::shared_ptr<const State> state_;

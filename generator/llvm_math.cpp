@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <iterator>
+#include <vector>
 #include <numbers>
 
 namespace tessera {
@@ -16,11 +18,22 @@ llvm::Value* fma(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::Val
   return b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z});
 }
 
-// Horner's rule, highest coefficient first.
-llvm::Value* polynomial(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> coefficients) {
-  llvm::Value* acc = nullptr;
-  for (double c : coefficients) acc = acc ? fma(b, acc, x, k(x, c)) : k(x, c);
-  return acc;
+// Estrin's scheme, highest coefficient first: pairs a + b·z, then pairs of pairs with z², z⁴, ... A degree-6
+// polynomial is 3 dependent FMAs deep instead of Horner's 6. An epilogue's chains are long enough for their
+// latency to bound it: a loop of AVX2 gelu on Zen 3 took 1.2 ns per element over a copy with Horner, 0.4 with
+// Estrin.
+llvm::Value* polynomial(llvm::IRBuilder<>& b, llvm::Value* z, std::initializer_list<double> coefficients) {
+  std::vector<llvm::Value*> terms;  // lowest coefficient first
+  for (auto it = std::rbegin(coefficients); it != std::rend(coefficients); ++it) terms.push_back(k(z, *it));
+  llvm::Value* power = z;
+  while (terms.size() > 1) {
+    std::vector<llvm::Value*> next;
+    for (std::size_t i = 0; i + 1 < terms.size(); i += 2) next.push_back(fma(b, terms[i + 1], power, terms[i]));
+    if (terms.size() % 2 == 1) next.push_back(terms.back());
+    terms = std::move(next);
+    if (terms.size() > 1) power = b.CreateFMul(power, power);
+  }
+  return terms.front();
 }
 
 llvm::Type* int_type_like(llvm::IRBuilder<>& b, llvm::Value* x) {
