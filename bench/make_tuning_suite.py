@@ -10,13 +10,17 @@ families = {}
 # Families timed with B evicted from the caches before each call: a skinny GEMM streams weights (1-16 MB here)
 # that a model too large for the caches brings from memory; left in the shared L3 between calls, their times varied
 # with page placement and the neighbours' traffic (the best variant of one run 13% slower in the next, on average).
+# A family is (name, B cold); skinny has a warm part too, B of 8-9 MB left in L3 between calls (an MLP's weights
+# applied to a few rows again and again): with skinny only cold, every few-row problem with B beyond L2 the model
+# learned from was cold, and the warm ones of the LLM family (held out) got cold-B configurations.
 COLD_B = {"skinny"}
 
-def add(family, m, n, k, batch=1):
+def add(family, m, n, k, batch=1, cold=None):
+    key = (family, family in COLD_B if cold is None else cold)
     if 2 * m * n * k * batch <= CAP:
-        families.setdefault(family, [])
-        if (m, n, k, batch) not in families[family]:
-            families[family].append((m, n, k, batch))
+        families.setdefault(key, [])
+        if (m, n, k, batch) not in families[key]:
+            families[key].append((m, n, k, batch))
 
 # LLM projections: tokens × (out, in) for small transformer widths (QKV, MLP up/down, output).
 for tokens in [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]:
@@ -33,8 +37,11 @@ for m in [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32]:
 for m in [1, 2, 3, 4, 6, 7, 9, 12, 16, 20]:
     for n, k in [(3072, 1024), (1024, 3072), (6144, 768), (1536, 1536)]:
         add("skinny", m, n, k)
+for m in [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]:
+    for n, k in [(2048, 1024), (1024, 2048), (4096, 512), (512, 4096), (1536, 1536)]:
+        add("skinny", m, n, k, cold=False)
 primes = [3, 7, 13, 17, 31, 37, 61, 67, 97, 101, 127, 131, 193, 251, 257, 383, 509, 521, 769, 1021]
-while len(families.get("odd", [])) < 120:
+while len(families.get(("odd", False), [])) < 120:
     add("odd", random.choice(primes), random.choice(primes), random.choice(primes))
 for long, short, k in [(4096, 64, 256), (2048, 128, 512), (8192, 32, 512), (1024, 256, 1024), (4096, 16, 1024),
                        (2048, 48, 2048), (8192, 96, 256), (1536, 192, 768), (3072, 80, 1024), (6144, 24, 2048)]:
@@ -49,9 +56,9 @@ for size, batch in [(8, 512), (16, 256), (16, 64), (24, 128), (32, 64), (32, 16)
 
 with open("bench/suites/tuning.txt", "w") as out:
     out.write("# The cost model's ground truth (bench/make_tuning_suite.py): %d shapes in %d families\n"
-              % (sum(len(v) for v in families.values()), len(families)))
-    for family, shapes in families.items():
-        out.write("# family: %s%s\n" % (family, " b-cold" if family in COLD_B else ""))
+              % (sum(len(v) for v in families.values()), len({f for f, _ in families})))
+    for (family, cold), shapes in families.items():
+        out.write("# family: %s%s\n" % (family, " b-cold" if cold else ""))
         for m, n, k, batch in shapes:
             out.write("%d %d %d%s\n" % (m, n, k, "" if batch == 1 else " %d" % batch))
 # Every third shape of each family, measured a second time: the noise floor of a top-1 regret
@@ -59,8 +66,8 @@ with open("bench/suites/tuning.txt", "w") as out:
 with open("bench/suites/tuning_retest.txt", "w") as out:
     out.write("# Every third shape of bench/suites/tuning.txt, measured again for the noise floor "
               "(bench/make_tuning_suite.py)\n")
-    for family, shapes in families.items():
-        out.write("# family: %s%s\n" % (family, " b-cold" if family in COLD_B else ""))
+    for (family, cold), shapes in families.items():
+        out.write("# family: %s%s\n" % (family, " b-cold" if cold else ""))
         for m, n, k, batch in shapes[::3]:
             out.write("%d %d %d%s\n" % (m, n, k, "" if batch == 1 else " %d" % batch))
-print({f: len(v) for f, v in families.items()}, sum(len(v) for v in families.values()))
+print({"%s%s" % (f, " b-cold" if c else ""): len(v) for (f, c), v in families.items()}, sum(len(v) for v in families.values()))
