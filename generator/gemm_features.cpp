@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <numeric>
 
 #include "generator/variant_space.hpp"
 
@@ -24,8 +26,34 @@ namespace {
 // Sustained bytes per core cycle from each level to one core (Zen 4 and 5 class; loads of a running GEMM, not the
 // ports' peak): what the register tile is fed at when its operands come from there.
 constexpr double kL2BytesPerCycle = 24.0, kL3BytesPerCycle = 12.0, kDramBytesPerCycle = 6.0;
-// The hardware prefetchers follow this many concurrent streams; B read in place walks KC rows at once.
-constexpr double kPrefetchStreams = 64.0;
+// L2 lines fetched one at a time, each K step waiting on its own: what B read in place gets when its rows fight over
+// L1's sets.
+constexpr double kConflictedL2BytesPerCycle = 16.0;
+// The hardware prefetchers follow about this many concurrent streams; B read in place walks KC rows at once. From
+// memory, on both hosts measured, KC 64 already falls behind and KC 16 does not (with 64 here the analytic model's
+// top-1 regret was 17.7% on the Zen 4 records and 46.7% on the Zen 3 ones, with 32 12.5% and 42.1%).
+constexpr double kPrefetchStreams = 32.0;
+// From L3 a Zen 4 keeps up with any KC (a limit there took its LLM family from 6.8% to 11.2%); the Zen 3 measured
+// for AVX2 falls behind beyond 16 rows (42.1% -> 36.5% with the limit). Keyed by ISA, as that is all a record's
+// target says of the microarchitecture.
+double l3_prefetch_streams(const Target& t) { return t.isa == CpuIsa::Avx2 ? 16.0 : INFINITY; }
+
+// How much of a cache a panel of `rows` rows of `row_bytes`, `ld_bytes` apart, can hold: rows that start on the same
+// sets compete for those sets' ways. A power-of-two leading dimension puts every row on a few sets (B of 1024
+// columns read in place: 16 distinct starting sets of the 1024 in a 512 KiB L2), and such a panel is evicted long
+// before it fills the cache (the Zen 3 records: B in place over several rows of micro-tiles 2-4x slower than packed,
+// where the analytic model thought the panel stayed in L2; its top-1 regret 63.9% -> 46.7% with this, Zen 4 18.2% ->
+// 17.7%). The ways: 8, as in the L2 of Zen 3 and Zen 4.
+double strided_panel_capacity(double ld_bytes, double row_bytes, double rows, double cache_bytes) {
+  constexpr double kWays = 8.0, kLineBytes = 64.0;
+  const double sets = std::max(1.0, std::floor(cache_bytes / (kLineBytes * kWays)));
+  const auto period = static_cast<std::int64_t>(sets * kLineBytes);
+  const auto ld = std::max<std::int64_t>(1, static_cast<std::int64_t>(ld_bytes));
+  const double distinct_starts = std::min(rows, static_cast<double>(period / std::gcd(ld, period)));
+  const double row_lines = std::ceil(row_bytes / kLineBytes);
+  const double span_lines = std::ceil((std::max(rows - 1.0, 0.0) * ld_bytes + row_bytes) / kLineBytes);
+  return std::min({sets, distinct_starts * row_lines, span_lines}) * kWays * kLineBytes;
+}
 }  // namespace
 
 CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c, const Target& t) {
@@ -59,13 +87,23 @@ CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c
   const bool in_place = !c.pack_b;
   double b_bandwidth = kL2BytesPerCycle;
   if (in_place && tiles_m == 1) b_bandwidth = b_level;
-  if (in_place && tiles_m > 1 && kc * nc * elem > t.l2_bytes / 2.0) b_bandwidth = kL3BytesPerCycle;
-  // B streamed in place from memory (cold, or beyond L3) walks KC rows at once, in runs of NC columns: past the
-  // streams the prefetchers follow, they fall behind in proportion. From L3 they keep up: warm LLM projections with a
-  // few rows and B in L3 ran best with KC 256-384 (the Zen 4 records; with the penalty there, the analytic model's
-  // top-1 regret on that family was 8.9%, without it 6.5%).
+  const double panel_room =
+      p.signature.b.layout.kind() == LayoutKind::RowMajor
+          ? strided_panel_capacity(n * elem, nc * elem, kc, static_cast<double>(t.l2_bytes))
+          : static_cast<double>(t.l2_bytes);
+  if (in_place && tiles_m > 1 && kc * nc * elem > panel_room / 2.0) b_bandwidth = kL3BytesPerCycle;
+  // Each micro-tile re-reads its sliver of that panel (KC rows of NR columns), which stays in L1 only if its rows
+  // spread over L1's sets. When they do not, every K step fetches its line from L2 alone (Zen 3 records: 36.5% ->
+  // 25.2%, Zen 4: 12.5% -> 10.9%).
+  if (in_place && tiles_m > 1 && p.signature.b.layout.kind() == LayoutKind::RowMajor &&
+      kc * nr * elem > strided_panel_capacity(n * elem, std::min(nr, n) * elem, kc, static_cast<double>(t.l1d_bytes)))
+    b_bandwidth = std::min(b_bandwidth, kConflictedL2BytesPerCycle);
+  // B streamed in place from beyond L2 walks KC rows at once, in runs of NC columns: past the streams the prefetchers
+  // follow, they fall behind in proportion.
   if (in_place && b_level == kDramBytesPerCycle && b_bandwidth < kL2BytesPerCycle)
     b_bandwidth *= std::min(1.0, kPrefetchStreams / kc);
+  else if (in_place && b_level == kL3BytesPerCycle && b_bandwidth < kL2BytesPerCycle)
+    b_bandwidth *= std::min(1.0, l3_prefetch_streams(t) / kc);
   // One K step of the register tile: mr·v FMAs on two FMA ports; v loads of B and mr broadcasts of A on two load
   // ports; v vectors of B from its level.
   const double step = std::max({mr * v / 2.0, (v + mr) / 2.0, v * 64.0 / b_bandwidth, 1.0});

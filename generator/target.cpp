@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "generator/error.hpp"
@@ -9,8 +11,33 @@
 namespace tessera {
 
 namespace {
-std::int64_t cache_size(int name, std::int64_t fallback) {
-  const long v = sysconf(name);
+// The size of cpu0's cache of this level as Linux describes it (/sys/devices/system/cpu/cpu0/cache/indexN), that is
+// the cache one core uses: data or unified, not instruction. 0 when sysfs does not say.
+std::int64_t sysfs_cache_bytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int file_level = 0;
+    std::string type, size;
+    if (!(level_file >> file_level) || !(type_file >> type) || !(size_file >> size)) continue;
+    if (file_level != level || type == "Instruction") continue;
+    std::size_t digits = 0;
+    const long long value = std::stoll(size, &digits);
+    const std::string unit = size.substr(digits);
+    const std::int64_t bytes = unit == "K" ? value << 10 : unit == "M" ? value << 20 : unit.empty() ? value : 0;
+    if (bytes > 0) return bytes;
+  }
+  return 0;
+}
+
+// sysfs first: glibc's sysconf reads CPUID, which some VMs fill with the whole package's L3 (256 MiB on a Zen 3
+// guest whose core shares 32 MiB). Then sysconf, then the default.
+std::int64_t cache_size(int level, int sysconf_name, std::int64_t fallback) {
+  try {
+    if (const std::int64_t bytes = sysfs_cache_bytes(level); bytes > 0) return bytes;
+  } catch (const std::exception&) {  // an unreadable size: the next source
+  }
+  const long v = sysconf(sysconf_name);
   return v > 0 ? v : fallback;
 }
 }  // namespace
@@ -31,9 +58,9 @@ Target Target::host() {
   t.isa = host_supports(CpuIsa::Avx512) ? CpuIsa::Avx512 : CpuIsa::Avx2;
   t.avx512_bf16 = t.isa == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  t.l1d_bytes = cache_size(_SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);
-  t.l2_bytes = cache_size(_SC_LEVEL2_CACHE_SIZE, t.l2_bytes);
-  t.l3_bytes = cache_size(_SC_LEVEL3_CACHE_SIZE, t.l3_bytes);
+  t.l1d_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);
+  t.l2_bytes = cache_size(2, _SC_LEVEL2_CACHE_SIZE, t.l2_bytes);
+  t.l3_bytes = cache_size(3, _SC_LEVEL3_CACHE_SIZE, t.l3_bytes);
   return t;
 }
 

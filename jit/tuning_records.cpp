@@ -212,16 +212,19 @@ std::string TuningRecords::host_hardware() {
     if (line.rfind("model name", 0) == 0 && model == "unknown CPU") model = line.substr(line.find(':') + 2);
     if (line.rfind("cpu family", 0) == 0 && family.empty()) family = line.substr(line.find(':') + 2);
   }
-  return fmt::format("{} (family {}); L1d {} KiB, L2 {} KiB", model, family, sysconf(_SC_LEVEL1_DCACHE_SIZE) / 1024,
-                     sysconf(_SC_LEVEL2_CACHE_SIZE) / 1024);
+  const Target host = Target::host();
+  return fmt::format("{} (family {}); L1d {} KiB, L2 {} KiB, L3 {} KiB", model, family, host.l1d_bytes >> 10,
+                     host.l2_bytes >> 10, host.l3_bytes >> 10);
 }
 
 Target TuningRecords::hardware_target(Target base, const std::string& hardware) {
-  static const std::regex caches(R"(L1d (\d{1,9}) KiB, L2 (\d{1,9}) KiB)");
+  // Records from before the L3 was described (2026-11-25) keep the base's L3.
+  static const std::regex caches(R"(L1d (\d{1,9}) KiB, L2 (\d{1,9}) KiB(?:, L3 (\d{1,9}) KiB)?)");
   std::smatch match;
   if (std::regex_search(hardware, match, caches) && std::stoll(match[1]) > 0 && std::stoll(match[2]) > 0) {
     base.l1d_bytes = std::stoll(match[1]) << 10;
     base.l2_bytes = std::stoll(match[2]) << 10;
+    if (match[3].matched && std::stoll(match[3]) > 0) base.l3_bytes = std::stoll(match[3]) << 10;
   }
   return base;
 }

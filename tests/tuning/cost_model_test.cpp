@@ -125,13 +125,31 @@ TEST(AnalyticModel, StreamsABReadOnceInPlaceAndPacksOneReadByManyRows) {
   auto scores = AnalyticCpuModel().score(skinny, {in_place, packed}, t);
   EXPECT_LT(scores[0], scores[1]);
   // Many rows re-read a KC×NC panel: from L2 when it fits half of it, from L3 (strided, KC rows at once) when not.
-  const GemmProblem square = problem(2048, 2048, 2048);
+  // (2000 columns: rows 8000 bytes apart spread over the cache's sets.)
+  const GemmProblem square = problem(2048, 2000, 2048);
   CpuGemmConfig fits = CpuGemmConfig::default_for(square, t), outgrows = fits;
   fits.pack_b = outgrows.pack_b = false;
   fits.kc = 128, fits.nc = 10 * fits.nr;              // at most 320 KB
   outgrows.kc = 384, outgrows.nc = 40 * outgrows.nr;  // at least 960 KB
   scores = AnalyticCpuModel().score(square, {fits, outgrows}, t);
   EXPECT_LT(scores[0], scores[1]);
+}
+
+// B rows a power of two apart fall on a few sets of L1 and L2: a panel of them read in place by many rows of
+// micro-tiles is evicted long before it fills L2, and costs more than the same panel of rows that spread.
+TEST(AnalyticModel, InPlaceRowsThatShareCacheSetsCostMore) {
+  Target t = avx512();
+  t.isa = CpuIsa::Avx2, t.avx512_bf16 = false, t.l2_bytes = 512 << 10;  // a Zen 3 core
+  const GemmProblem conflicting = problem(256, 1024, 1024), spread = problem(256, 1020, 1024);
+  CpuGemmConfig c = CpuGemmConfig::default_for(conflicting, t);
+  c.mr = 6, c.nr = 16, c.mc = 96;                 // 12 FMAs for 2 vectors of B per K step
+  c.pack_b = false, c.kc = 128, c.nc = 8 * c.nr;  // a 64 KB panel: an eighth of L2, by size alone it fits
+  ASSERT_EQ((1024 + c.nr - 1) / c.nr, (1020 + c.nr - 1) / c.nr) << "the same number of micro-tiles";
+  EXPECT_GT(cpu_analytic_parts(conflicting, c, t).compute, 1.2 * cpu_analytic_parts(spread, c, t).compute);
+  CpuGemmConfig packed = c;
+  packed.pack_b = true;
+  const auto scores = AnalyticCpuModel().score(conflicting, {c, packed}, t);
+  EXPECT_GT(scores[0], scores[1]) << "packing B is worth a pass when its rows conflict";
 }
 
 // A target with no shipped model ranks default_for's config first and the rest in the analytic model's order.

@@ -156,16 +156,22 @@ TEST(TuningRecords, UpgradesVersionOneInPlace) {
 // Recorded problems are featurised with the caches of the machine that measured them, whatever machine reads them.
 TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
   Target base;
-  base.l1d_bytes = 32 << 10, base.l2_bytes = 2 << 20;
+  base.l1d_bytes = 32 << 10, base.l2_bytes = 2 << 20, base.l3_bytes = 8 << 20;
   const Target zen5 = TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB");
   EXPECT_EQ(zen5.l1d_bytes, 48 << 10);
   EXPECT_EQ(zen5.l2_bytes, 1 << 20);
+  EXPECT_EQ(zen5.l3_bytes, base.l3_bytes) << "a description without an L3 keeps the base's";
   EXPECT_EQ(zen5.isa, base.isa);
+  const Target zen3 =
+      TuningRecords::hardware_target(base, "AMD EPYC (family 25); L1d 32 KiB, L2 512 KiB, L3 32768 KiB");
+  EXPECT_EQ(zen3.l2_bytes, 512 << 10);
+  EXPECT_EQ(zen3.l3_bytes, 32 << 20);
   // This host's own description round-trips to its caches.
   const Target host = Target::host();
   const Target again = TuningRecords::hardware_target(base, TuningRecords::host_hardware());
   EXPECT_EQ(again.l1d_bytes, host.l1d_bytes);
   EXPECT_EQ(again.l2_bytes, host.l2_bytes);
+  EXPECT_EQ(again.l3_bytes, host.l3_bytes);
   // Descriptions without caches (or with absurd ones) leave the base alone.
   for (const char* text : {"unknown CPU", "L1d 0 KiB, L2 1024 KiB", "L1d 99999999999999999999 KiB, L2 1 KiB"}) {
     const Target t = TuningRecords::hardware_target(base, text);
