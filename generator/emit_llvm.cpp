@@ -474,9 +474,23 @@ class CpuGemmEmitter {
       b_.CreateBr(start);
       b_.SetInsertPoint(start);
     }
-    LoopValues acc(static_cast<std::size_t>(mr * nv), llvm::Constant::getNullValue(vec_));
+    // The rows a fixed-size variant really has: it computes no more (the clamped rows past the edge would only repeat
+    // the last one).
+    const int live_rows = fixed_rows > 0 ? std::min(fixed_rows, mr) : mr;
+    // Edge kernels run once per slab and row of tiles: compiled without unrolling, they cost half the compile time.
+    int unroll = vectors && vectors < cfg_.nr / lanes_ ? 1 : cfg_.k_unroll;
+    // A tile of few accumulators waits on the FMA latency: with fewer than 8 chains (two FMA pipes, four cycles each)
+    // consecutive K steps feed separate sets of accumulators, summed after the loop. The 2-row edge of a 32-row
+    // fixed kernel with 6-row tiles had 4 chains and took as long as a full tile.
+    // (As many sets as the vector registers hold besides the tile's B vectors and A broadcast.)
+    const int chains = live_rows * nv;
+    int sets = bf16_ || chains >= 8 ? 1 : chains >= 4 ? 2 : 4;
+    while (sets > 1 && sets * chains + nv + 1 > (lanes_ == 16 ? 32 : 16)) sets /= 2;
+    unroll = std::max(unroll, sets);
+    const std::size_t set_size = static_cast<std::size_t>(mr * nv);
+    LoopValues acc(set_size * static_cast<std::size_t>(sets), llvm::Constant::getNullValue(vec_));
 
-    const auto step = [&](llvm::Value* p, LoopValues values) {
+    const auto step = [&](llvm::Value* p, LoopValues values, int set) {
       std::vector<llvm::Value*> bv;
       if (cfg_.pack_b) {
         llvm::Value* b_row = gep(bp, b_.CreateMul(p, i64c(cfg_.nr)));
@@ -489,18 +503,17 @@ class CpuGemmEmitter {
       }
       llvm::Value* a_col = cfg_.pack_a ? gep(ap, b_.CreateMul(p, i64c(mr))) : nullptr;
       llvm::Value* a_offset = cfg_.pack_a ? nullptr : b_.CreateMul(p, a_cs);
-      for (int r = 0; r < mr; ++r) {
+      for (int r = 0; r < live_rows; ++r) {
         llvm::Value* a_ptr = cfg_.pack_a ? gep(a_col, i64c(r)) : gep(a_rows[r], a_offset);
         llvm::Value* a = b_.CreateAlignedLoad(f32_, a_ptr, llvm::Align(4));
         llvm::Value* splat = b_.CreateVectorSplat(lanes_, a);
-        for (int v = 0; v < nv; ++v)
-          values[acc_index(r, v)] =
-              b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {splat, bv[v], values[acc_index(r, v)]});
+        for (int v = 0; v < nv; ++v) {
+          const std::size_t i = static_cast<std::size_t>(set) * set_size + acc_index(r, v);
+          values[i] = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {splat, bv[v], values[i]});
+        }
       }
       return values;
     };
-    // Edge kernels run once per slab and row of tiles: compiled without unrolling, they cost half the compile time.
-    const int unroll = vectors && vectors < cfg_.nr / lanes_ ? 1 : cfg_.k_unroll;
     if (bf16_) {
       acc = emit_bf16_k_loop(acc, a_rows, bp, kc);
     } else {
@@ -509,13 +522,17 @@ class CpuGemmEmitter {
           b_, i64c(0), k_main, i64c(unroll), acc,
           [&](llvm::Value* p, const LoopValues& carried) {
             LoopValues values = carried;
-            for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values);
+            for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values, u % sets);
             return values;
           },
           "k");
       acc = emit_for(
-          b_, k_main, kc, i64c(1), acc, [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried); },
-          "k.tail");
+          b_, k_main, kc, i64c(1), acc,
+          [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried, 0); }, "k.tail");
+      for (int set = 1; set < sets; ++set)
+        for (std::size_t i = 0; i < set_size; ++i)
+          acc[i] = b_.CreateFAdd(acc[i], acc[static_cast<std::size_t>(set) * set_size + i]);
+      acc.resize(set_size);
     }
 
     if (saved_sums) {
