@@ -94,7 +94,7 @@ void validate(const TrainingOptions& o) {
 }
 }  // namespace
 
-std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet& set, const std::string& target,
+std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet& set, const Target& target,
                                                               const TrainingOptions& options) {
   validate(options);
   const std::size_t columns = cpu_feature_names().size();
@@ -102,7 +102,6 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
     throw InvalidArgument("training set", "features and times do not match");
   std::lock_guard lock(g_xgboost_mutex);
   auto model = std::shared_ptr<LearnedCpuModel>(new LearnedCpuModel());
-  model->target_ = target;
   model->range_min_.assign(kRangeFeatures.size(), INFINITY);
   model->range_max_.assign(kRangeFeatures.size(), -INFINITY);
   for (std::size_t row = 0; row < set.rows(); ++row)
@@ -168,7 +167,8 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
   };
   const nlohmann::json document{{"format", "tessera-cost-model"},
                                 {"version", kModelVersion},
-                                {"target", target},
+                                {"target", target.str()},
+                                {"vector_fmas_per_cycle", target.vector_fmas_per_cycle},
                                 {"range_min", model->range_min_},
                                 {"range_max", model->range_max_},
                                 {"features", cpu_feature_names()},
@@ -200,6 +200,10 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
       throw InvalidArgument("model", "trained on other features than this tessera computes; retrain it");
     auto model = std::shared_ptr<LearnedCpuModel>(new LearnedCpuModel());
     model->target_ = j.at("target").get<std::string>();
+    // Optional: models written before it was recorded cover any FMA rate of their ISA.
+    model->vector_fmas_per_cycle_ = j.value("vector_fmas_per_cycle", 0);
+    if (model->vector_fmas_per_cycle_ < 0 || model->vector_fmas_per_cycle_ > 2)
+      throw InvalidArgument("model", "vector_fmas_per_cycle must be 1 or 2");
     model->range_min_ = j.at("range_min").get<std::vector<double>>();
     model->range_max_ = j.at("range_max").get<std::vector<double>>();
     if (model->range_min_.size() != kRangeFeatures.size() || model->range_max_.size() != kRangeFeatures.size())
@@ -214,6 +218,7 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
 
 bool LearnedCpuModel::covers(const GemmProblem& problem, const Target& target) const {
   if (target.str() != target_) return false;  // trained on another ISA's kernels and caches
+  if (vector_fmas_per_cycle_ != 0 && target.vector_fmas_per_cycle != vector_fmas_per_cycle_) return false;
   // The problem as asked (a default that transposes it would describe the transposed operands' layouts).
   // Range features are the problem's own: no variant space to compare with.
   const std::vector<CpuGemmConfig> config{CpuGemmConfig::default_for(problem, target).untransposed()};

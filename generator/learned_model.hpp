@@ -52,7 +52,8 @@ class LearnedCpuModel : public CpuCostModel {
   ~LearnedCpuModel() override;
   // Parses a model document; throws InvalidArgument when it is not one (or was made for other features).
   static std::shared_ptr<const LearnedCpuModel> from_json(const std::string& text);
-  static std::shared_ptr<const LearnedCpuModel> train(const TrainingSet& set, const std::string& target,
+  // `target` is the recording machine's (its ISA and FMA rate are the model's to cover).
+  static std::shared_ptr<const LearnedCpuModel> train(const TrainingSet& set, const Target& target,
                                                       const TrainingOptions& options = {});
   std::string to_json() const;
 
@@ -65,10 +66,13 @@ class LearnedCpuModel : public CpuCostModel {
   std::vector<double> predict_log_time(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                                        const Target& target) const;
   const std::string& target() const { return target_; }
+  // 512-bit FMAs per cycle of the machine that recorded the training set (AVX-512 models; 0 when not said).
+  int vector_fmas_per_cycle() const { return vector_fmas_per_cycle_; }
   // Problems inside the range it was trained on: M, N, K, flops and the A and B footprints each within the training
   // set's extremes. Outside, learned models are known to lose to simpler ones (Kaufman et al., MLSys 2021), and here
   // they did (1024³: 246 GFLOP/s for the model's pick against 268 for default_for's; 1×4096×4096 with a 64 MB B:
-  // 9.0 against 16.9), so callers fall back.
+  // 9.0 against 16.9), so callers fall back. A host whose AVX-512 FMA rate differs is not covered either: a model
+  // trained on a Zen 4 chose 8×16 tiles for 256³ on a core with two full-width units, 81 GFLOP/s against 8×32's 152.
   bool covers(const GemmProblem& problem, const Target& target) const override;
 
  private:
@@ -79,6 +83,7 @@ class LearnedCpuModel : public CpuCostModel {
   double ranker_weight_ = 1.0;
   std::string document_;  // the model as JSON, what to_json returns
   std::string target_;
+  int vector_fmas_per_cycle_ = 0;
   std::vector<double> range_min_, range_max_;  // of the features in kRangeFeatures, over the training set
 };
 

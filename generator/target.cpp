@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "generator/error.hpp"
+#include "generator/fma_rate.hpp"
 
 namespace tessera {
 
@@ -44,6 +45,10 @@ std::int64_t cache_size(int level, int sysconf_name, std::int64_t fallback) {
 
 std::string Target::str() const { return isa == CpuIsa::Avx512 ? "cpu:avx512" : "cpu:avx2"; }
 
+std::string Target::cost_model_key() const {
+  return isa == CpuIsa::Avx512 && vector_fmas_per_cycle >= 2 ? str() + ":fma2" : str();
+}
+
 bool Target::host_supports(CpuIsa isa) {
   __builtin_cpu_init();
   if (isa == CpuIsa::Avx512)
@@ -57,6 +62,7 @@ Target Target::host() {
   if (!host_supports(CpuIsa::Avx2)) throw Unavailable("cpu: tessera needs a host with AVX2 and FMA");
   t.isa = host_supports(CpuIsa::Avx512) ? CpuIsa::Avx512 : CpuIsa::Avx2;
   t.avx512_bf16 = t.isa == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
+  if (t.isa == CpuIsa::Avx512) t.vector_fmas_per_cycle = host_avx512_fmas_per_cycle();
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t.l1d_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);
   t.l2_bytes = cache_size(2, _SC_LEVEL2_CACHE_SIZE, t.l2_bytes);
@@ -81,6 +87,7 @@ Target Target::named(std::string_view text) {
   else
     throw InvalidArgument("target",
                           "unknown target '" + std::string(text) + "' (expected cpu, cpu:avx512 or cpu:avx2)");
+  if (isa != t.isa) t.vector_fmas_per_cycle = 2;  // AVX2 on an AVX-512 host, or AVX-512 named on an AVX2 one
   t.isa = isa;
   t.avx512_bf16 = t.avx512_bf16 && isa == CpuIsa::Avx512;
   return t;

@@ -213,8 +213,10 @@ std::string TuningRecords::host_hardware() {
     if (line.rfind("cpu family", 0) == 0 && family.empty()) family = line.substr(line.find(':') + 2);
   }
   const Target host = Target::host();
-  return fmt::format("{} (family {}); L1d {} KiB, L2 {} KiB, L3 {} KiB", model, family, host.l1d_bytes >> 10,
-                     host.l2_bytes >> 10, host.l3_bytes >> 10);
+  std::string text = fmt::format("{} (family {}); L1d {} KiB, L2 {} KiB, L3 {} KiB", model, family,
+                                 host.l1d_bytes >> 10, host.l2_bytes >> 10, host.l3_bytes >> 10);
+  if (host.isa == CpuIsa::Avx512) text += fmt::format(", AVX-512 FMAs {}/cycle", host.vector_fmas_per_cycle);
+  return text;
 }
 
 Target TuningRecords::hardware_target(Target base, const std::string& hardware) {
@@ -225,6 +227,15 @@ Target TuningRecords::hardware_target(Target base, const std::string& hardware) 
     base.l1d_bytes = std::stoll(match[1]) << 10;
     base.l2_bytes = std::stoll(match[2]) << 10;
     if (match[3].matched && std::stoll(match[3]) > 0) base.l3_bytes = std::stoll(match[3]) << 10;
+  }
+  if (base.isa == CpuIsa::Avx512) {
+    // Descriptions from before the FMA rate was recorded (2026-11-25 evening) came from AMD hosts: a Zen 4
+    // (family 25) splits 512-bit FMAs in halves, a Zen 5 (family 26) does not.
+    static const std::regex fmas(R"(AVX-512 FMAs ([12])/cycle)");
+    if (std::regex_search(hardware, match, fmas))
+      base.vector_fmas_per_cycle = std::stoi(match[1]);
+    else if (hardware.find("(family ") != std::string::npos)
+      base.vector_fmas_per_cycle = hardware.find("(family 25)") != std::string::npos ? 1 : 2;
   }
   return base;
 }

@@ -1,5 +1,7 @@
 #include "tessera/cost_models.hpp"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -24,15 +26,15 @@ LoadedCostModel load_cpu_cost_model(const std::string& which, const Target& targ
   if (which == "heuristic") return {nullptr, ""};
   if (which == "analytic") return {std::make_shared<AnalyticCpuModel>(), ""};
   if (which == "default") {
-    const std::string& text = shipped_model_text(target.str());
+    const std::string& text = shipped_model_text(target.cost_model_key());
     if (text.empty())
-      return {std::make_shared<DefaultFirstCpuModel>(),
-              "no learned model was trained for " + target.str() + ": the default config first, then the analytic order"};
+      return {std::make_shared<DefaultFirstCpuModel>(), "no learned model was trained for " + target.cost_model_key() +
+                                                            ": the default config first, then the analytic order"};
     // Parsed once per process and target, and never destroyed: XGBoost's own globals may be gone by then.
     static std::mutex mutex;
     static auto* shipped = new std::map<std::string, std::shared_ptr<const LearnedCpuModel>>();
     std::lock_guard lock(mutex);
-    auto& model = (*shipped)[target.str()];
+    auto& model = (*shipped)[target.cost_model_key()];
     if (!model) model = LearnedCpuModel::from_json(text);
     return {model, ""};
   }
@@ -42,6 +44,9 @@ LoadedCostModel load_cpu_cost_model(const std::string& which, const Target& targ
   text << in.rdbuf();
   auto model = LearnedCpuModel::from_json(text.str());
   if (model->target() != target.str()) return {model, "trained for " + model->target() + ", used on " + target.str()};
+  if (model->vector_fmas_per_cycle() != 0 && model->vector_fmas_per_cycle() != target.vector_fmas_per_cycle)
+    return {model, fmt::format("trained on a core issuing {} vector FMAs per cycle, used on one issuing {}",
+                               model->vector_fmas_per_cycle(), target.vector_fmas_per_cycle)};
   return {model, ""};
 }
 

@@ -263,7 +263,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
         test.push_back(problems[i]);
     }
     if (test.empty() || train.empty()) continue;
-    const auto model = LearnedCpuModel::train(training_set(train, target), target.str(), options);
+    const auto model = LearnedCpuModel::train(training_set(train, target), target, options);
     Outcome fold_learned;
     for (const auto& p : test) {
       const auto scores = model->score(p.problem, p.configs, target);

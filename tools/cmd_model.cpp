@@ -39,7 +39,7 @@ struct ModelCommand {
   int train() const {
     const auto problems = load(Target::named(target));
     const Target t = recorded_target(Target::named(target), problems);
-    const auto model = LearnedCpuModel::train(training_set(problems, t), t.str(), options);
+    const auto model = LearnedCpuModel::train(training_set(problems, t), t, options);
     // Written next to its destination and renamed: a failed run leaves no partial model.
     const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
     {

@@ -315,7 +315,7 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
                    held_out["default"]["top1_regret_mean"].get<double>());
 
   // A trained model survives its JSON round trip with the same scores.
-  const auto model = LearnedCpuModel::train(training_set(problems, t), t.str(), options);
+  const auto model = LearnedCpuModel::train(training_set(problems, t), t, options);
   const auto back = LearnedCpuModel::from_json(model->to_json());
   const auto& p = problems[0];
   EXPECT_EQ(model->score(p.problem, p.configs, t), back->score(p.problem, p.configs, t));
@@ -325,6 +325,16 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   Target other_isa = t;
   other_isa.isa = CpuIsa::Avx2;
   EXPECT_FALSE(back->covers(p.problem, other_isa));
+  // Nor for an AVX-512 core with another FMA rate, whose best register tiles differ.
+  EXPECT_EQ(back->vector_fmas_per_cycle(), t.vector_fmas_per_cycle);
+  Target other_rate = t;
+  other_rate.vector_fmas_per_cycle = 3 - t.vector_fmas_per_cycle;
+  EXPECT_FALSE(back->covers(p.problem, other_rate));
+  nlohmann::json unrated = nlohmann::json::parse(model->to_json());
+  unrated.erase("vector_fmas_per_cycle");  // a model from before the rate was recorded covers either
+  EXPECT_TRUE(LearnedCpuModel::from_json(unrated.dump())->covers(p.problem, other_rate));
+  unrated["vector_fmas_per_cycle"] = 7;
+  EXPECT_THROW(LearnedCpuModel::from_json(unrated.dump()), InvalidArgument);
   EXPECT_THROW(LearnedCpuModel::from_json("{}"), InvalidArgument);
   EXPECT_THROW(LearnedCpuModel::from_json("not json"), InvalidArgument);
   nlohmann::json other = nlohmann::json::parse(model->to_json());

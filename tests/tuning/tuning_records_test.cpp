@@ -180,5 +180,40 @@ TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
   }
 }
 
+// The FMA rate decides which learned model may rank: recorded where measured, inferred for the older AMD records.
+TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesFmaRate) {
+  Target base;
+  base.isa = CpuIsa::Avx512;
+  base.vector_fmas_per_cycle = 2;
+  EXPECT_EQ(TuningRecords::hardware_target(base, "AMD EPYC 9R14 (family 25); L1d 32 KiB, L2 1024 KiB")
+                .vector_fmas_per_cycle,
+            1)
+      << "a Zen 4 splits 512-bit FMAs";
+  base.vector_fmas_per_cycle = 1;
+  EXPECT_EQ(TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB").vector_fmas_per_cycle,
+            2);
+  EXPECT_EQ(TuningRecords::hardware_target(base, "Intel(R) Xeon(R) Processor (family 6); L1d 48 KiB, L2 2048 KiB, "
+                                                 "L3 266240 KiB, AVX-512 FMAs 2/cycle")
+                .vector_fmas_per_cycle,
+            2);
+  base.vector_fmas_per_cycle = 2;
+  EXPECT_EQ(TuningRecords::hardware_target(base, "X (family 6); L1d 32 KiB, L2 1024 KiB, AVX-512 FMAs 1/cycle")
+                .vector_fmas_per_cycle,
+            1);
+  // AVX2 records are AVX2 whatever the description says of AVX-512.
+  Target avx2;
+  EXPECT_EQ(TuningRecords::hardware_target(avx2, "AMD EPYC (family 25); L1d 32 KiB, L2 512 KiB").vector_fmas_per_cycle, 2);
+  // This host's description round-trips to its measured rate.
+  const Target host = Target::host();
+  EXPECT_EQ(TuningRecords::hardware_target(host, TuningRecords::host_hardware()).vector_fmas_per_cycle,
+            host.vector_fmas_per_cycle);
+  if (host.isa == CpuIsa::Avx512) {
+    EXPECT_TRUE(host.vector_fmas_per_cycle == 1 || host.vector_fmas_per_cycle == 2);
+    EXPECT_EQ(host.cost_model_key(), host.vector_fmas_per_cycle == 2 ? "cpu:avx512:fma2" : "cpu:avx512");
+  }
+  EXPECT_EQ(Target::named("cpu:avx2").vector_fmas_per_cycle, 2);
+  EXPECT_EQ(Target::named("cpu:avx2").cost_model_key(), "cpu:avx2");
+}
+
 }  // namespace
 }  // namespace tessera
