@@ -135,12 +135,15 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     c.nr = 3 * lanes;
     short_wide_slabs = true;
   }
-  if (!avx512 && !c.fixed() && problem.signature.a.layout.kind() == LayoutKind::ColMajor) {
+  if ((!avx512 || target.vector_fmas_per_cycle >= 2) && !c.fixed() &&
+      problem.signature.a.layout.kind() == LayoutKind::ColMajor) {
     // AVX2: a column-major A read in place costs a cache line per K step of each 4-6-row sliver, which its 12-16
     // FMAs per step do not hide; packed, the sliver is contiguous (Zen 3, 1 thread, Aᵀ·B GFLOP/s, in place vs
     // packed: 1024³ 50 vs 89, 777×333×555 68 vs 84, 4096×128×4096 43 vs 70, 256³ 50 vs 69, 32×4096² 47 vs 58,
-    // 8×4096² 29 vs 30). AVX-512 keeps A in place: on Zen 4 its 8×32 tiles ran Aᵀ·B 1024³ at 100 GFLOP/s
-    // (0.98 of the best peer).
+    // 8×4096² 29 vs 30). AVX-512 with two full-width FMA units packs it too: its 16 FMAs per K step take half the
+    // cycles, so the sliver's line per step shows (Intel Xeon, 1 thread, Aᵀ·B GFLOP/s, in place vs packed: 1024³
+    // 118-124 vs 147-152, 256³ 111 vs 146, 4096×128×4096 101 vs 122; 2 threads 1024³ 240 vs 299, 4096×128×4096 205
+    // vs 241). A Zen 4 keeps A in place: its 8×32 tiles ran Aᵀ·B 1024³ at 100 GFLOP/s (0.98 of the best peer).
     c.pack_a = true;
   }
   if (!skinny && !c.fixed() && problem.signature.a.dtype == DType::f32) {
