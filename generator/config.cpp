@@ -106,6 +106,20 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     c.nr = (avx512 ? 4 : 7) * lanes;
     c.pack_b = false;
     skinny = true;
+  } else if (problem.m <= 32 && avx512 && target.vector_fmas_per_cycle >= 2) {
+    // Two full-width FMA units need 16-24 accumulators even here: 4×96 up to 4 rows, above that the tile of 8×48,
+    // 12×32 or 6×64 that pads M least, over B streamed once in N-wide slabs (Intel Xeon, ×4096×4096, 1 / 2 threads,
+    // GFLOP/s, against the AMD rules' 2×160 or 4×96: M = 4 4×96 53 vs 41; M = 8 8×48 90 / 166 vs 54 / 115; M = 12
+    // 12×32 95 vs 57 (8×48 70); M = 16 8×48 96 / 192 vs 66 / 141; M = 20 8×48 73 vs 63; M = 32 8×48 99 / 204 vs
+    // 70 / 158).
+    int best_rows = 1 << 30;
+    for (auto [mr, vectors] : {std::pair{8, 3}, {12, 2}, {6, 4}, {4, 6}}) {
+      if (mr == 4 && problem.m > 4) continue;
+      const int rows = static_cast<int>((problem.m + mr - 1) / mr * mr);
+      if (rows < best_rows) best_rows = rows, c.mr = mr, c.nr = vectors * lanes;
+    }
+    c.pack_b = false;
+    skinny = true;
   } else if (problem.m <= 8 && avx512) {
     c.mr = 2;  // 8×4096×4096: 52.4 vs 45.1
     c.nr = 10 * lanes;
@@ -176,7 +190,10 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     // Up to 2 rows the partial sums are at most 2 × 16384 floats, and a tile as wide as N splits evenly between
     // threads (1×11008×4096 on 2 threads, tessera / BLIS: 1.18-1.26 vs 0.77-0.97 with NC 4096 and 3 tiles).
     // AVX2's 12-accumulator tiles of 3 < M <= 8 rows: panels as wide as N (M = 8, 4×24: NC 4008 34.7 vs 1536 30.6).
-    const int widest = problem.m <= 2 ? 16384 / c.nr : avx512 ? 64 : 4096 / c.nr + 1;
+    // Two-unit AVX-512 tiles: as wide as N up to 16384 too, so two threads split the columns evenly (32×4096², 8×48,
+    // 2 threads: NC 4128 204 vs 3072 134 GFLOP/s).
+    const bool two_units = avx512 && target.vector_fmas_per_cycle >= 2;
+    const int widest = problem.m <= 2 || two_units ? 16384 / c.nr : avx512 ? 64 : 4096 / c.nr + 1;
     c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, widest * c.nr));
     c.mc = 32 / c.mr * c.mr;
   }
