@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "generator/config_overrides.hpp"
 #include "generator/error.hpp"
@@ -37,6 +38,63 @@ bool transpose_pays(const GemmProblem& problem) {
   return s.a.layout.kind() == LayoutKind::ColMajor && (problem.m <= problem.n || problem.n >= 256);
 }
 
+namespace {
+// A register tile and K slab for AVX-512 cores with two full-width FMA units (f32, B row-major, not small).
+struct TwoUnitTile {
+  int mr, nr;
+  int kc;  // 0: derived from L1 as for other cores
+  bool pack_b;
+  bool streamed = false;  // B streamed from memory in short slabs as wide as N (default_for's skinny path)
+};
+
+// The least-padding tile of 16-24 accumulators for a few rows.
+TwoUnitTile few_row_tile(std::int64_t m, int lanes, bool streamed) {
+  const int kc = streamed ? 0 : 384;
+  TwoUnitTile best{8, 3 * lanes, kc, false, streamed};
+  std::int64_t best_rows = std::numeric_limits<std::int64_t>::max();
+  for (auto [mr, vectors] : {std::pair{8, 3}, {12, 2}, {6, 4}, {4, streamed ? 6 : 4}}) {
+    if (mr == 4 && m > 4) continue;
+    const std::int64_t rows = (m + mr - 1) / mr * mr;
+    if (rows < best_rows) best_rows = rows, best = {mr, vectors * lanes, kc, false, streamed};
+  }
+  return best;
+}
+
+// Fitted to the exhaustive tuning records of such a core (an Intel Xeon, bench/records/cpu_avx512_fma2.sqlite,
+// 1 thread: 420 problems, ~170 variants each). Its mean top-1 regret there went from 11.0% with the rules measured
+// on AMD cores to 3.5% with these (per branch below: the regret of the rule's pick / of the AMD rules' pick).
+TwoUnitTile two_unit_tile(const GemmProblem& problem, const Target& target) {
+  const int lanes = target.vector_lanes();
+  const std::int64_t m = problem.m, b_bytes = 4 * problem.k * problem.n;
+  const std::int64_t vectors = (problem.n + lanes - 1) / lanes;
+  // Up to 32 rows against a B larger than L2, B is taken as streamed from memory, as a model's weights are: short
+  // slabs as wide as N, 4x96 up to 4 rows, above that the 8x48, 12x32 or 6x64 tile that pads M least (B-cold records,
+  // M = 3-12: the best measured; the best at KC >= 64 is 10-42% slower. B warm in L3, ×4096×4096, 1 / 2 threads,
+  // GFLOP/s, against the AMD rules' 2×160 or 4×96: M = 4 53 vs 41; M = 8 90 / 166 vs 54 / 115; M = 12 95 vs 57;
+  // M = 16 96 / 192 vs 66 / 141; M = 32 99 / 204 vs 70 / 158). With a smaller B warm in L3 the deep slabs below
+  // win by 15-40%, which the learned model or the tuner recovers.
+  if (m <= 32 && b_bytes > target.l2_bytes)
+    return m <= 2 ? TwoUnitTile{1, 4 * lanes, 0, false, true} : few_row_tile(m, lanes, true);
+  // Few columns (up to 4 vectors) under many rows: the narrowest tile over a packed B, whose loads are then whole
+  // vectors (M > 32, N <= 64: 2-4% vs 15-40% for 8x32 / 8x48 read in place).
+  if (vectors <= 4 && m > 32) {
+    constexpr int kRows[] = {0, 12, 8, 8, 6};  // 12-24 accumulators
+    return {kRows[vectors], static_cast<int>(vectors) * lanes, 256, true};
+  }
+  // B in L2 (or L3 if it outgrows it), read in place: 1-2 rows against 4 vectors; otherwise 24 accumulators over a
+  // deep slab (LLM projections at 3-32 tokens with K x N <= 512K floats: 8x48 / 12x32 / 6x64 at KC 384 within 2% of
+  // the best on average, the AMD rules' 4x96 / 8x48 at KC 16 20-50% slower).
+  if (m <= 2) return {static_cast<int>(m), 4 * lanes, 128, false};
+  if (m <= 32) return few_row_tile(m, lanes, false);
+  // 33-64 rows against a B larger than L2: short slabs of B in place (48 x 2048 x 2048: 8x48 at KC 64 the best,
+  // 8x32 packed 25% slower).
+  if (m <= 64 && b_bytes > target.l2_bytes) return {8, 3 * lanes, 64, false};
+  // B within L2: 8x48 in place at KC 384 (125 problems: 7.7% mean regret, vs 10.8% for 8x32 at KC 384).
+  if (b_bytes <= target.l2_bytes) return {8, 3 * lanes, 384, false};
+  return {8, 2 * lanes, 0, true};  // B packed, the general case
+}
+}  // namespace
+
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Target& target) {
   if (transpose_pays(problem)) {
     CpuGemmConfig t = default_for(transposed(problem), target);
@@ -55,6 +113,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
   bool skinny = false;  // few rows of A against a B streamed in place
   bool short_wide_slabs = false;  // few rows of A against a packed B: KC 128, NC up to N
+  int slab_kc = 0;  // a measured K slab in place of the one derived from L1
   // A dot tile sums its accumulators across lanes once per tile, which a short K does not repay (1 thread, Zen 4,
   // dot vs packed GFLOP/s: 8×4096×64 32 vs 46-56, 8×4096×128 52-65 vs 46-57, 48×32×256 66 vs 96, 64×64×1024 99 vs
   // 92-95).
@@ -97,6 +156,11 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     c.fixed_m = static_cast<int>(problem.m);
     c.fixed_n = static_cast<int>(problem.n);
     c.fixed_k = static_cast<int>(problem.k);
+  } else if (avx512 && target.vector_fmas_per_cycle >= 2) {
+    const TwoUnitTile t = two_unit_tile(problem, target);
+    c.mr = t.mr, c.nr = t.nr, c.pack_b = t.pack_b;
+    skinny = t.streamed;
+    slab_kc = t.kc;
   } else if (problem.k * problem.n * 4 <= target.l2_bytes / 4 && problem.m > 8) {
     // B small enough to stay in L2 read in place: packing it is pure overhead (256³: 277 vs 268 GFLOP/s;
     // 1024×256×256: 273 vs 270), while from 384² on the packed panel wins (768³: 267 vs 251).
@@ -107,20 +171,6 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     // 1 thread, tessera / BLIS over three interleaved runs: 1.04, 0.90, 1.04 vs 15 vectors 1.09, 0.83, 0.79).
     c.mr = 1;
     c.nr = (avx512 ? 4 : 7) * lanes;
-    c.pack_b = false;
-    skinny = true;
-  } else if (problem.m <= 32 && avx512 && target.vector_fmas_per_cycle >= 2) {
-    // Two full-width FMA units need 16-24 accumulators even here: 4×96 up to 4 rows, above that the tile of 8×48,
-    // 12×32 or 6×64 that pads M least, over B streamed once in N-wide slabs (Intel Xeon, ×4096×4096, 1 / 2 threads,
-    // GFLOP/s, against the AMD rules' 2×160 or 4×96: M = 4 4×96 53 vs 41; M = 8 8×48 90 / 166 vs 54 / 115; M = 12
-    // 12×32 95 vs 57 (8×48 70); M = 16 8×48 96 / 192 vs 66 / 141; M = 20 8×48 73 vs 63; M = 32 8×48 99 / 204 vs
-    // 70 / 158).
-    int best_rows = 1 << 30;
-    for (auto [mr, vectors] : {std::pair{8, 3}, {12, 2}, {6, 4}, {4, 6}}) {
-      if (mr == 4 && problem.m > 4) continue;
-      const int rows = static_cast<int>((problem.m + mr - 1) / mr * mr);
-      if (rows < best_rows) best_rows = rows, c.mr = mr, c.nr = vectors * lanes;
-    }
     c.pack_b = false;
     skinny = true;
   } else if (problem.m <= 8 && avx512) {
@@ -174,7 +224,11 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
   // A KC×NR sliver of B shares L1 with A's MR×KC sliver; the KC×NC panel of B lives in half of L2 and MC rows of
   // micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).
   c.kc = std::clamp(round_down(target.l1d_bytes / (4 * (std::min(c.nr, 2 * lanes) + c.mr)), 32), 64, 512);
+  if (slab_kc > 0) c.kc = slab_kc;
   c.nc = std::clamp(round_down(target.l2_bytes / 2 / (4 * c.kc), c.nr), c.nr, 32 * c.nr);
+  // One or two rows: panels as wide as N (up to 64 tiles), as the variant space gives them.
+  if (slab_kc > 0 && c.mr <= 2)
+    c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, 64 * c.nr));
   // AVX2 (measured on a Zen 3, whose 512 KB L2 makes that panel 176 columns wide): panels of 1024 columns, from
   // L2 and L3, cost fewer packing phases and thread hand-overs (KC 352, GFLOP/s, NC 176 vs 1024, two runs each:
   // 128×4096×4096 on 2 threads 105, 68 vs 149, 159; 2048³ on 2 threads 147, 133 vs 155, 100(noisy) and 159 at

@@ -613,6 +613,55 @@ TEST(GemmNumerics, Avx2PathMatchesTheReference) {
   check_case(runtime, t);
 }
 
+// default_for's rules for AVX-512 cores with two full-width FMA units, one shape per branch (their caches those of
+// the core they were fitted on), compiled and run on this host whatever its FMA units: the register tile each rule
+// promises, and exact results on one and two threads.
+TEST(GemmNumerics, TwoUnitDefaultConfigsAreExact) {
+  if (!Target::host_supports(CpuIsa::Avx512)) GTEST_SKIP() << "host has no AVX-512";
+  Runtime runtime({"cpu:avx512", 0, 0});
+  Target two_units = runtime.target();
+  two_units.vector_fmas_per_cycle = 2;
+  two_units.l1d_bytes = 48 << 10;
+  two_units.l2_bytes = 2 << 20;
+  struct Expected {
+    std::int64_t m, n, k;
+    int mr, nr, kc;
+    bool pack_b;
+  };
+  const Expected cases[] = {
+      {2, 300, 200, 2, 64, 128, false},   // B in L2, two rows: in place, 4 vectors
+      {1, 700, 900, 1, 64, 8, false},     // B beyond L2, one row: streamed in short slabs
+      {3, 200, 300, 4, 64, 384, false},   // 3-4 rows in L2: 4×64
+      {13, 333, 257, 8, 48, 384, false},  // 8×48 pads 13 rows least
+      {5, 1100, 600, 6, 64, 16, false},   // B beyond L2, few rows: streamed
+      {10, 1030, 600, 12, 32, 16, false},
+      {40, 1030, 600, 8, 48, 64, false},  // 33-64 rows, B beyond L2: short slabs in place
+      {100, 40, 300, 8, 48, 256, true},   // few columns: the narrowest tile, B packed
+      {77, 17, 90, 8, 32, 256, true},
+      {70, 9, 50, 12, 16, 256, true},
+      {100, 300, 200, 8, 48, 384, false},  // B in L2: in place
+      {130, 700, 800, 8, 32, 288, true},   // the general case: B packed
+  };
+  for (const Expected& e : cases)
+    for (int threads : {1, 2}) {
+      Case t{e.m, e.n, e.k};
+      t.threads = threads;
+      SCOPED_TRACE(t.describe());
+      Operands ops(t, 11);
+      const GemmProblem problem = runtime.describe(ops.args);
+      const CpuGemmConfig config = CpuGemmConfig::default_for(problem, two_units);
+      EXPECT_EQ(config.mr, e.mr);
+      EXPECT_EQ(config.nr, e.nr);
+      EXPECT_EQ(config.kc, e.kc);
+      EXPECT_EQ(config.pack_b, e.pack_b);
+      const GemmReference ref = reference_gemm(ops.args);
+      runtime.compile(problem, config).run(ops.args);
+      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+      EXPECT_EQ(written(ops.d), e.m * e.n);
+    }
+}
+
 TEST(GemmNumerics, IrOptimisationLevelsAgree) {
   for (int level : {2, 3}) {
     Runtime runtime({"cpu", 0, level});
