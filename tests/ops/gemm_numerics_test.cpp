@@ -640,6 +640,7 @@ TEST(GemmNumerics, TwoUnitDefaultConfigsAreExact) {
       {77, 17, 90, 8, 32, 256, true},
       {70, 9, 50, 12, 16, 256, true},
       {100, 300, 200, 8, 48, 384, false},  // B in L2: in place
+      {300, 400, 600, 8, 32, 384, true},   // hundreds of rows over a B beyond a quarter of L2: packed
       {130, 700, 800, 8, 32, 288, true},   // the general case: B packed
   };
   for (const Expected& e : cases)
