@@ -28,6 +28,8 @@ enum ArgsField : unsigned { kM, kN, kK, kBatch, kTileM, kTileN, kA, kB, kC, kD, 
 
 // How many source rows ahead packing prefetches (a pack reading B row by row).
 constexpr int kPackAhead = 8;
+// Source rows a pack of unit-stride rows copies into each sliver per pass.
+constexpr int kPackDepthBlock = 8;
 
 struct TensorFields {
   llvm::Value* data;
@@ -210,31 +212,41 @@ class CpuGemmEmitter {
       b_.CreateRetVoid();
       return fn;
     }
-    // Depth outer, slivers inner: the source is walked along its rows (one page at a time for B), and the
-    // destinations are a few streams into a buffer that stays in cache.
+    // Blocks of kPackDepthBlock source rows outer, slivers, then the block's rows: the source is walked along its
+    // rows (one page at a time for B), and each sliver gets whole lines at a time. (One row per pass wrote R values
+    // into every sliver, whose starts lie depth·R floats apart, often a multiple of 4 KiB: all in one L1 set. A
+    // column-major A packed into 8-row slivers that way ran 256³ Aᵀ·B at 144-150 GFLOP/s against 158 for the
+    // row-major A's packing, on an Intel Xeon.)
     emit_for(
-        b_, i64c(0), depth, i64c(1),
-        [&](llvm::Value* p) {
-          a.col_offset = b_.CreateMul(b_.CreateAdd(a.c0, p), cs);
+        b_, i64c(0), depth, i64c(kPackDepthBlock),
+        [&](llvm::Value* p0) {
+          llvm::Value* p_end = smin(b_.CreateAdd(p0, i64c(kPackDepthBlock)), depth);
           emit_for(
               b_, i64c(0), slivers, i64c(1),
               [&](llvm::Value* sl) {
                 llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
-                llvm::Value* sliver_dst = gep(gep(dst, b_.CreateMul(first_row, depth)), b_.CreateMul(p, i64c(R)));
-                emit_pack_sliver(a, R, unit_row_stride, first_row, sliver_dst);
-                // The same columns kPackAhead source rows further on, into L1: each source row is a new stream (a
-                // new page, for N ≥ 1024), which the hardware prefetcher learns too late to hide DRAM's latency.
-                // A prefetch never faults, so rows past the block (or the matrix) need no test.
-                llvm::Value* ahead = b_.CreateAdd(a.r0, first_row);
-                ahead = b_.CreateAdd(ahead, b_.CreateMul(b_.CreateAdd(a.c0, b_.CreateAdd(p, i64c(kPackAhead))), cs));
-                for (int line = 0; line < R; line += 16)
-                  b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
-                                     {gep(a.src, b_.CreateAdd(ahead, i64c(line))), b_.getInt32(0), b_.getInt32(3),
-                                      b_.getInt32(1)});
+                llvm::Value* sliver_start = gep(dst, b_.CreateMul(first_row, depth));
+                emit_for(
+                    b_, p0, p_end, i64c(1),
+                    [&](llvm::Value* p) {
+                      a.col_offset = b_.CreateMul(b_.CreateAdd(a.c0, p), cs);
+                      emit_pack_sliver(a, R, unit_row_stride, first_row, gep(sliver_start, b_.CreateMul(p, i64c(R))));
+                      // The same columns kPackAhead source rows further on, into L1: each source row is a new stream
+                      // (a new page, for N ≥ 1024), which the hardware prefetcher learns too late to hide DRAM's
+                      // latency. A prefetch never faults, so rows past the block (or the matrix) need no test.
+                      llvm::Value* ahead = b_.CreateAdd(a.r0, first_row);
+                      ahead = b_.CreateAdd(
+                          ahead, b_.CreateMul(b_.CreateAdd(a.c0, b_.CreateAdd(p, i64c(kPackAhead))), cs));
+                      for (int line = 0; line < R; line += 16)
+                        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                                           {gep(a.src, b_.CreateAdd(ahead, i64c(line))), b_.getInt32(0),
+                                            b_.getInt32(3), b_.getInt32(1)});
+                    },
+                    "pack.k");
               },
               "pack.sliver");
         },
-        "pack.k");
+        "pack.block");
     b_.CreateRetVoid();
     return fn;
   }
