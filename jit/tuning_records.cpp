@@ -220,13 +220,16 @@ std::string TuningRecords::host_hardware() {
 }
 
 Target TuningRecords::hardware_target(Target base, const std::string& hardware) {
-  // Records from before the L3 was described (2026-11-25) keep the base's L3.
+  // Descriptions from before the L3 was described (2026-11-25) came from AMD EPYC hosts, with 32 MiB of L3 per core
+  // complex (ANCHORS.md). Not the evaluating host's: its L3 (260 MiB on one Xeon) would make an evaluation of the same
+  // records depend on where it runs.
+  constexpr std::int64_t kUndescribedL3 = 32 << 20;
   static const std::regex caches(R"(L1d (\d{1,9}) KiB, L2 (\d{1,9}) KiB(?:, L3 (\d{1,9}) KiB)?)");
   std::smatch match;
   if (std::regex_search(hardware, match, caches) && std::stoll(match[1]) > 0 && std::stoll(match[2]) > 0) {
     base.l1d_bytes = std::stoll(match[1]) << 10;
     base.l2_bytes = std::stoll(match[2]) << 10;
-    if (match[3].matched && std::stoll(match[3]) > 0) base.l3_bytes = std::stoll(match[3]) << 10;
+    base.l3_bytes = match[3].matched && std::stoll(match[3]) > 0 ? std::stoll(match[3]) << 10 : kUndescribedL3;
   }
   if (base.isa == CpuIsa::Avx512) {
     // Descriptions from before the FMA rate was recorded (2026-11-25 evening) came from AMD hosts: a Zen 4

@@ -160,7 +160,7 @@ TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
   const Target zen5 = TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB");
   EXPECT_EQ(zen5.l1d_bytes, 48 << 10);
   EXPECT_EQ(zen5.l2_bytes, 1 << 20);
-  EXPECT_EQ(zen5.l3_bytes, base.l3_bytes) << "a description without an L3 keeps the base's";
+  EXPECT_EQ(zen5.l3_bytes, 32 << 20) << "a description without an L3 is an AMD host's 32 MiB, not the base's";
   EXPECT_EQ(zen5.isa, base.isa);
   const Target zen3 =
       TuningRecords::hardware_target(base, "AMD EPYC (family 25); L1d 32 KiB, L2 512 KiB, L3 32768 KiB");
