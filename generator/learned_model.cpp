@@ -74,6 +74,12 @@ struct Booster {
 };
 }  // namespace
 
+std::string measured_problem_key(const GemmProblem& p) {
+  const GemmSignature& g = p.signature;
+  return fmt::format("{}{}{}{}|{}x{}x{}x{}|{}{}", dtype_name(g.a.dtype), g.a.layout.name(), dtype_name(g.b.dtype),
+                     g.b.layout.name(), p.m, p.n, p.k, p.batch, p.a_cold ? "a_cold" : "", p.b_cold ? "b_cold" : "");
+}
+
 LearnedCpuModel::~LearnedCpuModel() = default;
 
 namespace {
@@ -165,6 +171,9 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
   const auto forest = [&](BoosterHandle booster, const char* what) {
     return TreeEnsemble::from_xgboost_json(nlohmann::json::parse(save(booster)), features, what).to_json();
   };
+  nlohmann::json measured = nlohmann::json::array();
+  for (const auto& [key, config] : set.measured_best)
+    measured.push_back({{"problem", key}, {"config", config.to_json()}});
   const nlohmann::json document{{"format", "tessera-cost-model"},
                                 {"version", kModelVersion},
                                 {"target", target.str()},
@@ -175,7 +184,8 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
                                 {"ranker_weight", options.ranker_weight},
                                 {"ranker", forest(ranker.handle, "ranker")},
                                 {"slowdown", forest(slowdown.handle, "slowdown")},
-                                {"regressor", forest(regressor.handle, "regressor")}};
+                                {"regressor", forest(regressor.handle, "regressor")},
+                                {"measured_best", measured}};
   return from_json(document.dump());
 }
 
@@ -209,6 +219,9 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
     if (model->range_min_.size() != kRangeFeatures.size() || model->range_max_.size() != kRangeFeatures.size())
       throw InvalidArgument("model", "range_min/range_max do not match this tessera's range features; retrain it");
     model->read_forests(j);
+    // Optional: models trained before 2026-11-26 have no table.
+    for (const auto& entry : j.value("measured_best", nlohmann::json::array()))
+      model->measured_best_[entry.at("problem").get<std::string>()] = CpuGemmConfig::from_json(entry.at("config"));
     model->document_ = text;
     return model;
   } catch (const nlohmann::json::exception& e) {
@@ -249,6 +262,11 @@ std::vector<double> LearnedCpuModel::score(const GemmProblem& problem, const std
   const std::vector<double> ranker = standardised(ranker_.predict(rows.data(), configs.size()), -1.0);
   std::vector<double> scores(configs.size());
   for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = slowdown[i] + ranker_weight_ * ranker[i];
+  if (const auto best = measured_best_.find(measured_problem_key(problem)); best != measured_best_.end()) {
+    const double first = *std::min_element(scores.begin(), scores.end()) - 1.0;
+    for (std::size_t i = 0; i < scores.size(); ++i)
+      if (configs[i] == best->second) scores[i] = first;
+  }
   return scores;
 }
 

@@ -5,6 +5,7 @@
 // holding the boosters, the feature names and the target it was trained for.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,11 +17,17 @@
 
 namespace tessera {
 
+// What makes a measured problem the same as one asked for, to the model's table of measured bests: operand types and
+// layouts, sizes and batch, and whether A and B arrive cold.
+std::string measured_problem_key(const GemmProblem& problem);
+
 // Rows of features grouped by problem (consecutive rows with the same problem), with their measured times.
 struct TrainingSet {
   std::vector<float> features;        // rows × cpu_feature_names().size(), row-major
   std::vector<float> log_time;        // per row: log2 of the median time
   std::vector<unsigned> group_sizes;  // rows per problem, in order
+  // Per problem (optional): its measured_problem_key and its fastest measured config.
+  std::vector<std::pair<std::string, CpuGemmConfig>> measured_best;
   std::size_t rows() const { return log_time.size(); }
 };
 
@@ -59,7 +66,9 @@ class LearnedCpuModel : public CpuCostModel {
 
   std::string name() const override { return "learned"; }
   // Lower is better: the standardised predicted slowdown plus ranker_weight times the standardised ranker score,
-  // negated; standardised over `configs`, so scores compare only within one call.
+  // negated; standardised over `configs`, so scores compare only within one call. A problem the training records
+  // measured ranks their fastest variant first: the forests only approximate those measurements (on the Xeon records
+  // they put 256³'s fastest, 6×64 in place over KC 384, behind a packed one 3% slower).
   std::vector<double> score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                             const Target& target) const override;
   // Predicted log2 of the time in nanoseconds.
@@ -85,6 +94,7 @@ class LearnedCpuModel : public CpuCostModel {
   std::string target_;
   int vector_fmas_per_cycle_ = 0;
   std::vector<double> range_min_, range_max_;  // of the features in kRangeFeatures, over the training set
+  std::map<std::string, CpuGemmConfig> measured_best_;  // measured_problem_key → fastest measured config
 };
 
 }  // namespace tessera

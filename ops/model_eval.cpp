@@ -153,6 +153,8 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Tar
     set.features.insert(set.features.end(), rows.begin(), rows.end());
     for (double ns : p.ns) set.log_time.push_back(static_cast<float>(std::log2(ns)));
     set.group_sizes.push_back(static_cast<unsigned>(p.configs.size()));
+    const auto fastest = std::min_element(p.ns.begin(), p.ns.end()) - p.ns.begin();
+    set.measured_best.emplace_back(measured_problem_key(p.problem), p.configs[static_cast<std::size_t>(fastest)]);
   }
   return set;
 }

@@ -340,6 +340,24 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   nlohmann::json other = nlohmann::json::parse(model->to_json());
   other["features"] = {"something", "else"};
   EXPECT_THROW(LearnedCpuModel::from_json(other.dump()), InvalidArgument);
+
+  // A problem its records measured ranks their fastest first, whatever the forests think: here the table is told
+  // the slowest is fastest, which no forest fitted to these times ranks first. Other problems are the forests'.
+  TrainingSet told = training_set(problems, t);
+  ASSERT_EQ(told.measured_best.size(), problems.size());
+  EXPECT_EQ(told.measured_best[0].first, measured_problem_key(p.problem));
+  const auto slowest = static_cast<std::size_t>(std::max_element(p.ns.begin(), p.ns.end()) - p.ns.begin());
+  told.measured_best[0].second = p.configs[slowest];
+  const auto remembering = LearnedCpuModel::from_json(LearnedCpuModel::train(told, t, options)->to_json());
+  EXPECT_EQ(rank_by_score(remembering->score(p.problem, p.configs, t))[0], slowest);
+  EXPECT_NE(rank_by_score(back->score(p.problem, p.configs, t))[0], slowest);
+  GemmProblem colder = p.problem;
+  colder.b_cold = !colder.b_cold;
+  EXPECT_NE(measured_problem_key(colder), measured_problem_key(p.problem));
+  EXPECT_EQ(remembering->score(colder, p.configs, t), back->score(colder, p.configs, t));
+  nlohmann::json untabled = nlohmann::json::parse(remembering->to_json());
+  untabled.erase("measured_best");  // models from before the table load without one
+  EXPECT_NE(rank_by_score(LearnedCpuModel::from_json(untabled.dump())->score(p.problem, p.configs, t))[0], slowest);
 }
 
 }  // namespace
