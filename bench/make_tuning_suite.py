@@ -56,7 +56,9 @@ for long, short, k in [(4096, 64, 256), (2048, 128, 512), (8192, 32, 512), (1024
     add("rectangular", long, short, short)
     add("rectangular", short, long, short)
 for size, batch in [(8, 512), (16, 256), (16, 64), (24, 128), (32, 64), (32, 16), (48, 32), (64, 16), (64, 4),
-                    (12, 256), (20, 100), (40, 40), (56, 20)]:
+                    (12, 256), (20, 100), (40, 40), (56, 20),
+                    # the batches of bench/suites/small.txt (LIBXSMM's ground), added 2026-11-26
+                    (16, 1024), (32, 256), (64, 64)]:
     add("small", size, size, size, batch)
     add("small", size, size // 2, size * 2, batch)
 
