@@ -641,7 +641,8 @@ TEST(GemmNumerics, TwoUnitDefaultConfigsAreExact) {
       {70, 9, 50, 12, 16, 256, true},
       {100, 300, 200, 8, 48, 384, false},  // B in L2: in place
       {300, 400, 600, 8, 32, 384, true},   // hundreds of rows over a B beyond a quarter of L2: packed
-      {130, 700, 800, 8, 32, 288, true},   // the general case: B packed
+      {130, 700, 800, 8, 32, 400, true},   // the general case: B packed, K in two balanced slabs of 400
+      {130, 700, 1025, 8, 32, 352, true},  // three slabs of at most 352, not 512 + 512 + 1
   };
   for (const Expected& e : cases)
     for (int threads : {1, 2}) {
