@@ -89,6 +89,8 @@ void validate(const TrainingOptions& o) {
   };
   at_least_one(o.rounds, "--rounds");
   at_least_one(o.slowdown_rounds, "--slowdown-rounds");
+  at_least_one(o.parallel_trees, "--parallel-trees");
+  if (o.parallel_trees > 16) throw InvalidArgument("--parallel-trees", "must be at most 16");
   if (o.max_depth < 1 || o.max_depth > 20) throw InvalidArgument("--depth", "must be between 1 and 20");
   if (o.slowdown_depth < 1 || o.slowdown_depth > 20)
     throw InvalidArgument("--slowdown-depth", "must be between 1 and 20");
@@ -126,6 +128,8 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
     check(XGBoosterSetParam(b, "nthread", std::to_string(options.threads).c_str()), "XGBoosterSetParam");
     // Histogram splits: 6× faster to train than exact ones on the 74k records, and as good (3.3% vs 3.5%).
     check(XGBoosterSetParam(b, "tree_method", "hist"), "XGBoosterSetParam");
+    check(XGBoosterSetParam(b, "num_parallel_tree", std::to_string(options.parallel_trees).c_str()),
+          "XGBoosterSetParam");
   };
   // Each variant's slowdown behind the best of its problem (log2), and the ranker's grade of it.
   std::vector<float> slower(set.rows()), relevance(set.rows()), weight(set.rows());

@@ -117,6 +117,8 @@ if "$bin" model train --records "$tmp/r.sqlite" --out "$tmp/m.json" --rounds 10 
 expect_bad "--slowdown-rounds: must be at least 1" model train --records "$tmp/r.sqlite" --out "$tmp/m0.json" \
   --slowdown-rounds 0
 expect_bad "--near-best-weight: must be a finite number" model eval --records "$tmp/r.sqlite" --near-best-weight -1
+expect_bad "--parallel-trees: must be at least 1" model train --records "$tmp/r.sqlite" --out "$tmp/m0.json" \
+  --parallel-trees 0
 [[ ! -e $tmp/m0.json ]] && ok || bad "a refused model train left a file"
 ev=$("$bin" model eval --records "$tmp/r.sqlite" --split random --rounds 10 --slowdown-rounds 10 --json 2>/dev/null)
 for field in learned analytic default noise_floor problems split top1_regret_mean top1_regret_p90 top1_regret_max \

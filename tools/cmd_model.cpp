@@ -150,6 +150,7 @@ void add_training_options(CLI::App& app, TrainingOptions& options) {
                  "weight of a variant in the slowdown regression: 1 / (1 + this × log2 slowdown)");
   app.add_option("--ranker-weight", options.ranker_weight, "the ranker's share of the score (0: slowdown alone)");
   app.add_option("--seed", options.seed, "XGBoost's seed (row and column subsampling)");
+  app.add_option("--parallel-trees", options.parallel_trees, "trees averaged per boosting round (bagging)");
 }
 }  // namespace
 
