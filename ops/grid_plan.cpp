@@ -1,6 +1,7 @@
 #include "ops/grid_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace tessera {
@@ -15,6 +16,20 @@ std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * 
 constexpr double kPackElement = 16;
 constexpr double kPerTile = 30'000;
 constexpr double kPerThread = 200'000;
+// Reading an element of A or B that a tile does not pack, from L2 or L3: a tile with a quarter of the columns
+// rereads all of its rows of A (1 thread, 1024³: 1024×64 tiles ran 3% slower than 1024×512 ones).
+constexpr double kReadElement = 2;
+// On a shared machine a core can run slower than the other for milliseconds (a hypervisor neighbour). The pool
+// lets a thread that runs out take the late one's tiles, which needs several tiles per thread. So a problem of
+// at least kStealTile multiply-adds (0.1 ms) a tile gets kTilesPerThread tiles a thread, where tiles that many
+// stay at least kStealSide rows and columns (or the whole extent): narrower ones reread too much of A or B
+// (4096×128×4096 in 1024×64 tiles: -8%). 2 threads on this VM, alternated with the previous binary, medians of
+// 6-10 runs, GFLOP/s: 1024³ 211 -> 215, 1000³ 129 -> 151, 4096×128×4096 198 -> 221, 64×4096×4096 79-85 ->
+// 111-116, 832×384×576 with A col-major 137 -> 150 (squarer tiles, by the read cost); 1088³ and 512×4096×4096
+// with B col-major unchanged.
+constexpr std::int64_t kTilesPerThread = 4;
+constexpr double kStealTile = 16e6;
+constexpr std::int64_t kStealSide = 256;
 
 // Tile sizes to try along one dimension, largest first: `extent` split into s nearly equal tiles (multiples of
 // `unit`, at most `block`), from the fewest tiles the block allows, one more at a time while that can still even
@@ -27,7 +42,7 @@ std::vector<std::int64_t> tile_sizes(std::int64_t extent, std::int64_t block, st
     const std::int64_t size = round_up(ceil_div(extent, splits), unit);
     if (sizes.empty() || size < sizes.back()) sizes.push_back(size);
     if (size <= unit) break;
-    splits = splits < fewest + std::min(2 * threads, 16) ? splits + 1 : 2 * splits;
+    splits = splits < fewest + std::min(kTilesPerThread * threads, std::int64_t{16}) ? splits + 1 : 2 * splits;
   }
   return sizes;
 }
@@ -58,7 +73,15 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   // with the column split: 213-225 vs 168-199 GFLOP/s); otherwise the columns split, each thread packing only its
   // share of B.
   const bool rows_first = !c.pack_b && c.mc > 32;
-  double best_cost = 0;
+  const double work = static_cast<double>(batch * m * n * depth);
+  // Not where B streams from memory into a few rows: narrower tiles would stream it in narrower strips.
+  const bool streams_b = !c.pack_b && c.mc <= 32;
+  const auto steal_tiles = streams_b
+                               ? 0
+                               : static_cast<std::int64_t>(std::min(static_cast<double>(kTilesPerThread * threads),
+                                                                    std::floor(work / kStealTile)));
+  GridPlan balanced;  // the best plan with at least steal_tiles tiles, if there is one
+  double best_cost = 0, balanced_cost = 0;
   for (std::size_t i = 0; i < (rows_first ? tns.size() : tms.size()); ++i)
     for (std::size_t j = 0; j < (rows_first ? tms.size() : tns.size()); ++j) {
       const std::int64_t tm = rows_first ? tms[j] : tms[i], tn = rows_first ? tns[i] : tns[j];
@@ -67,16 +90,22 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       // A packed B panel costs its packing per tile; a B streamed in place into a few rows (the skinny kernels)
       // costs as much from memory, so that two threads stream halves of it rather than all of it each (2 threads,
       // interleaved: 32×4096×4096 107-123 -> 125-134 GFLOP/s, 16×4096×4096 54-97 -> 98-107).
-      const bool b_per_tile = c.pack_b || c.mc <= 32;
+      const bool b_per_tile = c.pack_b || streams_b;
       const double per_tile = static_cast<double>(tm * tn * depth) +
-                              (b_per_tile ? kPackElement * static_cast<double>(tn * depth) : 0.0) + kPerTile;
+                              (b_per_tile ? kPackElement : kReadElement) * static_cast<double>(tn * depth) +
+                              (c.pack_a ? kPackElement : kReadElement) * static_cast<double>(tm * depth) + kPerTile;
       const double cost = static_cast<double>(ceil_div(tiles, p)) * per_tile + kPerThread * (p - 1);
       if (best.tiles == 0 || cost < best_cost) {
         best = {tm, tn, tiles, p};
         best_cost = cost;
       }
+      const bool wide = (tm >= kStealSide || tm == round_up(m, c.mr)) && (tn >= kStealSide || tn == round_up(n, c.nr));
+      if (tiles >= steal_tiles && wide && (balanced.tiles == 0 || cost < balanced_cost)) {
+        balanced = {tm, tn, tiles, p};
+        balanced_cost = cost;
+      }
     }
-  return best;
+  return best.tiles < steal_tiles && balanced.tiles ? balanced : best;
 }
 
 }  // namespace tessera

@@ -1,6 +1,8 @@
 // The per-call grid: tiles within the config's blocks, covering the output, and using the threads it may.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "ops/grid_plan.hpp"
 
 namespace tessera {
@@ -87,6 +89,42 @@ TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
   EXPECT_EQ(plan_grid(8, 8, 8, 1, c, 2).participants, 1);
   EXPECT_EQ(plan_grid(0, 8, 8, 1, c, 2).tiles, 0);
   EXPECT_EQ(plan_grid(8, 8, 8, 0, c, 2).tiles, 0);
+}
+
+// Large problems get several tiles a thread (so a thread that finishes early takes a late one's), none narrower
+// than 256 unless the extent is; small ones and B streamed into a few rows keep the fewest tiles.
+TEST(GridPlan, LargeProblemsGiveEachThreadSeveralWideTiles) {
+  CpuGemmConfig c;
+  c.mr = 8;
+  c.nr = 32;
+  c.mc = 1024;
+  c.nc = 512;
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{1024, 1024, 1024},
+                         {1000, 1000, 1000},
+                         {4096, 128, 4096},
+                         {64, 4096, 4096},
+                         {2048, 2048, 2048}}) {
+    SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k);
+    const GridPlan p = plan_grid(m, n, k, 1, c, 2);
+    EXPECT_GE(p.tiles, 8);
+    EXPECT_TRUE(p.tile_m >= 256 || p.tile_m >= m);
+    EXPECT_TRUE(p.tile_n >= 256 || p.tile_n >= n);
+    EXPECT_EQ(p.participants, 2);
+  }
+  // One thread: the largest tiles.
+  GridPlan p = plan_grid(1024, 1024, 1024, 1, c, 1);
+  EXPECT_EQ(p.tiles, 2);
+  // 256³ is 16.7M multiply-adds: one tile a thread.
+  EXPECT_EQ(plan_grid(256, 256, 256, 1, c, 2).tiles, 2);
+  // A skinny kernel streaming B keeps one strip of columns a thread.
+  c.pack_b = false;
+  c.mr = 8;
+  c.nr = 48;
+  c.mc = 32;
+  c.nc = 4128;
+  p = plan_grid(32, 4096, 4096, 1, c, 2);
+  EXPECT_EQ(p.tiles, 2);
+  EXPECT_EQ(p.tile_m, 32);
 }
 
 // A fixed kernel's tiles are the halves of its rows (whole MR tiles first) where there are fewer matrices than
