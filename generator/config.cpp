@@ -60,6 +60,19 @@ TwoUnitTile few_row_tile(std::int64_t m, int lanes, bool streamed) {
   return best;
 }
 
+// B packed, the general case, on AVX-512 cores with two full-width FMA units: 6x64, 24 accumulators fed by 10 loads
+// per 24 FMAs, not 8x32's 10 per 16. On an idle core the two time alike (the Xeon records, M >= 256 and B beyond L2:
+// 6x64 1-3% behind 8x32), but when another tenant of the host shares the core's load ports (this VM, for hours at a
+// time, its FMA peak unchanged), 8x32 loses a third of its speed and 6x64 a fifth. 1 thread, medians of 6-25
+// alternated runs, GFLOP/s, 8x32 at KC 512 / 6x64 at KC 384: 1024³ 106 / 121, 2048³ 105 / 120; 8x48 at KC 512
+// 116 / 119, 12x32 102, 4x96 109 (1024³); B column-major 105 / 110, A column-major (packed) 97 / 112. K in
+// balanced slabs of up to 384, the records' best depth for 6x64.
+TwoUnitTile packed_two_unit_tile(std::int64_t k, int lanes) {
+  const std::int64_t slabs = std::max<std::int64_t>(1, (k + 383) / 384);
+  const int kc = static_cast<int>(std::clamp<std::int64_t>(((k + slabs - 1) / slabs + 15) / 16 * 16, 64, 384));
+  return {6, 4 * lanes, kc, true};
+}
+
 // Fitted to the exhaustive tuning records of such a core (an Intel Xeon, bench/records/cpu_avx512_fma2.sqlite,
 // 1 thread: 420 problems, ~170 variants each). Its mean top-1 regret there went from 11.0% with the rules measured
 // on AMD cores to 3.5% with these (per branch below: the regret of the rule's pick / of the AMD rules' pick).
@@ -96,16 +109,7 @@ TwoUnitTile two_unit_tile(const GemmProblem& problem, const Target& target) {
   // B within L2: 8x48 in place at KC 384 (the other 88 problems of M > 64: 3.2% behind the best on average; 8x32 in
   // place at KC 288, the AMD rule up to a quarter of L2, 10.6% where it was measured).
   if (b_bytes <= target.l2_bytes) return {8, 3 * lanes, 384, false};
-  // B packed, the general case, over K slabs of up to 512: A's 8×512 sliver (16 KiB) stays in L1 while B's slivers
-  // stream from the panel in L2. The L1-derived KC 288 (both slivers in L1, NC 896) re-reads and re-writes the
-  // partial sums 1.8 times as often (Intel Xeon, 1 thread, KC 288 / NC 896 vs KC 512 / NC 448, alternated runs,
-  // GFLOP/s: 1024³ 156.3, 157.5 vs 160.9, 160.1; 2048³ 156.9, 152.2, 155.1, 156.8 vs 159.3, 159.6, 157.0, 160.3;
-  // 4096³ 157.6, 156.6 vs 159.4, 160.6; 2 threads 2048³ 301-316 vs 300-317, 1024³ 318-320 vs 319-324). The slabs
-  // are balanced: 1025 rows of B in slabs of 512 would leave a last slab of one row, a whole pass over the partial
-  // sums for one K step (1025³: 146.8, 147.2 against 149.9, 149.9 with KC 288).
-  const std::int64_t slabs = (problem.k + 511) / 512;
-  const int kc = static_cast<int>(std::clamp<std::int64_t>(((problem.k + slabs - 1) / slabs + 15) / 16 * 16, 64, 512));
-  return {8, 2 * lanes, kc, true};
+  return packed_two_unit_tile(problem.k, lanes);
 }
 }  // namespace
 
@@ -154,6 +158,11 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     // vdpbf16ps consumes K in pairs from a packed B panel; the register tile is the f32 one.
   } else if (!b_rows_contiguous) {
     // Packing is what turns a column-major or strided B into NR-wide rows: keep the general shape.
+    if (avx512 && target.vector_fmas_per_cycle >= 2 && problem.m > 32) {
+      const TwoUnitTile t = packed_two_unit_tile(problem.k, lanes);
+      c.mr = t.mr, c.nr = t.nr;
+      slab_kc = t.kc;
+    }
   } else if (problem.m >= 1 && problem.n >= 1 && problem.m <= 64 && problem.n <= 64 && problem.k <= 64) {
     // Small: sizes compiled in, A and B read in place (16³×1024: 183 vs 112 GFLOP/s; 64³: 257 vs 199).
     c.pack_b = false;
