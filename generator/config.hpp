@@ -32,6 +32,12 @@ struct CpuGemmConfig {
   // threads can share one matrix; its tile index counts halves: batch item t / 2, half t % 2.
   int fixed_row_parts() const { return fixed() && fixed_m >= 2 * mr ? 2 : 1; }
   int fixed_part_rows() const { return ((fixed_m + fixed_row_parts() - 1) / fixed_row_parts() + mr - 1) / mr * mr; }
+  // Loads a K step of the register tile issues per FMA: MR broadcasts of A and NR / lanes vectors of B over
+  // MR × NR / lanes FMAs (8x32 on AVX-512: 10 per 16; 6x64 and 8x48: 10-11 per 24).
+  double loads_per_fma(int lanes) const {
+    const double vectors = static_cast<double>(nr) / lanes;
+    return (mr + vectors) / (mr * vectors);
+  }
   // A dot-product kernel for A·Bᵀ with few rows (x·Wᵀ, as nn.Linear stores W): row-major A and column-major B
   // both contiguous along K, vectorised along K; MR rows × NR columns (NR ≤ the vector width) of accumulator
   // vectors, summed across lanes once per tile. Nothing is packed; the partial sums of K slabs stay vectors.

@@ -247,6 +247,28 @@ bool LearnedCpuModel::covers(const GemmProblem& problem, const Target& target) c
   return true;
 }
 
+std::size_t fewest_loads_among_ties(const std::vector<CpuGemmConfig>& configs, const std::vector<double>& log2_slowdown,
+                                    int lanes) {
+  constexpr double kTie = 0.0427;  // log2(1.03)
+  const auto lowest =
+      static_cast<std::size_t>(std::min_element(log2_slowdown.begin(), log2_slowdown.end()) - log2_slowdown.begin());
+  const auto takes_part = [](const CpuGemmConfig& c) { return !c.dot && !c.fixed() && c.mr >= 4; };
+  if (!takes_part(configs[lowest])) return lowest;
+  const auto tied = [&](std::size_t i) {
+    return takes_part(configs[i]) && log2_slowdown[i] <= log2_slowdown[lowest] + kTie;
+  };
+  double fewest = configs[lowest].loads_per_fma(lanes);
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    if (tied(i)) fewest = std::min(fewest, configs[i].loads_per_fma(lanes));
+  if (fewest > configs[lowest].loads_per_fma(lanes) - 0.05) return lowest;
+  std::size_t pick = lowest;  // the fastest of the ties that issue the fewest loads
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    if (tied(i) && configs[i].loads_per_fma(lanes) <= fewest + 1e-9 &&
+        (pick == lowest || log2_slowdown[i] < log2_slowdown[pick]))
+      pick = i;
+  return pick;
+}
+
 std::vector<double> LearnedCpuModel::score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                                            const Target& target) const {
   if (configs.empty()) return {};

@@ -21,6 +21,16 @@ namespace tessera {
 // layouts, sizes and batch, and whether A and B arrive cold.
 std::string measured_problem_key(const GemmProblem& problem);
 
+// Among variants measured within 3% of the fastest (the records' median spread between twin variants: ties), the
+// one issuing fewest loads per FMA (by more than 0.05; otherwise the fastest), for the table of measured bests.
+// Such variants time alike on an idle core, but when another tenant shares the core's load ports the
+// 24-accumulator tiles keep their speed and 8x32 does not (the Xeon VM, 1024³, 1 thread, medians of 6 alternated
+// runs, GFLOP/s: 8x32 101, 12x32 102, 4x96 109, 6x64 119, 8x48 121). Applied to the forests' predicted ties
+// instead, it cost the random split 2.18% -> 2.55% mean regret. Tiles of fewer than 4 rows (GEMV-like, streaming B),
+// dot-product and fixed-size kernels take no part.
+std::size_t fewest_loads_among_ties(const std::vector<CpuGemmConfig>& configs, const std::vector<double>& log2_slowdown,
+                                    int lanes);
+
 // Rows of features grouped by problem (consecutive rows with the same problem), with their measured times.
 struct TrainingSet {
   std::vector<float> features;        // rows × cpu_feature_names().size(), row-major

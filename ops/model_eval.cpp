@@ -153,8 +153,15 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Tar
     set.features.insert(set.features.end(), rows.begin(), rows.end());
     for (double ns : p.ns) set.log_time.push_back(static_cast<float>(std::log2(ns)));
     set.group_sizes.push_back(static_cast<unsigned>(p.configs.size()));
-    const auto fastest = std::min_element(p.ns.begin(), p.ns.end()) - p.ns.begin();
-    set.measured_best.emplace_back(measured_problem_key(p.problem), p.configs[static_cast<std::size_t>(fastest)]);
+    const double fastest = *std::min_element(p.ns.begin(), p.ns.end());
+    std::vector<double> slowdown;
+    for (double ns : p.ns) slowdown.push_back(std::log2(ns / fastest));
+    // Measured ties go to the tile issuing fewest loads where that was measured to pay: AVX-512 cores with two
+    // full-width FMA units.
+    const std::size_t best = target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle >= 2
+                                  ? fewest_loads_among_ties(p.configs, slowdown, target.vector_lanes())
+                                  : static_cast<std::size_t>(std::min_element(p.ns.begin(), p.ns.end()) - p.ns.begin());
+    set.measured_best.emplace_back(measured_problem_key(p.problem), p.configs[best]);
   }
   return set;
 }

@@ -259,21 +259,49 @@ TEST(ModelEval, TwinVariantsAreThoseWhoseBlocksExceedTheProblem) {
   base.fixed_m = base.fixed_n = base.fixed_k = 0;
   base.mr = 8, base.nr = 32, base.mc = 64, base.nc = 256, base.kc = 128;
   CpuGemmConfig deeper = base, wider = base, other_tile = base, two_slabs = base, two_slabs_twin = base;
-  deeper.kc = 384;     // still one K slab of 128
-  wider.nc = 512;      // still one column of macro-tiles
-  wider.mc = 1024;     // and one row
-  other_tile.mr = 4;   // different work
+  deeper.kc = 384;    // still one K slab of 128
+  wider.nc = 512;     // still one column of macro-tiles
+  wider.mc = 1024;    // and one row
+  other_tile.mr = 4;  // different work
   other_tile.mc = 64;
-  two_slabs.kc = 64;   // two slabs: not a twin of the others
+  two_slabs.kc = 64;  // two slabs: not a twin of the others
   two_slabs_twin.kc = 64;
   two_slabs_twin.nc = 1024;
-  RecordedProblem p{problem(64, 256, 128), "square", {base, deeper, wider, other_tile, two_slabs, two_slabs_twin},
-                    {100, 104, 110, 50, 200, 201}, 0, "", {}};
+  RecordedProblem p{problem(64, 256, 128),
+                    "square",
+                    {base, deeper, wider, other_tile, two_slabs, two_slabs_twin},
+                    {100, 104, 110, 50, 200, 201},
+                    0,
+                    "",
+                    {}};
   const nlohmann::json r = twin_variant_spread({p});
-  EXPECT_EQ(r["groups"].get<int>(), 2);                           // {base, deeper, wider}, {two_slabs, its twin}
-  EXPECT_NEAR(r["spread_max"].get<double>(), 0.10, 1e-12);        // 110 / 100
-  EXPECT_NEAR(r["spread_median"].get<double>(), 0.10, 1e-12);     // upper median of {0.005, 0.10}
+  EXPECT_EQ(r["groups"].get<int>(), 2);                        // {base, deeper, wider}, {two_slabs, its twin}
+  EXPECT_NEAR(r["spread_max"].get<double>(), 0.10, 1e-12);     // 110 / 100
+  EXPECT_NEAR(r["spread_median"].get<double>(), 0.10, 1e-12);  // upper median of {0.005, 0.10}
   EXPECT_EQ(twin_variant_spread({})["groups"].get<int>(), 0);
+}
+
+// Measured ties (within 3%) go to the tile issuing fewest loads per FMA; GEMV-like, fixed and dot tiles do not take
+// part, and a variant more than 3% slower is no tie.
+TEST(LearnedModel, MeasuredTiesGoToTheTileIssuingFewestLoads) {
+  const auto tile = [](int mr, int nr, int kc) {
+    CpuGemmConfig c;
+    c.mr = mr, c.nr = nr, c.kc = kc;
+    return c;
+  };
+  const std::vector<CpuGemmConfig> configs{tile(8, 32, 256), tile(6, 64, 256), tile(6, 64, 384), tile(8, 48, 384),
+                                           tile(2, 64, 128)};
+  EXPECT_NEAR(configs[0].loads_per_fma(16), 10.0 / 16.0, 1e-12);
+  EXPECT_NEAR(configs[1].loads_per_fma(16), 10.0 / 24.0, 1e-12);
+  const double tie = std::log2(1.02), apart = std::log2(1.05);
+  // 6x64 at KC 384 is the faster of the two 6x64 ties.
+  EXPECT_EQ(fewest_loads_among_ties(configs, {0, tie, tie / 2, tie, 0.2}, 16), 2u);
+  EXPECT_EQ(fewest_loads_among_ties(configs, {0, apart, apart, tie, 0.2}, 16), 3u);  // 8x48 (11 / 24)
+  EXPECT_EQ(fewest_loads_among_ties(configs, {0, apart, apart, apart, 0.2}, 16), 0u);
+  EXPECT_EQ(fewest_loads_among_ties(configs, {0.2, 0.2, 0.2, 0.2, 0}, 16), 4u);  // a 2-row tile keeps its place
+  std::vector<CpuGemmConfig> fixed = configs;
+  fixed[0].fixed_m = fixed[0].fixed_n = fixed[0].fixed_k = 64;
+  EXPECT_EQ(fewest_loads_among_ties(fixed, {0, tie, tie, tie, 0.2}, 16), 0u);
 }
 
 TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
