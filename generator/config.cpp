@@ -65,11 +65,13 @@ TwoUnitTile few_row_tile(std::int64_t m, int lanes, bool streamed) {
 // 6x64 1-3% behind 8x32), but when another tenant of the host shares the core's load ports (this VM, for hours at a
 // time, its FMA peak unchanged), 8x32 loses a third of its speed and 6x64 a fifth. 1 thread, medians of 6-25
 // alternated runs, GFLOP/s, 8x32 at KC 512 / 6x64 at KC 384: 1024³ 106 / 121, 2048³ 105 / 120; 8x48 at KC 512
-// 116 / 119, 12x32 102, 4x96 109 (1024³); B column-major 105 / 110, A column-major (packed) 97 / 112. K in
-// balanced slabs of up to 384, the records' best depth for 6x64.
+// 116 / 119, 12x32 102, 4x96 109 (1024³); B column-major 105 / 110, A column-major (packed) 97 / 112. On the idle
+// VM 6x64 is about 2% behind (1024³ 158.5 vs 155.8, 2048³ 160.6 vs 158.0, 4096x1024x4096 159.5 vs 161.4). K in
+// balanced slabs of up to 512, as for 8x32 before: idle, KC 512 / NC 512 against 352 / 704, 1024³ 155.8 vs 154.3,
+// 2048³ 158.0 vs 156.1, 4096x1024x4096 161.4 vs 159.3; in the slow state 119.7 vs 120.6 (1024³, 25 runs).
 TwoUnitTile packed_two_unit_tile(std::int64_t k, int lanes) {
-  const std::int64_t slabs = std::max<std::int64_t>(1, (k + 383) / 384);
-  const int kc = static_cast<int>(std::clamp<std::int64_t>(((k + slabs - 1) / slabs + 15) / 16 * 16, 64, 384));
+  const std::int64_t slabs = std::max<std::int64_t>(1, (k + 511) / 512);
+  const int kc = static_cast<int>(std::clamp<std::int64_t>(((k + slabs - 1) / slabs + 15) / 16 * 16, 64, 512));
   return {6, 4 * lanes, kc, true};
 }
 
