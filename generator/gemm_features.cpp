@@ -222,7 +222,7 @@ std::vector<float> cpu_feature_rows(const GemmProblem& p, const std::vector<CpuG
                                     const std::vector<CpuGemmConfig>* reference) {
   // The reference: the problem's variant space (the given configs if it has none), so that a variant's features
   // do not depend on which others are ranked with it.
-  std::vector<CpuGemmConfig> space = reference ? *reference : cpu_variants(p, t);
+  std::vector<CpuGemmConfig> space = reference ? *reference : cpu_feature_reference(p, t);
   if (space.empty()) space = configs;
   std::vector<double> best(kRelativeFeatures.size(), INFINITY);
   for (const auto& c : space) {

@@ -102,6 +102,21 @@ void validate(const TrainingOptions& o) {
 }
 }  // namespace
 
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+double spread(const std::vector<double>& v) {  // standard deviation
+  double mean = 0, square = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  for (double x : v) square += (x - mean) * (x - mean);
+  return std::sqrt(square / static_cast<double>(v.size()));
+}
+}  // namespace
+
 std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet& set, const Target& target,
                                                               const TrainingOptions& options) {
   validate(options);
@@ -190,12 +205,28 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
                                 {"slowdown", forest(slowdown.handle, "slowdown")},
                                 {"regressor", forest(regressor.handle, "regressor")},
                                 {"measured_best", measured}};
-  return from_json(document.dump());
+  // The forests' scales: the median over the training problems of each forest's spread of predictions within one
+  // problem. Scores divided by them mean the same whatever else is ranked in the same call.
+  nlohmann::json scaled = document;
+  const auto trained = from_json(document.dump());
+  std::vector<double> slowdown_sd, ranker_sd;
+  for (std::size_t row = 0, g = 0; g < set.group_sizes.size(); row += set.group_sizes[g++]) {
+    const std::size_t n = set.group_sizes[g];
+    if (n < 2) continue;
+    const float* x = set.features.data() + row * columns;
+    slowdown_sd.push_back(spread(trained->slowdown_.predict(x, n)));
+    ranker_sd.push_back(spread(trained->ranker_.predict(x, n)));
+  }
+  scaled["slowdown_scale"] = std::max(median(slowdown_sd), 1e-6);
+  scaled["ranker_scale"] = std::max(median(ranker_sd), 1e-6);
+  return from_json(scaled.dump());
 }
 
 void LearnedCpuModel::read_forests(const nlohmann::json& document) {
   const std::size_t columns = cpu_feature_names().size();
   ranker_weight_ = document.at("ranker_weight").get<double>();
+  slowdown_scale_ = document.value("slowdown_scale", 0.0);
+  ranker_scale_ = document.value("ranker_scale", 0.0);
   ranker_ = TreeEnsemble::from_json(document.at("ranker"), columns, "model ranker");
   slowdown_ = TreeEnsemble::from_json(document.at("slowdown"), columns, "model slowdown");
   regressor_ = TreeEnsemble::from_json(document.at("regressor"), columns, "model regressor");
@@ -284,8 +315,13 @@ std::vector<double> LearnedCpuModel::score(const GemmProblem& problem, const std
     for (double& x : v) x = sign * (x - mean) / sd;
     return v;
   };
-  const std::vector<double> slowdown = standardised(slowdown_.predict(rows.data(), configs.size()), 1.0);
-  const std::vector<double> ranker = standardised(ranker_.predict(rows.data(), configs.size()), -1.0);
+  const auto scaled = [&](std::vector<double> v, double sign, double scale) {
+    if (scale <= 0) return standardised(std::move(v), sign);
+    for (double& x : v) x = sign * x / scale;
+    return v;
+  };
+  const std::vector<double> slowdown = scaled(slowdown_.predict(rows.data(), configs.size()), 1.0, slowdown_scale_);
+  const std::vector<double> ranker = scaled(ranker_.predict(rows.data(), configs.size()), -1.0, ranker_scale_);
   std::vector<double> scores(configs.size());
   for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = slowdown[i] + ranker_weight_ * ranker[i];
   if (const auto best = measured_best_.find(measured_problem_key(problem)); best != measured_best_.end()) {

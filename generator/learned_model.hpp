@@ -105,6 +105,8 @@ class LearnedCpuModel : public CpuCostModel {
   void read_forests(const nlohmann::json& document);
   TreeEnsemble ranker_, slowdown_, regressor_;
   double ranker_weight_ = 1.0;
+  // Fixed scales of the two forests' scores (0: standardise over each call's candidates, as models before them did).
+  double slowdown_scale_ = 0, ranker_scale_ = 0;
   std::string document_;  // the model as JSON, what to_json returns
   std::string target_;
   int vector_fmas_per_cycle_ = 0;

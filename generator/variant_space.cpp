@@ -17,13 +17,16 @@ bool valid(const GemmSignature& s, const Config& c, const Target& t) {
   }
 }
 
+// The register tile heights of the general kernels.
+constexpr int kTileRows[] = {1, 2, 4, 6, 8, 12};
+
 template <class Config>
 void add_unique(std::vector<Config>& out, const Config& c) {
   if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
 }
 
 // The configs that compute D = A·B as it is (not transposed).
-std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const Target& target) {
+std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const Target& target, bool prune_rows) {
   const GemmSignature& s = p.signature;
   const CpuGemmConfig base = CpuGemmConfig::default_for(p, target).untransposed();
   std::vector<CpuGemmConfig> out;
@@ -42,10 +45,9 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const Target& t
       }
     return out;
   }
-  const std::vector<int> mrs = {1, 2, 4, 6, 8, 12};
   std::vector<int> vector_counts = {1, 2, 3, 4};
   if (p.m <= 8) vector_counts.insert(vector_counts.end(), {10, 15});  // wide GEMV-like tiles
-  for (int mr : mrs)
+  for (int mr : kTileRows)
     for (int v : vector_counts)
       for (int kc : {64, 128, 256, 384})
         for (bool pack_b : {true, false}) {
@@ -64,7 +66,7 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const Target& t
                      ? static_cast<int>(std::clamp<std::int64_t>((p.n + c.nr - 1) / c.nr * c.nr, c.nr, 64 * c.nr))
                      : std::clamp(static_cast<int>(target.l2_bytes / 2 / (4 * c.kc)) / c.nr * c.nr, c.nr, 32 * c.nr);
           c.mc = std::max(c.mr, 1024 / c.mr * c.mr);
-          if (valid(s, c, target)) add_unique(out, c);
+          if (!(prune_rows && recomputes_rows(p, c)) && valid(s, c, target)) add_unique(out, c);
         }
   // Fixed-size kernels for small problems: a few register tiles with the sizes compiled in.
   if (p.m >= 1 && p.n >= 1 && p.m <= 64 && p.n <= 64 && p.k <= 64 && !bf16)
@@ -81,18 +83,37 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const Target& t
 }
 }  // namespace
 
-std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& p, const Target& target) {
+bool recomputes_rows(const GemmProblem& p, const CpuGemmConfig& c) {
+  if (c.fixed() || c.dot) return false;  // fixed kernels compute only the live rows; dot tiles are not row tiles
+  const std::int64_t rows = c.transpose ? p.n : p.m;
+  for (int mr : kTileRows)
+    if (mr >= rows) return c.mr > mr;
+  return false;
+}
+
+namespace {
+std::vector<CpuGemmConfig> enumerate_cpu(const GemmProblem& p, const Target& target, bool prune_rows) {
   std::vector<CpuGemmConfig> out;
   if (const CpuGemmConfig base = CpuGemmConfig::default_for(p, target); valid(p.signature, base, target))
     out.push_back(base);
-  for (const CpuGemmConfig& c : direct_variants(p, target)) add_unique(out, c);
+  for (const CpuGemmConfig& c : direct_variants(p, target, prune_rows)) add_unique(out, c);
   // With B column-major, the transposed product (Dᵀ = Bᵀ·Aᵀ) is the other way to tile it: its own variants.
   if (p.signature.a.dtype == DType::f32 && p.signature.b.layout.kind() == LayoutKind::ColMajor)
-    for (CpuGemmConfig c : direct_variants(transposed(p), target)) {
+    for (CpuGemmConfig c : direct_variants(transposed(p), target, prune_rows)) {
       c.transpose = true;
       if (valid(p.signature, c, target)) add_unique(out, c);
     }
   return out;
+}
+
+}  // namespace
+
+std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& p, const Target& target) {
+  return enumerate_cpu(p, target, true);
+}
+
+std::vector<CpuGemmConfig> cpu_feature_reference(const GemmProblem& p, const Target& target) {
+  return enumerate_cpu(p, target, false);
 }
 
 std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget& target) {

@@ -16,6 +16,15 @@ namespace tessera {
 // is always in the space. Deterministic order.
 std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& problem, const Target& target);
 
+// A general (not fixed-size) kernel's tile taller than the shortest tile that covers all of the problem's rows: the
+// rows past the edge are clamped to the last one and recomputed, so such a tile only wastes FMAs (in the Xeon records,
+// the shortest covering tile is within 2.4% of the taller ones' best on every problem). Out of the space.
+bool recomputes_rows(const GemmProblem& problem, const CpuGemmConfig& config);
+
+// The space before tiles that recompute rows were pruned: what a variant's relative features are measured against,
+// so that pruning what the ranker may pick leaves every variant's features (and the trained models) as they were.
+std::vector<CpuGemmConfig> cpu_feature_reference(const GemmProblem& problem, const Target& target);
+
 // CUDA: block tile × warp tile × block_k × stages × split-K × rasterisation group, with the alignment the problem's
 // packed operands allow.
 std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& problem, const CudaTarget& target);
