@@ -30,6 +30,8 @@ constexpr double kReadElement = 2;
 constexpr std::int64_t kTilesPerThread = 4;
 constexpr double kStealTile = 16e6;
 constexpr std::int64_t kStealSide = 256;
+// Below this many tiles a thread, each is claimed alone (ops/gemm.cpp claims chunks of tiles / (8 × threads)).
+constexpr std::int64_t kPlayedOutTiles = 16;
 
 // Tile sizes to try along one dimension, largest first: `extent` split into s nearly equal tiles (multiples of
 // `unit`, at most `block`), from the fewest tiles the block allows, one more at a time while that can still even
@@ -45,6 +47,36 @@ std::vector<std::int64_t> tile_sizes(std::int64_t extent, std::int64_t block, st
     splits = splits < fewest + std::min(kTilesPerThread * threads, std::int64_t{16}) ? splits + 1 : 2 * splits;
   }
   return sizes;
+}
+
+// When the last of `threads` is done with tiles of these costs, scheduled as ThreadPool does: each takes its
+// contiguous share in index order, then claims the next tile of the other shares.
+double pool_makespan(const std::vector<double>& costs, int threads) {
+  const auto tiles = static_cast<std::int64_t>(costs.size());
+  std::vector<std::int64_t> next(static_cast<std::size_t>(threads)), end(next.size());
+  std::vector<double> clock(next.size(), 0.0);
+  std::vector<bool> idle(next.size(), false);
+  for (int q = 0; q < threads; ++q) {
+    next[static_cast<std::size_t>(q)] = tiles * q / threads;
+    end[static_cast<std::size_t>(q)] = tiles * (q + 1) / threads;
+  }
+  for (;;) {
+    int q = -1;  // the working thread that is free first
+    for (int i = 0; i < threads; ++i)
+      if (!idle[static_cast<std::size_t>(i)] && (q < 0 || clock[static_cast<std::size_t>(i)] < clock[static_cast<std::size_t>(q)]))
+        q = i;
+    if (q < 0) break;
+    bool claimed = false;
+    for (int s = 0; s < threads && !claimed; ++s) {
+      const auto share = static_cast<std::size_t>((q + s) % threads);
+      if (next[share] < end[share]) {
+        clock[static_cast<std::size_t>(q)] += costs[static_cast<std::size_t>(next[share]++)];
+        claimed = true;
+      }
+    }
+    if (!claimed) idle[static_cast<std::size_t>(q)] = true;
+  }
+  return *std::max_element(clock.begin(), clock.end());
 }
 
 }  // namespace
@@ -80,6 +112,7 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
                                ? 0
                                : static_cast<std::int64_t>(std::min(static_cast<double>(kTilesPerThread * threads),
                                                                     std::floor(work / kStealTile)));
+  std::vector<double> costs;  // per tile, reused across candidates
   GridPlan balanced;  // the best plan with at least steal_tiles tiles, if there is one
   double best_cost = 0, balanced_cost = 0;
   for (std::size_t i = 0; i < (rows_first ? tns.size() : tms.size()); ++i)
@@ -91,10 +124,30 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       // costs as much from memory, so that two threads stream halves of it rather than all of it each (2 threads,
       // interleaved: 32×4096×4096 107-123 -> 125-134 GFLOP/s, 16×4096×4096 54-97 -> 98-107).
       const bool b_per_tile = c.pack_b || streams_b;
-      const double per_tile = static_cast<double>(tm * tn * depth) +
-                              (b_per_tile ? kPackElement : kReadElement) * static_cast<double>(tn * depth) +
-                              (c.pack_a ? kPackElement : kReadElement) * static_cast<double>(tm * depth) + kPerTile;
-      const double cost = static_cast<double>(ceil_div(tiles, p)) * per_tile + kPerThread * (p - 1);
+      const auto tile_cost = [&](double rows, double cols) {
+        const double d = static_cast<double>(depth);
+        return rows * cols * d + (b_per_tile ? kPackElement : kReadElement) * cols * d +
+               (c.pack_a ? kPackElement : kReadElement) * rows * d + kPerTile;
+      };
+      // The tiles at their real extents: counting the edge tiles as whole ones made 34 tiles of 64 columns look
+      // cheaper than 8 of 320 for N = 1025, where the fourth of each row has 65 columns (2 threads,
+      // 1024×1025×1024: 278 GFLOP/s -> 297, 1088³ 290 -> 314). Few tiles a thread: the pool's schedule played out;
+      // many (then claimed in chunks): their mean cost, as stealing evens them out.
+      double busiest = 0;
+      if (tiles < kPlayedOutTiles * p) {
+        const std::int64_t tiles_m = ceil_div(m, tm), tiles_n = ceil_div(n, tn);
+        costs.resize(static_cast<std::size_t>(tiles));
+        for (std::int64_t t = 0; t < tiles; ++t)
+          costs[static_cast<std::size_t>(t)] =
+              tile_cost(static_cast<double>(std::min(tm, m - (t / tiles_n) % tiles_m * tm)),
+                        static_cast<double>(std::min(tn, n - t % tiles_n * tn)));
+        busiest = pool_makespan(costs, p);
+      } else {
+        busiest = static_cast<double>(ceil_div(tiles, p)) *
+                  tile_cost(static_cast<double>(m) / static_cast<double>(ceil_div(m, tm)),
+                            static_cast<double>(n) / static_cast<double>(ceil_div(n, tn)));
+      }
+      const double cost = busiest + kPerThread * (p - 1);
       if (best.tiles == 0 || cost < best_cost) {
         best = {tm, tn, tiles, p};
         best_cost = cost;

@@ -127,6 +127,42 @@ TEST(GridPlan, LargeProblemsGiveEachThreadSeveralWideTiles) {
   EXPECT_EQ(p.tile_m, 32);
 }
 
+// Tiles are costed at their real extents and scheduled as the pool runs them: an edge tile of 65 columns is not a
+// whole one, and two unequal tiles are not two equal halves.
+TEST(GridPlan, EdgeTilesCostWhatTheyHoldAndThreadsGetEqualWork) {
+  CpuGemmConfig c;
+  c.mr = 6;
+  c.nr = 64;
+  c.mc = 1020;
+  c.nc = 512;
+  c.kc = 512;
+  c.pack_a = false;
+  c.pack_b = true;
+  // N = 1025: not 64-column tiles (a 1-column sliver beside them looked as dear as a whole tile).
+  GridPlan p = plan_grid(1024, 1025, 1024, 1, c, 2);
+  EXPECT_GE(p.tile_n, 256);
+  EXPECT_GE(p.tiles, 8);
+  // 777×333×555 in two tiles: the rows halved (392 and 385), not the columns in 192 and 141.
+  c.mr = 8;
+  c.nr = 48;
+  c.mc = 1024;
+  c.nc = 672;
+  c.kc = 384;
+  p = plan_grid(777, 333, 555, 1, c, 2);
+  const std::int64_t tiles_m = (777 + p.tile_m - 1) / p.tile_m, tiles_n = (333 + p.tile_n - 1) / p.tile_n;
+  ASSERT_EQ(p.tiles, tiles_m * tiles_n);
+  // Each thread's share of rows × columns within 5% of half the problem.
+  const auto share = [&](std::int64_t first, std::int64_t last) {
+    double sum = 0;
+    for (std::int64_t t = first; t < last; ++t)
+      sum += static_cast<double>(std::min(p.tile_m, 777 - t / tiles_n * p.tile_m)) *
+             static_cast<double>(std::min(p.tile_n, 333 - t % tiles_n * p.tile_n));
+    return sum;
+  };
+  EXPECT_NEAR(share(0, p.tiles / 2) / (777.0 * 333.0), 0.5, 0.05) << p.tile_m << "x" << p.tile_n;
+  EXPECT_NEAR(share(p.tiles / 2, p.tiles) / (777.0 * 333.0), 0.5, 0.05) << p.tile_m << "x" << p.tile_n;
+}
+
 // A fixed kernel's tiles are the halves of its rows (whole MR tiles first) where there are fewer matrices than
 // threads, so that two threads share even a single matrix once it outweighs waking one; otherwise whole matrices.
 TEST(GridPlan, FixedKernelsSplitInHalvesOfRows) {
