@@ -8,12 +8,15 @@
 namespace tessera {
 namespace {
 
-TEST(GridPlan, TilesAreRegisterTileMultiplesWithinTheCacheBlocks) {
+// A config of these register tile and cache blocks (the rest as constructed).
+CpuGemmConfig blocks(int mr, int nr, int mc, int nc) {
   CpuGemmConfig c;
-  c.mr = 8;
-  c.nr = 32;
-  c.mc = 256;
-  c.nc = 448;
+  c.mr = mr, c.nr = nr, c.mc = mc, c.nc = nc;
+  return c;
+}
+
+TEST(GridPlan, TilesAreRegisterTileMultiplesWithinTheCacheBlocks) {
+  CpuGemmConfig c = blocks(8, 32, 256, 448);
   for (std::int64_t m : {1, 7, 8, 100, 256, 257, 1000, 4096})
     for (std::int64_t n : {1, 31, 33, 448, 449, 4096})
       for (int threads : {1, 2, 3, 8}) {
@@ -30,11 +33,7 @@ TEST(GridPlan, TilesAreRegisterTileMultiplesWithinTheCacheBlocks) {
 }
 
 TEST(GridPlan, TilesSplitTheOutputIntoNearlyEqualParts) {
-  CpuGemmConfig c;
-  c.mr = 8;
-  c.nr = 32;
-  c.mc = 1024;
-  c.nc = 672;
+  CpuGemmConfig c = blocks(8, 32, 1024, 672);
   // 2048 columns in blocks of at most 672: four tiles of 512, not 3 × 672 and a 32-column sliver.
   GridPlan p = plan_grid(1024, 2048, 1024, 1, c, 1);
   EXPECT_EQ(p.tile_n, 512);
@@ -55,11 +54,7 @@ TEST(GridPlan, TilesSplitTheOutputIntoNearlyEqualParts) {
 }
 
 TEST(GridPlan, TwoThreadsSplitRowsOfACachedBAndColumnsOfAPackedOrStreamedOne) {
-  CpuGemmConfig c;
-  c.mr = 8;
-  c.nr = 32;
-  c.mc = 1024;
-  c.nc = 672;
+  CpuGemmConfig c = blocks(8, 32, 1024, 672);
   c.pack_b = false;  // B read in place from the caches by every row: each thread keeps all of it
   GridPlan p = plan_grid(256, 256, 256, 1, c, 2);
   EXPECT_EQ(p.tile_m, 128);
@@ -94,11 +89,7 @@ TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
 // Large problems get several tiles a thread (so a thread that finishes early takes a late one's), none narrower
 // than 256 unless the extent is; small ones and B streamed into a few rows keep the fewest tiles.
 TEST(GridPlan, LargeProblemsGiveEachThreadSeveralWideTiles) {
-  CpuGemmConfig c;
-  c.mr = 8;
-  c.nr = 32;
-  c.mc = 1024;
-  c.nc = 512;
+  CpuGemmConfig c = blocks(8, 32, 1024, 512);
   for (auto [m, n, k] : {std::array<std::int64_t, 3>{1024, 1024, 1024},
                          {1000, 1000, 1000},
                          {4096, 128, 4096},
@@ -130,11 +121,7 @@ TEST(GridPlan, LargeProblemsGiveEachThreadSeveralWideTiles) {
 // Tiles are costed at their real extents and scheduled as the pool runs them: an edge tile of 65 columns is not a
 // whole one, and two unequal tiles are not two equal halves.
 TEST(GridPlan, EdgeTilesCostWhatTheyHoldAndThreadsGetEqualWork) {
-  CpuGemmConfig c;
-  c.mr = 6;
-  c.nr = 64;
-  c.mc = 1020;
-  c.nc = 512;
+  CpuGemmConfig c = blocks(6, 64, 1020, 512);
   c.kc = 512;
   c.pack_a = false;
   c.pack_b = true;
