@@ -1,5 +1,5 @@
 // The learned CPU cost model: gradient-boosted trees (XGBoost C API) on cpu_features. Two models pick the variants,
-// their scores standardised within the candidates and summed: a regression on each variant's slowdown behind the best
+// their scores scaled by each forest's spread over the training problems and summed: a regression on each variant's slowdown behind the best
 // of its problem, weighted towards the near-best (it chooses the top), and a pairwise ranker within each problem (it
 // orders the rest). A third, a regression on log time, predicts how long they take. Stored as one JSON document
 // holding the boosters, the feature names and the target it was trained for.
@@ -80,8 +80,9 @@ class LearnedCpuModel : public CpuCostModel {
   std::string to_json() const;
 
   std::string name() const override { return "learned"; }
-  // Lower is better: the standardised predicted slowdown plus ranker_weight times the standardised ranker score,
-  // negated; standardised over `configs`, so scores compare only within one call. A problem the training records
+  // Lower is better: the predicted slowdown over its scale plus ranker_weight times the ranker score over its scale,
+  // negated (both scales fixed at training, so a variant scores the same whatever it is ranked with; models without
+  // them are standardised over `configs`). Scores compare only within one problem. A problem the training records
   // measured ranks their fastest variant first: the forests only approximate those measurements (on the Xeon records
   // they put 256³'s fastest, 6×64 in place over KC 384, behind a packed one 3% slower).
   std::vector<double> score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
