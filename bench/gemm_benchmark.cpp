@@ -38,7 +38,7 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
   for (const auto& name : options.peers)
     if (name != "tessera") peers.push_back(make_peer(name));
 
-  const Sampling sampling{options.sample_ms, options.settle_ms};
+  Sampling sampling{options.sample_ms, options.settle_ms};
   std::vector<ShapeResult> all;
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -63,6 +63,10 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
     const void* a_data = s.bf16 ? static_cast<const void*>(a16.data()) : a.data();
     const void* b_data = s.bf16 ? static_cast<const void*>(b16.data()) : b.data();
     std::vector<std::vector<float>> c(peers.size(), std::vector<float>(static_cast<std::size_t>(s.batch * s.m * s.n)));
+    if (options.cold_b) {  // every library reads the same B, so one eviction serves each of them
+      sampling.cold = b_data;
+      sampling.cold_bytes = static_cast<std::size_t>(s.batch * s.k * s.n) * (s.bf16 ? 2 : 4);
+    }
 
     for (int threads : options.threads) {
       ShapeResult r;

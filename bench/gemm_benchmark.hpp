@@ -38,6 +38,7 @@ struct BenchmarkOptions {
   int repeat = 5;
   double sample_ms = 20;   // each sample repeats the call until about this long
   double settle_ms = 100;  // pause before each sample (see Sampling)
+  bool cold_b = false;     // evict B from the caches before each timed call (each call then timed alone)
 };
 
 std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes, const BenchmarkOptions& options,

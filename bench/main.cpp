@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   gemm->add_option("--dtype", dtype, "element type of A and B: f32 or bf16 (tessera and oneDNN)");
   gemm->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
   gemm->add_option("--settle-ms", options.settle_ms, "pause before each sample while other libraries' threads go idle");
+  gemm->add_flag("--cold-b", options.cold_b,
+                 "evict B from every cache level before each timed call (CPU; each call timed alone), as a layer's "
+                 "weights arrive from memory");
   gemm->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   gemm->add_option("--svg", svg_path, "write a plot to FILE");
   std::string target = "cpu", layouts_text = "rr,rc,cr,cc";
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
     const std::vector<GemmShape> shapes = suite.empty() ? parse_shapes(shapes_text) : load_suite(suite);
     if (tessera::CudaTarget::is_cuda_text(target)) {
       if (peers_text != "cublas") throw tessera::InvalidArgument("--peers", "on a CUDA target the peer is cublas");
+      if (options.cold_b) throw tessera::InvalidArgument("--cold-b", "is for the CPU benchmark");
       CudaBenchmarkOptions cuda;
       cuda.target = target;
       cuda.repeat = options.repeat;

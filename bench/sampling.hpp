@@ -1,5 +1,5 @@
 // How every benchmark here times a call: calibrated samples of back-to-back calls, each after a settle pause and
-// an untimed call, interleaved across contenders by the caller; medians of the samples.
+// an untimed call, interleaved across contenders by the caller; medians of the samples. Optionally with B cold.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +7,8 @@
 #include <functional>
 #include <thread>
 #include <vector>
+
+#include "jit/cache_eviction.hpp"
 
 namespace tessera::bench {
 
@@ -16,9 +18,13 @@ struct Sampling {
   // idle before the next contender runs.
   double settle_ms = 100;
 
+  // With cold set, every timed call first evicts [cold, cold + cold_bytes) (B) from the caches, untimed.
+  const void* cold = nullptr;
+  std::size_t cold_bytes = 0;
+
   // Calls per sample so that a sample lasts about sample_ms (the first call is also the warm-up).
   int calibrate(const std::function<void()>& call) const {
-    const double once = seconds(call, 1);
+    const double once = timed(call, 1);
     return static_cast<int>(std::clamp(sample_ms / 1e3 / std::max(once, 1e-9), 1.0, 1e6));
   }
 
@@ -26,7 +32,11 @@ struct Sampling {
   double sample(const std::function<void()>& call, int calls) const {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(settle_ms));
     call();
-    return seconds(call, calls) / calls;
+    return timed(call, calls) / calls;
+  }
+
+  double timed(const std::function<void()>& call, int calls) const {
+    return cold ? cold_call_seconds(call, calls, cold, cold_bytes) : seconds(call, calls);
   }
 
   static double seconds(const std::function<void()>& call, int calls) {

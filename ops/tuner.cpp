@@ -10,10 +10,9 @@
 #include <numeric>
 #include <random>
 
-#include <immintrin.h>
-
 #include "generator/error.hpp"
 #include "generator/variant_space.hpp"
+#include "jit/cache_eviction.hpp"
 
 namespace tessera {
 
@@ -53,25 +52,6 @@ double seconds(const std::function<void()>& call, int calls) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) call();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Evicts [data, data + bytes) from every cache level.
-void evict(const void* data, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(data);
-  for (std::size_t offset = 0; offset < bytes; offset += 64) _mm_clflush(p + offset);
-  _mm_mfence();
-}
-
-// Seconds of `calls` calls, each after evicting [data, data + bytes), the evictions not timed.
-double cold_seconds(const std::function<void()>& call, int calls, const void* data, std::size_t bytes) {
-  double total = 0;
-  for (int i = 0; i < calls; ++i) {
-    evict(data, bytes);
-    const auto start = std::chrono::steady_clock::now();
-    call();
-    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  return total;
 }
 
 std::string utc_now() {
@@ -158,7 +138,7 @@ TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
       const PreparedGemm prepared = t.kernel.prepare(ops.args);
       const auto call = [&] { prepared.run(); };
       for (int call_index = 0; call_index < 3; ++call_index)
-        t.once = std::min(t.once, options_.cold_b ? cold_seconds(call, 1, ops.b_data(), ops.b_bytes())
+        t.once = std::min(t.once, options_.cold_b ? cold_call_seconds(call, 1, ops.b_data(), ops.b_bytes())
                                                   : seconds(call, 1));
       t.calls = static_cast<int>(std::clamp(options_.sample_ms / 1e3 / std::max(t.once, 1e-9), 1.0, 1e6));
     };
@@ -204,7 +184,7 @@ TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
         Timed& t = timed[j];
         const PreparedGemm prepared = t.kernel.prepare(ops.args);
         const auto call = [&] { prepared.run(); };
-        const double s = options_.cold_b ? cold_seconds(call, t.calls, ops.b_data(), ops.b_bytes())
+        const double s = options_.cold_b ? cold_call_seconds(call, t.calls, ops.b_data(), ops.b_bytes())
                                          : seconds(call, t.calls);
         t.samples.push_back(s / t.calls * 1e9);
         if (progress) progress(++done, total);

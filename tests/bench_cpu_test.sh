@@ -23,6 +23,21 @@ for r in rows:
     assert r["shape"].endswith(":" + r["layouts"]) == (r["layouts"] != "rr"), r["shape"]
 PY
 
+# B cold before every timed call: the same agreement check, and the option recorded with the results.
+"$bench" gemm --shapes 33x200x70 --cold-b --peers openblas,eigen --threads 1 --repeat 2 --sample-ms 1 --settle-ms 0 \
+  --json "$tmp/cold.json" >"$tmp/log" 2>&1 || fail "--cold-b exit $?: $(cat "$tmp/log")"
+python3 - "$tmp/cold.json" <<'PY' || fail "--cold-b report: $(cat "$tmp/log")"
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert "--cold-b" in report["command"], report["command"]
+(row,) = report["results"]
+assert all(p["agrees_with_tessera"] for p in row["peers"].values() if "agrees_with_tessera" in p), row
+assert row["peers"]["tessera"]["median_gflops"] > 0, row
+PY
+out=$("$bench" gemm --shapes 64x64x64 --cold-b --target cuda --peers cublas --json "$tmp/cold_cuda.json" 2>&1)
+code=$?
+[[ $code -eq 2 && $out == *"--cold-b"* && ! -e $tmp/cold_cuda.json ]] || fail "--cold-b on CUDA: exit $code, $out"
+
 out=$("$bench" gemm --shapes 64x64x64 --layouts rt --peers none --json "$tmp/bad.json" 2>&1)
 code=$?
 [[ $code -eq 2 && $out == *"--layouts"* && ! -e $tmp/bad.json ]] || fail "bad --layouts: exit $code, $out"
