@@ -29,6 +29,8 @@ struct Case {
   bool integers = true;  // small-integer inputs, exact comparison
   int threads = 0;
   bool batched = false;  // 3-D operands even when batch == 1
+  // Padding past each row (column) and matrix of A, B, C, D: never minimal strides by accident, unless set to 0.
+  std::int64_t pad_a = 3, pad_b = 5, pad_c = 2, pad_d = 1;
 
   std::string describe() const {
     return fmt::format("{}x{}x{} batch {} layouts {}{}{} alpha {} beta {} epilogue '{}'", m, n, k, batch, la.name()[0],
@@ -43,10 +45,10 @@ struct Operands {
   GemmArgs args;
 
   explicit Operands(const Case& t, std::uint32_t seed)
-      : a(t.batch, t.m, t.k, t.la, 3, t.batched),
-        b(t.batch, t.k, t.n, t.lb, 5, t.batched),
-        c(t.batch, t.m, t.n, t.ld, 2, t.batched),
-        d(t.batch, t.m, t.n, t.ld, 1, t.batched) {
+      : a(t.batch, t.m, t.k, t.la, t.pad_a, t.batched),
+        b(t.batch, t.k, t.n, t.lb, t.pad_b, t.batched),
+        c(t.batch, t.m, t.n, t.ld, t.pad_c, t.batched),
+        d(t.batch, t.m, t.n, t.ld, t.pad_d, t.batched) {
     std::mt19937 rng(seed);
     for (Matrix* x : {&a, &b, &c}) t.integers ? x->fill_integers(rng) : x->fill_uniform(rng);
     if (!t.epilogue.empty()) args.epilogue = Epilogue::parse(t.epilogue);
@@ -238,6 +240,39 @@ TEST(GemmNumerics, FixedKernelHalvesAreExact) {
         EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
         EXPECT_EQ(written(ops.d), batch * m * n);
       }
+}
+
+// Fixed kernels have a copy for contiguous matrices, their leading dimensions compiled in, taken only when A, B, D
+// and (when read) C all are: every operand contiguous, then each one padded alone (the others contiguous), so that
+// a check that missed one would store or read with the wrong leading dimension; C read or not, A row- or
+// column-major, D too, one and two threads.
+TEST(GemmNumerics, FixedKernelsOnContiguousMatricesAreExact) {
+  Runtime runtime;
+  const Target& target = runtime.target();
+  const std::array<std::int64_t, 4> shapes[] = {{16, 16, 16, 4}, {32, 32, 32, 3}, {17, 40, 9, 2}, {64, 64, 64, 2}};
+  int i = 0;
+  for (const auto& [m, n, k, batch] : shapes)
+    for (int padded = -1; padded < 4; ++padded) {
+      Case t{m, n, k, batch};
+      t.pad_a = t.pad_b = t.pad_c = t.pad_d = 0;
+      std::int64_t* pads[] = {&t.pad_a, &t.pad_b, &t.pad_c, &t.pad_d};
+      if (padded >= 0) *pads[padded] = 1;
+      t.beta = padded == 2 || i % 2 ? 0.5f : 0;
+      t.la = i % 3 ? kRow : kCol;
+      t.ld = i % 4 == 1 ? kCol : kRow;
+      t.threads = 1 + i % 2;
+      ++i;
+      Operands ops(t, 11);
+      const GemmProblem problem = runtime.describe(ops.args);
+      CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
+      ASSERT_TRUE(config.fixed()) << t.describe();
+      SCOPED_TRACE(fmt::format("{} padded operand {} threads {}", t.describe(), "ABCD-"[padded < 0 ? 4 : padded],
+                               t.threads));
+      const GemmReference ref = reference_gemm(ops.args);
+      runtime.compile(problem, config).run(ops.args);
+      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+    }
 }
 
 // Dot kernels (A·Bᵀ, K along the vector lanes): every tile of the variant space, one and several K slabs with a
