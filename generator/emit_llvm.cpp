@@ -74,7 +74,7 @@ class CpuGemmEmitter {
     llvm::Function* pack_b = bf16_ ? emit_pack_b_pairs()
                                    : emit_pack("pack_b", cfg_.nr, b_unit_cols, is_constant(sig_.b.layout.row_stride("b"), 1));
     if (cfg_.fixed()) {
-      emit_fixed_entry();
+      emit_fixed_entry(pack_b);
     } else if (cfg_.dot) {
       llvm::Function* dot = emit_dot_kernel();
       emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
@@ -886,8 +886,8 @@ class CpuGemmEmitter {
   // Where A, B, C and D are contiguous matrices (leading dimensions K or M, N, N: a checked branch per call), the
   // kernel runs a copy compiled with those leading dimensions as constants, as LIBXSMM compiles them in: every A
   // broadcast and B row is then a base register plus a displacement (1 thread, 16³×256 from L2: 108-122 -> 128-130
-  // GFLOP/s).
-  void emit_fixed_entry() {
+  // GFLOP/s). A B without contiguous rows (column-major: A·Bᵀ, as Q·Kᵀ) is packed whole per item first.
+  void emit_fixed_entry(llvm::Function* pack_b) {
     const std::int64_t M = cfg_.fixed_m, N = cfg_.fixed_n, K = cfg_.fixed_k, MR = cfg_.mr, NR = cfg_.nr;
     const std::int64_t parts = cfg_.fixed_row_parts(), part_rows = cfg_.fixed_part_rows();
     // Row (and column) ranges of equal tiles: [begin, end) in steps of `step` holding `size` rows each.
@@ -944,11 +944,18 @@ class CpuGemmEmitter {
       else
         emit_for(b_, i64c(r.begin), i64c(r.end), i64c(step), body, name);
     };
+    // Where the micro-kernels read item t's B: in place, or packed whole into the workspace first (a B without
+    // contiguous rows: slivers of NR columns, K deep, zero-filled past N).
+    const auto b_source = [&](const TensorFields& b_view, llvm::Value* t) {
+      llvm::Value* b_src = gep_ab(b_view.data, b_.CreateMul(t, b_view.bs));
+      if (!cfg_.pack_b) return b_src;
+      b_.CreateCall(pack_b, {b_src, i64c(0), i64c(0), i64c(N), i64c(K), b_view.cs, b_view.rs, ws});
+      return ws;
+    };
     const auto emit_part = [&](const TensorFields& a_view, const TensorFields& b_view,
                                const std::vector<llvm::Function*>& variants, const std::vector<Block>& blocks,
-                               llvm::Value* t) {
+                               llvm::Value* t, llvm::Value* b_src) {
       llvm::Value* a_src = gep_ab(a_view.data, b_.CreateMul(t, a_view.bs));
-      llvm::Value* b_src = gep_ab(b_view.data, b_.CreateMul(t, b_view.bs));
       for (const Block& block : blocks)
         for_tiles(
             block.rows, MR,
@@ -958,7 +965,9 @@ class CpuGemmEmitter {
                   block.cols, NR,
                   [&](llvm::Value* jr) {
                     calls.push_back(b_.CreateCall(variants[block.variant],
-                                                  {a_tile, a_view.rs, a_view.cs, gep_ab(b_src, jr), b_view.rs, i64c(K),
+                                                  {a_tile, a_view.rs, a_view.cs,
+                                                   cfg_.pack_b ? gep(b_src, b_.CreateMul(jr, i64c(K))) : gep_ab(b_src, jr),
+                                                   b_view.rs, i64c(K),
                                                    ws, b_.getTrue(), b_.getTrue(), ir, jr, i64c(block.rows.size),
                                                    i64c(block.cols.size), t, args}));
                   },
@@ -968,11 +977,13 @@ class CpuGemmEmitter {
     };
     // Contiguous matrices, whole items: the dense copy.
     const auto dense_items = [&] {
-      const TensorFields a_dense = dense(a, sig_.a.layout, M, K), b_dense = dense(bm, sig_.b.layout, K, N);
+      const TensorFields a_dense = dense(a, sig_.a.layout, M, K);
+      const TensorFields b_dense = cfg_.pack_b ? bm : dense(bm, sig_.b.layout, K, N);
       emit_for(
           b_, begin, end, i64c(1),
           [&](llvm::Value* t) {
-            for (const auto& blocks : part_blocks) emit_part(a_dense, b_dense, dense_variants, blocks, t);
+            llvm::Value* b_src = b_source(b_dense, t);
+            for (const auto& blocks : part_blocks) emit_part(a_dense, b_dense, dense_variants, blocks, t, b_src);
           },
           "batch");
     };
@@ -982,8 +993,8 @@ class CpuGemmEmitter {
     const auto strided_items = [&] {
       if (parts == 1) {
         emit_for(
-            b_, begin, end, i64c(1), [&](llvm::Value* t) { emit_part(a, bm, strided_variants, part_blocks[0], t); },
-            "batch");
+            b_, begin, end, i64c(1),
+            [&](llvm::Value* t) { emit_part(a, bm, strided_variants, part_blocks[0], t, b_source(bm, t)); }, "batch");
         return;
       }
       llvm::Value* whole = b_.CreateICmpSGE(args_field(args, kTileM, i64_), i64c(M));
@@ -994,14 +1005,16 @@ class CpuGemmEmitter {
             llvm::Value* t = b_.CreateLShr(u, i64c(1));
             emit_if_else(
                 b_, b_.CreateICmpEQ(b_.CreateAnd(u, i64c(1)), i64c(0)),
-                [&] { emit_part(a, bm, strided_variants, part_blocks[0], t); },
-                [&] { emit_part(a, bm, strided_variants, part_blocks[1], t); }, "half");
+                [&] { emit_part(a, bm, strided_variants, part_blocks[0], t, b_source(bm, t)); },
+                [&] { emit_part(a, bm, strided_variants, part_blocks[1], t, b_source(bm, t)); }, "half");
           },
           "half_tile");
     };
     // The dense copy is taken where every matrix is contiguous and the tiles are whole items (halves are asked for
     // only where there are fewer items than threads, and there a call is a few microseconds of fixed cost).
-    llvm::Value* dense_path = b_.CreateAnd(is_dense(a, sig_.a.layout, M, K), is_dense(bm, sig_.b.layout, K, N));
+    // (A packed B's strides reach only the packing.)
+    llvm::Value* dense_path = is_dense(a, sig_.a.layout, M, K);
+    if (!cfg_.pack_b) dense_path = b_.CreateAnd(dense_path, is_dense(bm, sig_.b.layout, K, N));
     const TensorFields d = load_tensor(b_.CreateStructGEP(args_ty_, args, kD));
     dense_path = b_.CreateAnd(dense_path, is_dense(d, sig_.d.layout, M, N));
     if (sig_.c.layout.reads_memory()) {

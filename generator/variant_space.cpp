@@ -72,7 +72,8 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const Target& t
   if (p.m >= 1 && p.n >= 1 && p.m <= 64 && p.n <= 64 && p.k <= 64 && !bf16)
     for (auto [mr, v] : {std::pair{4, 2}, {8, 2}, {8, 1}, {16, 1}, {6, 4}, {2, 4}}) {
       CpuGemmConfig c = base;
-      c.mr = mr, c.nr = v * lanes, c.pack_a = c.pack_b = false;
+      c.mr = mr, c.nr = v * lanes, c.pack_a = false;
+      c.pack_b = s.b.layout.kind() != LayoutKind::RowMajor;  // packed whole per matrix
       c.fixed_m = static_cast<int>(p.m), c.fixed_n = static_cast<int>(p.n), c.fixed_k = static_cast<int>(p.k);
       c.kc = std::max(c.fixed_k, 1);
       c.mc = (c.fixed_m + c.mr - 1) / c.mr * c.mr;

@@ -208,6 +208,20 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
         }
 }
 
+// A fixed-size kernel for the product as it is (not transposed) with default_for's tile: B read in place, or
+// packed when column-major.
+CpuGemmConfig direct_fixed_config(const GemmProblem& p, const Target& target) {
+  CpuGemmConfig c = CpuGemmConfig::default_for(p, target).untransposed();
+  c.dot = false;
+  c.fixed_m = static_cast<int>(p.m), c.fixed_n = static_cast<int>(p.n), c.fixed_k = static_cast<int>(p.k);
+  c.kc = std::max(c.fixed_k, 1);
+  c.mc = (c.fixed_m + c.mr - 1) / c.mr * c.mr;
+  c.nc = (c.fixed_n + c.nr - 1) / c.nr * c.nr;
+  c.pack_a = false;
+  c.pack_b = p.signature.b.layout.kind() == LayoutKind::ColMajor;
+  return c;
+}
+
 // Fixed kernels run whole matrices or, one matrix on two threads (at least 200k multiply-adds: the first three
 // shapes), halves of its rows (whole MR tiles first, the edge tile in the second): register tiles of several
 // heights, halves of full tiles, of edge tiles, batches, one and two threads.
@@ -224,11 +238,11 @@ TEST(GemmNumerics, FixedKernelHalvesAreExact) {
       for (int threads : {1, 2}) {
         Case t{m, n, k, batch};
         t.threads = threads;
-        t.ld = i++ % 3 ? kRow : kCol;
+        t.ld = i % 3 ? kRow : kCol;
+        t.lb = i++ % 4 == 3 ? kCol : kRow;  // a column-major B is packed whole per matrix
         Operands ops(t, 7);
         const GemmProblem problem = runtime.describe(ops.args);
-        CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
-        ASSERT_TRUE(config.fixed()) << t.describe();
+        CpuGemmConfig config = direct_fixed_config(problem, target);
         config.mr = mr;
         config.nr = vectors_fitting(mr, mr >= 12 ? 1 : 2, target) * target.vector_lanes();
         config.mc = static_cast<int>((m + mr - 1) / mr * mr);
@@ -245,7 +259,7 @@ TEST(GemmNumerics, FixedKernelHalvesAreExact) {
 // Fixed kernels have a copy for contiguous matrices, their leading dimensions compiled in, taken only when A, B, D
 // and (when read) C all are: every operand contiguous, then each one padded alone (the others contiguous), so that
 // a check that missed one would store or read with the wrong leading dimension; C read or not, A row- or
-// column-major, D too, one and two threads.
+// column-major, B row-major (read in place) or column-major (packed), D row- or column-major, one and two threads.
 TEST(GemmNumerics, FixedKernelsOnContiguousMatricesAreExact) {
   Runtime runtime;
   const Target& target = runtime.target();
@@ -259,13 +273,13 @@ TEST(GemmNumerics, FixedKernelsOnContiguousMatricesAreExact) {
       if (padded >= 0) *pads[padded] = 1;
       t.beta = padded == 2 || i % 2 ? 0.5f : 0;
       t.la = i % 3 ? kRow : kCol;
+      t.lb = i / 5 % 2 ? kCol : kRow;  // every padding, of each layout
       t.ld = i % 4 == 1 ? kCol : kRow;
       t.threads = 1 + i % 2;
       ++i;
       Operands ops(t, 11);
       const GemmProblem problem = runtime.describe(ops.args);
-      CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
-      ASSERT_TRUE(config.fixed()) << t.describe();
+      const CpuGemmConfig config = direct_fixed_config(problem, target);
       SCOPED_TRACE(fmt::format("{} padded operand {} threads {}", t.describe(), "ABCD-"[padded < 0 ? 4 : padded],
                                t.threads));
       const GemmReference ref = reference_gemm(ops.args);
