@@ -48,6 +48,9 @@ struct GemmProblem {
   // Where the operands are found when the call starts, for the cost models only: in the caches their footprint fits
   // (a product called again and again), or cold in memory (a layer's weights, read once per step).
   bool a_cold = false, b_cold = false;
+  // The threads the call is to run on (0: every thread of the runtime), for the cost models only: a batch split
+  // over several threads puts each thread's share of it in that core's caches.
+  int threads = 0;
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }

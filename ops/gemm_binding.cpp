@@ -141,6 +141,7 @@ GemmBinding bind_gemm(const GemmArgs& g) {
   GemmProblem& p = bound.problem;
   GemmSignature& s = p.signature;
   s.epilogue = g.epilogue;
+  p.threads = g.threads;
 
   if (g.a.empty()) fail("a", "is required");
   if (g.b.empty()) fail("b", "is required");

@@ -473,5 +473,30 @@ TEST(RuntimeChoice, CostModelsAndTuningBudgetComputeTheRightResult) {
   EXPECT_THROW(Runtime{bad}, InvalidArgument);
 }
 
+// A batch split over threads is ranked as each thread's share of it (what a core's caches hold, and what the
+// single-thread records timed); a batch smaller than the threads, or a call on one thread, as it is.
+TEST(RuntimeChoice, ABatchIsRankedAsEachThreadsShare) {
+  std::vector<float> a(16 * 16 * 1024), b(16 * 16 * 1024), d(16 * 16 * 1024);
+  const auto problem = [&](std::int64_t batch, int threads) {
+    GemmArgs args;
+    args.a = Tensor::batched(a.data(), batch, 16, 16, Layout::row_major(), 16, 256);
+    args.b = Tensor::batched(b.data(), batch, 16, 16, Layout::row_major(), 16, 256);
+    args.d = Tensor::batched(d.data(), batch, 16, 16, Layout::row_major(), 16, 256);
+    args.threads = threads;
+    return describe_gemm(args);
+  };
+  EXPECT_EQ(problem(8, 3).threads, 3) << "describe_gemm carries the call's threads";
+  RuntimeOptions options;
+  options.threads = 2;
+  const auto fresh = [&](std::int64_t batch, int threads) { return Runtime(options).choose_config(problem(batch, threads)); };
+  Runtime runtime(options);
+  EXPECT_EQ(runtime.choose_config(problem(1024, 2)), fresh(512, 1));
+  EXPECT_EQ(runtime.choose_config(problem(1023, 2)), fresh(512, 1)) << "shares round up";
+  EXPECT_EQ(runtime.choose_config(problem(1024, 0)), fresh(512, 1)) << "0 threads: the runtime's";
+  EXPECT_EQ(runtime.choose_config(problem(1024, 8)), fresh(512, 1)) << "at most the runtime's threads";
+  EXPECT_EQ(runtime.choose_config(problem(1024, 1)), fresh(1024, 1)) << "remembered per share, not per shape";
+  EXPECT_EQ(runtime.choose_config(problem(1, 2)), fresh(1, 1)) << "one matrix is not split by the batch";
+}
+
 }  // namespace
 }  // namespace tessera
