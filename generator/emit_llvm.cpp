@@ -952,6 +952,10 @@ class CpuGemmEmitter {
     const auto b_source = [&](const TensorFields& b_view, llvm::Value* t, bool inline_packing) {
       llvm::Value* b_src = gep_ab(b_view.data, b_.CreateMul(t, b_view.bs));
       if (!cfg_.pack_b) return b_src;
+      if (transposes_whole_b_in_registers()) {
+        emit_fixed_pack_transposed(b_src, b_view.cs, ws);
+        return ws;
+      }
       llvm::CallInst* call =
           b_.CreateCall(pack_b, {b_src, i64c(0), i64c(0), i64c(N), i64c(K), b_view.cs, b_view.rs, ws});
       if (inline_packing) calls.push_back(call);
@@ -1008,10 +1012,11 @@ class CpuGemmEmitter {
           b_.CreateSelect(whole, b_.CreateShl(end, i64c(1)), end), i64c(1),
           [&](llvm::Value* u) {
             llvm::Value* t = b_.CreateLShr(u, i64c(1));
+            llvm::Value* b_src = b_source(bm, t, false);  // both halves read all of B
             emit_if_else(
                 b_, b_.CreateICmpEQ(b_.CreateAnd(u, i64c(1)), i64c(0)),
-                [&] { emit_part(a, bm, strided_variants, part_blocks[0], t, b_source(bm, t, false)); },
-                [&] { emit_part(a, bm, strided_variants, part_blocks[1], t, b_source(bm, t, false)); }, "half");
+                [&] { emit_part(a, bm, strided_variants, part_blocks[0], t, b_src); },
+                [&] { emit_part(a, bm, strided_variants, part_blocks[1], t, b_src); }, "half");
           },
           "half_tile");
     };
@@ -1034,6 +1039,106 @@ class CpuGemmEmitter {
       if (!llvm::InlineFunction(*call, info).isSuccess()) throw std::logic_error("emit_llvm: tile not inlined");
     }
     for (llvm::Function* micro : emitted) micro->eraseFromParent();
+  }
+
+  // Whether the dense copy of a fixed kernel packs its B (contiguous columns: a column-major B) by
+  // emit_fixed_pack_transposed: f32 in 16-lane vectors, slivers of whole vectors.
+  bool transposes_whole_b_in_registers() const {
+    return cfg_.fixed() && cfg_.pack_b && !bf16_ && lanes_ == 16 && cfg_.nr % 16 == 0 &&
+           is_constant(sig_.b.layout.row_stride("b"), 1);
+  }
+
+  // A fixed kernel's whole K×N B with contiguous columns (B(k, n) at k + n·ldb), packed as the micro-kernels read
+  // it (slivers of NR columns, K deep: B(p, j0 + c) at j0·K + p·NR + c), in blocks of 16 columns by 16 depths:
+  // 16 loads of a column's 16 depths, a transpose in registers, 16 stores of a depth's 16 columns. Columns past N
+  // (to the next 16) are zeros; depths past K are neither loaded nor stored. The whole blocks run as a loop, so that
+  // 64×64 compiles one block, not 16 (unrolled, 64³ took 210 ms to compile instead of 92); the edge blocks follow.
+  // (The general pack's loops, masks and 8-row pieces ran 16³×256 A·Bᵀ at 70 GFLOP/s against 90, one thread.)
+  void emit_fixed_pack_transposed(llvm::Value* src, llvm::Value* ldb, llvm::Value* dst) {
+    const std::int64_t N = cfg_.fixed_n, K = cfg_.fixed_k, NR = cfg_.nr;
+    const std::int64_t whole_n = N / 16 * 16, whole_k = K / 16 * 16;
+    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+    // The block at columns n0, depths k0, with `columns` and `depths` of its 16 real.
+    const auto block = [&](llvm::Value* n0, llvm::Value* k0, std::int64_t columns, std::int64_t depths) {
+      llvm::Value* depth_mask = lane_mask(16, i64c(depths));
+      std::vector<llvm::Value*> rows;
+      for (std::int64_t r = 0; r < 16; ++r) {
+        if (r >= columns) {
+          rows.push_back(zero);
+          continue;
+        }
+        llvm::Value* at = gep(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(n0, i64c(r)), ldb), k0));
+        rows.push_back(depths == 16 ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(vec_, at, llvm::Align(4)))
+                                    : b_.CreateMaskedLoad(vec_, at, llvm::Align(4), depth_mask, zero));
+      }
+      const std::vector<llvm::Value*> out = transpose16(rows);
+      llvm::Value* j0 = b_.CreateMul(b_.CreateUDiv(n0, i64c(NR)), i64c(NR));
+      llvm::Value* base = b_.CreateAdd(b_.CreateMul(j0, i64c(K)), b_.CreateSub(n0, j0));
+      for (std::int64_t p = 0; p < depths; ++p)
+        b_.CreateAlignedStore(out[static_cast<std::size_t>(p)],
+                              gep(dst, b_.CreateAdd(base, b_.CreateMul(b_.CreateAdd(k0, i64c(p)), i64c(NR)))),
+                              llvm::Align(4));
+    };
+    // Blocks [0, end) of one dimension in steps of 16: a loop, or the one block without one.
+    const auto over = [&](std::int64_t end, const std::function<void(llvm::Value*)>& body, const char* name) {
+      if (end <= 16)
+        body(i64c(0));
+      else
+        emit_for(b_, i64c(0), i64c(end), i64c(16), body, name);
+    };
+    if (whole_n > 0 && whole_k > 0)
+      over(whole_n, [&](llvm::Value* n0) { over(whole_k, [&](llvm::Value* k0) { block(n0, k0, 16, 16); }, "pack.k"); },
+           "pack.n");
+    if (whole_n > 0 && K > whole_k)
+      over(whole_n, [&](llvm::Value* n0) { block(n0, i64c(whole_k), 16, K - whole_k); }, "pack.n.tail_k");
+    if (N > whole_n) {
+      if (whole_k > 0)
+        over(whole_k, [&](llvm::Value* k0) { block(i64c(whole_n), k0, N - whole_n, 16); }, "pack.k.tail_n");
+      if (K > whole_k) block(i64c(whole_n), i64c(whole_k), N - whole_n, K - whole_k);
+    }
+  }
+
+  // 16 vectors of 16 floats as their 16 columns, in four rounds of two-source shuffles that each match one
+  // instruction: unpack of 32-bit and of 64-bit pairs within 128-bit lanes, then two rounds of 128-bit lane
+  // selects (vshuff32x4). 64 shuffles, no constant vectors.
+  std::vector<llvm::Value*> transpose16(const std::vector<llvm::Value*>& rows) {
+    const auto shuffle = [&](llvm::Value* x, llvm::Value* y, const std::function<int(int lane, int e)>& pick) {
+      std::vector<int> mask;
+      for (int lane = 0; lane < 4; ++lane)
+        for (int e = 0; e < 4; ++e) mask.push_back(pick(lane, e));
+      return b_.CreateShuffleVector(x, y, mask);
+    };
+    // Element e of 128-bit lane L: unpack takes 32-bit (or 64-bit) pairs from x and y alternately, low or high half.
+    const auto unpack32 = [&](llvm::Value* x, llvm::Value* y, int half) {
+      return shuffle(x, y, [=](int l, int e) { return (e % 2 ? 16 : 0) + 4 * l + 2 * half + e / 2; });
+    };
+    const auto unpack64 = [&](llvm::Value* x, llvm::Value* y, int half) {
+      return shuffle(x, y, [=](int l, int e) { return (e / 2 ? 16 : 0) + 4 * l + 2 * half + e % 2; });
+    };
+    // Lanes {first, first + 2} of x, then of y.
+    const auto lanes = [&](llvm::Value* x, llvm::Value* y, int first) {
+      return shuffle(x, y, [=](int l, int e) { return (l / 2 ? 16 : 0) + 4 * (first + 2 * (l % 2)) + e; });
+    };
+    std::vector<llvm::Value*> t(16), r(16), out(16);
+    for (std::size_t i = 0; i < 16; i += 2) {
+      t[i] = unpack32(rows[i], rows[i + 1], 0);
+      t[i + 1] = unpack32(rows[i], rows[i + 1], 1);
+    }
+    for (std::size_t g = 0; g < 16; g += 4)
+      for (std::size_t j = 0; j < 2; ++j) {
+        r[g + 2 * j] = unpack64(t[g + j], t[g + j + 2], 0);
+        r[g + 2 * j + 1] = unpack64(t[g + j], t[g + j + 2], 1);
+      }
+    for (std::size_t h : {0, 8})
+      for (std::size_t j = 0; j < 4; ++j) {
+        t[h + j] = lanes(r[h + j], r[h + 4 + j], 0);
+        t[h + 4 + j] = lanes(r[h + j], r[h + 4 + j], 1);
+      }
+    for (std::size_t j = 0; j < 8; ++j) {
+      out[j] = lanes(t[j], t[8 + j], 0);
+      out[8 + j] = lanes(t[j], t[8 + j], 1);
+    }
+    return out;
   }
 
   struct Workspace {
