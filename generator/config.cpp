@@ -240,6 +240,19 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
     // 118-124 vs 147-152, 256³ 111 vs 146, 4096×128×4096 101 vs 122; 2 threads 1024³ 240 vs 299, 4096×128×4096 205
     // vs 241). A Zen 4 keeps A in place: its 8×32 tiles ran Aᵀ·B 1024³ at 100 GFLOP/s (0.98 of the best peer).
     c.pack_a = true;
+    if (avx512 && c.pack_b && !skinny && !short_wide_slabs) {
+      // (Where B is read in place, its slabs stay as the tile chose them: 64 deep to stream a large B, as for
+      // 64×4096×4096, 8×48 KC 64 101 GFLOP/s vs 76 with these.)
+      // A is packed once per macro-tile column: a 256-deep slab makes B's panel in half of L2 1024 columns wide,
+      // so A is packed half as often as with 512×512 panels, and 8×32 tiles read the packed sliver best
+      // (exhaustive tuning, 1 thread, Aᵀ·B 1024³: 6×64 KC 512 NC 512 140, 8×32 KC 256 NC 1024 155 GFLOP/s).
+      // Interleaved in one process, GFLOP/s, 6×64 KC 512 (or the model's choice) vs 8×32 KC 256, 1 / 2 threads:
+      // 2048³ 144 / 285 vs 150 / 296, 1024³ 145 / 292 vs 151 / 296, 128×4096×4096 124 / 249 vs 133 / 265,
+      // 4096×128×4096 126 / 260 vs 129 / 264, 777×333×555 136 vs 138-140.
+      c.mr = 8;
+      c.nr = 2 * lanes;
+      slab_kc = 256;
+    }
   }
   if (!skinny && !c.fixed() && problem.signature.a.dtype == DType::f32) {
     // Few columns (the transposed product of x·Wᵀ has the tokens as N): a packed panel is zero-padded to NR, so take

@@ -52,6 +52,19 @@ TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
   GemmProblem col = problem(256, 256, 256);
   col.signature.b.layout = Layout::col_major();
   for (const auto& c : cpu_variants(col, t)) EXPECT_TRUE(c.pack_b);
+  // A is packed only where its rows are not contiguous: a row-major A's variants read it in place, a column-major
+  // A's are offered both ways, for every tile and slab.
+  const GemmProblem rows = problem(512, 512, 512);
+  for (const auto& c : cpu_variants(rows, t)) EXPECT_TRUE(!c.pack_a || c == CpuGemmConfig::default_for(rows, t));
+  GemmProblem cols = rows;
+  cols.signature.a.layout = Layout::col_major();
+  const auto col_space = cpu_variants(cols, t);
+  for (const auto& c : col_space) {
+    if (c.fixed() || c.transpose || c.pack_a) continue;
+    CpuGemmConfig packed = c;
+    packed.pack_a = true;
+    EXPECT_NE(std::find(col_space.begin(), col_space.end(), packed), col_space.end()) << c.to_json().dump();
+  }
 }
 
 // A general kernel's tile taller than the shortest tile covering the problem's rows recomputes clamped rows: out of
