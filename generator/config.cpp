@@ -115,8 +115,22 @@ TwoUnitTile two_unit_tile(const GemmProblem& problem, const Target& target) {
 }
 }  // namespace
 
+namespace {
+// Both column-major on two-unit AVX-512, at least as many rows as columns and N ≥ 1024: packing both directly (A in
+// 8×32 slivers, B transposed) beats the transposed product, whose column-major D takes 8-float pieces a leading
+// dimension apart (Intel Xeon, interleaved in one process, GFLOP/s, direct vs transposed, 1 thread: 1024³ 156-158 vs
+// 139-144, 2048³ 153-155 vs 146-148, even at 4096×1024×4096 and 4096³; 2 threads: 2048³ 300 vs 290, 4096³ 310 vs
+// 301, 1024³ 292-294 vs 264-304). Behind where M < N (256×1024×1024 140 vs 158, 128×4096×4096 115 vs 144) and, on
+// two threads, at N = 512 (512³ 298-300 vs 307-314, 1024×512×1024 276-281 vs 289-290).
+bool direct_beats_transposed(const GemmProblem& p, const Target& t) {
+  const GemmSignature& s = p.signature;
+  return t.isa == CpuIsa::Avx512 && t.vector_fmas_per_cycle >= 2 && s.a.layout.kind() == LayoutKind::ColMajor &&
+         s.b.layout.kind() == LayoutKind::ColMajor && p.m >= p.n && p.n >= 1024;
+}
+}  // namespace
+
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Target& target) {
-  if (transpose_pays(problem)) {
+  if (transpose_pays(problem) && !direct_beats_transposed(problem, target)) {
     CpuGemmConfig t = default_for(transposed(problem), target);
     t.transpose = true;
     return t;

@@ -67,6 +67,36 @@ TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
   }
 }
 
+// A column-major A on a core with two full-width AVX-512 FMA units: packed in 8×32 slivers with 256-deep slabs where
+// B is packed too; with B column-major as well, packed directly (not transposed) from N = 1024 up where M ≥ N. A core
+// with one unit keeps the transposed product.
+TEST(DefaultFor, TwoUnitAvx512PacksAColumnMajorA) {
+  Target two = avx512();
+  two.vector_fmas_per_cycle = 2;
+  two.l1d_bytes = 48 << 10, two.l2_bytes = 2 << 20;
+  Target one = two;
+  one.vector_fmas_per_cycle = 1;
+  const auto with = [](GemmProblem p, bool a_col, bool b_col) {
+    if (a_col) p.signature.a.layout = Layout::col_major();
+    if (b_col) p.signature.b.layout = Layout::col_major();
+    return p;
+  };
+  const CpuGemmConfig cr = CpuGemmConfig::default_for(with(problem(1024, 1024, 1024), true, false), two);
+  EXPECT_TRUE(cr.pack_a && cr.pack_b && !cr.transpose);
+  EXPECT_EQ(cr.mr, 8);
+  EXPECT_EQ(cr.nr, 32);
+  EXPECT_EQ(cr.kc, 256);
+  EXPECT_EQ(cr.nc, 1024) << "B's 256-deep panel in half of L2";
+  for (auto [m, n, direct] : {std::tuple{1024, 1024, true}, {2048, 2048, true}, {4096, 1024, true},
+                              {1024, 512, false}, {512, 512, false}, {128, 4096, false}, {777, 333, false}}) {
+    const GemmProblem cc = with(problem(m, n, 1024), true, true);
+    const CpuGemmConfig c = CpuGemmConfig::default_for(cc, two);
+    EXPECT_EQ(c.transpose, !direct) << m << "x" << n;
+    EXPECT_TRUE(!direct || (c.pack_a && c.pack_b));
+    EXPECT_TRUE(CpuGemmConfig::default_for(cc, one).transpose) << m << "x" << n;
+  }
+}
+
 // A general kernel's tile taller than the shortest tile covering the problem's rows recomputes clamped rows: out of
 // the space, but still in the features' reference space.
 TEST(VariantSpace, NoTileRecomputesRowsTheShortestCoveringTileWouldNot) {
