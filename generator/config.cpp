@@ -263,8 +263,11 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Targe
       // Interleaved in one process, GFLOP/s, 6×64 KC 512 (or the model's choice) vs 8×32 KC 256, 1 / 2 threads:
       // 2048³ 144 / 285 vs 150 / 296, 1024³ 145 / 292 vs 151 / 296, 128×4096×4096 124 / 249 vs 133 / 265,
       // 4096×128×4096 126 / 260 vs 129 / 264, 777×333×555 136 vs 138-140.
+      // Three vectors where they pad N less (777×333×555: 8×48 147-148 vs 8×32 141, 2 threads 304 vs 289; 1000³ 156
+      // vs 155; 500×700×600, where 48 pads more, 150 vs 154).
+      const auto padded = [&](std::int64_t nr) { return (problem.n + nr - 1) / nr * nr; };
       c.mr = 8;
-      c.nr = 2 * lanes;
+      c.nr = padded(3 * lanes) < padded(2 * lanes) ? 3 * lanes : 2 * lanes;
       slab_kc = 256;
     }
   }

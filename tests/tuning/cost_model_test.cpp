@@ -87,6 +87,8 @@ TEST(DefaultFor, TwoUnitAvx512PacksAColumnMajorA) {
   EXPECT_EQ(cr.nr, 32);
   EXPECT_EQ(cr.kc, 256);
   EXPECT_EQ(cr.nc, 1024) << "B's 256-deep panel in half of L2";
+  EXPECT_EQ(CpuGemmConfig::default_for(with(problem(777, 333, 555), true, false), two).nr, 48) << "336 pads less than 352";
+  EXPECT_EQ(CpuGemmConfig::default_for(with(problem(500, 700, 600), true, false), two).nr, 32) << "704 less than 720";
   for (auto [m, n, direct] : {std::tuple{1024, 1024, true}, {2048, 2048, true}, {4096, 1024, true},
                               {1024, 512, false}, {512, 512, false}, {128, 4096, false}, {777, 333, false}}) {
     const GemmProblem cc = with(problem(m, n, 1024), true, true);
