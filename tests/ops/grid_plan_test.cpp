@@ -59,6 +59,12 @@ TEST(GridPlan, TwoThreadsSplitRowsOfACachedBAndColumnsOfAPackedOrStreamedOne) {
   GridPlan p = plan_grid(256, 256, 256, 1, c, 2);
   EXPECT_EQ(p.tile_m, 128);
   EXPECT_EQ(p.tile_n, 256);
+  // Also where MR = 6 makes the halves of 128 rows uneven (66 and 62): the rows, not the columns, are split.
+  CpuGemmConfig six = blocks(6, 64, 1020, 1024);
+  six.pack_b = false;
+  p = plan_grid(128, 128, 128, 1, six, 2);
+  EXPECT_EQ(p.tile_m, 66);
+  EXPECT_EQ(p.tile_n, 128);
   c.pack_b = true;  // each thread packs only its columns of B
   p = plan_grid(256, 256, 256, 1, c, 2);
   EXPECT_EQ(p.tile_m, 256);
