@@ -1,6 +1,7 @@
 #include "generator/emit_llvm.hpp"
 
 #include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Verifier.h>
@@ -30,6 +31,9 @@ enum ArgsField : unsigned { kM, kN, kK, kBatch, kTileM, kTileN, kA, kB, kC, kD, 
 constexpr int kPackAhead = 8;
 // Source rows a pack of unit-stride rows copies into each sliver per pass.
 constexpr int kPackDepthBlock = 8;
+// The FMAs up to which a micro-kernel of constant K is emitted without a K loop (1 thread, 16³×256, GFLOP/s: A·Bᵀ
+// 89-92 -> 102, A·B 145 -> 147; at 32³ (512 FMAs) the loop was 1-4% faster).
+constexpr int kFullUnrollFmas = 256;
 
 struct TensorFields {
   llvm::Value* data;
@@ -127,6 +131,12 @@ class CpuGemmEmitter {
   // Elements of one packed B row sliver per K step: bf16 packs K in pairs, so an odd slab is padded to even.
   llvm::Value* packed_depth(llvm::Value* kc) {
     return bf16_ ? b_.CreateAnd(b_.CreateAdd(kc, i64c(1)), i64c(~std::int64_t{1})) : kc;
+  }
+  // `value` through an empty inline asm: the same register, but no longer an expression loop strength reduction
+  // can see through (it would fold a stepped pointer back into a base + index from the loop counter).
+  llvm::Value* opaque(llvm::Value* value) {
+    auto* type = llvm::FunctionType::get(value->getType(), {value->getType()}, false);
+    return b_.CreateCall(llvm::InlineAsm::get(type, "", "=r,0", false), {value});
   }
   llvm::Value* smin(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y); }
   llvm::Value* smax(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), y, x); }
@@ -476,11 +486,14 @@ class CpuGemmEmitter {
     // In-place A: one pointer per row, unit strides folded in from the layout.
     const Layout& la = sig_.a.layout;
     llvm::Value* a_cs = la.kind() == LayoutKind::RowMajor ? i64c(1) : a_cs_arg;
-    std::vector<llvm::Value*> a_rows;
+    std::vector<llvm::Value*> a_rows, a_row_offsets;
     if (!cfg_.pack_a) {
       llvm::Value* a_rs = la.kind() == LayoutKind::ColMajor ? i64c(1) : a_rs_arg;
       llvm::Value* last_row = b_.CreateSub(rows, i64c(1));
-      for (int r = 0; r < mr; ++r) a_rows.push_back(gep_ab(ap, b_.CreateMul(smin(i64c(r), last_row), a_rs)));
+      for (int r = 0; r < mr; ++r) {
+        a_row_offsets.push_back(b_.CreateMul(smin(i64c(r), last_row), a_rs));
+        a_rows.push_back(gep_ab(ap, a_row_offsets.back()));
+      }
     }
     std::vector<llvm::Value*> b_masks;
     if (!cfg_.pack_b)
@@ -516,7 +529,8 @@ class CpuGemmEmitter {
     const std::size_t set_size = static_cast<std::size_t>(mr * nv);
     LoopValues acc(set_size * static_cast<std::size_t>(sets), llvm::Constant::getNullValue(vec_));
 
-    const auto step = [&](llvm::Value* p, LoopValues values, int set) {
+    // One K step; an in-place A is read at a_column (A(0, p)) plus each row's offset.
+    const auto step = [&](llvm::Value* p, LoopValues values, int set, llvm::Value* a_column) {
       std::vector<llvm::Value*> bv;
       if (cfg_.pack_b) {
         llvm::Value* b_row = gep(bp, b_.CreateMul(p, i64c(cfg_.nr)));
@@ -528,9 +542,8 @@ class CpuGemmEmitter {
         for (int v = 0; v < nv; ++v) bv.push_back(load_masked(gep(b_row, i64c(v * lanes_)), b_masks[v]));
       }
       llvm::Value* a_col = cfg_.pack_a ? gep(ap, b_.CreateMul(p, i64c(mr))) : nullptr;
-      llvm::Value* a_offset = cfg_.pack_a ? nullptr : b_.CreateMul(p, a_cs);
       for (int r = 0; r < live_rows; ++r) {
-        llvm::Value* a_ptr = cfg_.pack_a ? gep(a_col, i64c(r)) : gep(a_rows[r], a_offset);
+        llvm::Value* a_ptr = cfg_.pack_a ? gep(a_col, i64c(r)) : gep(a_column, a_row_offsets[r]);
         llvm::Value* a = b_.CreateAlignedLoad(f32_, a_ptr, llvm::Align(4));
         llvm::Value* splat = b_.CreateVectorSplat(lanes_, a);
         for (int v = 0; v < nv; ++v) {
@@ -542,19 +555,40 @@ class CpuGemmEmitter {
     };
     if (bf16_) {
       acc = emit_bf16_k_loop(acc, a_rows, bp, kc);
+    } else if (fixed_kc > 0 && fixed_kc * chains <= kFullUnrollFmas) {
+      // A short constant K runs straight through, without the loop's counter and branch.
+      for (int p = 0; p < fixed_kc; ++p)
+        acc = step(i64c(p), acc, p % sets, cfg_.pack_a ? nullptr : gep(ap, b_.CreateMul(i64c(p), a_cs)));
+      for (int set = 1; set < sets; ++set)
+        for (std::size_t i = 0; i < set_size; ++i)
+          acc[i] = b_.CreateFAdd(acc[i], acc[static_cast<std::size_t>(set) * set_size + i]);
+      acc.resize(set_size);
     } else {
+      // An in-place A's column pointer is carried past the accumulators, stepped by a_cs (through opaque(), or
+      // loop strength reduction turns it back into an index): indexed from the K counter, the A broadcasts were
+      // FMAs with an indexed memory operand, which issue as two micro-ops each (un-laminated). 1 thread, A·B,
+      // GFLOP/s: 16×16×64×64 145 -> 164, 16×16×32×128 131 -> 147, 16³×256 121 -> 147 (LIBXSMM 141-158).
+      const bool carry_a = !cfg_.pack_a;
+      const auto k_loop = [&](llvm::Value* from, llvm::Value* to, int steps, LoopValues values, const char* loop_name) {
+        if (carry_a) values.push_back(gep(ap, b_.CreateMul(from, a_cs)));
+        values = emit_for(
+            b_, from, to, i64c(steps), values,
+            [&](llvm::Value* p, const LoopValues& carried) {
+              LoopValues next(carried.begin(), carried.begin() + static_cast<std::ptrdiff_t>(acc.size()));
+              llvm::Value* a_column = carry_a ? carried.back() : nullptr;
+              for (int u = 0; u < steps; ++u)
+                next = step(b_.CreateAdd(p, i64c(u)), next, u % sets,
+                            carry_a ? gep(a_column, b_.CreateMul(i64c(u), a_cs)) : nullptr);
+              if (carry_a) next.push_back(gep(opaque(a_column), b_.CreateMul(i64c(steps), a_cs)));
+              return next;
+            },
+            loop_name);
+        values.resize(acc.size());
+        return values;
+      };
       llvm::Value* k_main = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(unroll - 1)));
-      acc = emit_for(
-          b_, i64c(0), k_main, i64c(unroll), acc,
-          [&](llvm::Value* p, const LoopValues& carried) {
-            LoopValues values = carried;
-            for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(p, i64c(u)), values, u % sets);
-            return values;
-          },
-          "k");
-      acc = emit_for(
-          b_, k_main, kc, i64c(1), acc,
-          [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried, 0); }, "k.tail");
+      acc = k_loop(i64c(0), k_main, unroll, acc, "k");
+      acc = k_loop(k_main, kc, 1, acc, "k.tail");
       for (int set = 1; set < sets; ++set)
         for (std::size_t i = 0; i < set_size; ++i)
           acc[i] = b_.CreateFAdd(acc[i], acc[static_cast<std::size_t>(set) * set_size + i]);
@@ -949,8 +983,7 @@ class CpuGemmEmitter {
     // The dense copy inlines the packing, its sizes and B's leading dimension constants (1 thread, A·Bᵀ, GFLOP/s:
     // 16³×256 67 -> 70, 32³×256 102 -> 103, 64³ 132 -> 135); the strided copy calls it, so that compile time grows
     // by one inlined packing, not three.
-    const auto b_source = [&](const TensorFields& b_view, llvm::Value* t, bool inline_packing) {
-      llvm::Value* b_src = gep_ab(b_view.data, b_.CreateMul(t, b_view.bs));
+    const auto b_source = [&](const TensorFields& b_view, llvm::Value* b_src, bool inline_packing) {
       if (!cfg_.pack_b) return b_src;
       if (transposes_whole_b_in_registers()) {
         emit_fixed_pack_transposed(b_src, b_view.cs, ws);
@@ -963,8 +996,7 @@ class CpuGemmEmitter {
     };
     const auto emit_part = [&](const TensorFields& a_view, const TensorFields& b_view,
                                const std::vector<llvm::Function*>& variants, const std::vector<Block>& blocks,
-                               llvm::Value* t, llvm::Value* b_src) {
-      llvm::Value* a_src = gep_ab(a_view.data, b_.CreateMul(t, a_view.bs));
+                               llvm::Value* t, llvm::Value* a_src, llvm::Value* b_src) {
       for (const Block& block : blocks)
         for_tiles(
             block.rows, MR,
@@ -984,15 +1016,19 @@ class CpuGemmEmitter {
             },
             "ir");
     };
-    // Contiguous matrices, whole items: the dense copy.
+    const auto item = [&](const TensorFields& view, llvm::Value* t) { return gep_ab(view.data, b_.CreateMul(t, view.bs)); };
+    // Contiguous matrices, whole items: the dense copy. Item t's A and B are pointers carried from item to item, so
+    // that every broadcast and B row addresses a base register plus a constant; from t·stride they addressed base +
+    // index, and an FMA with an indexed memory operand issues as two micro-ops.
     const auto dense_items = [&] {
       const TensorFields a_dense = dense(a, sig_.a.layout, M, K);
       const TensorFields b_dense = dense(bm, sig_.b.layout, K, N);
       emit_for(
-          b_, begin, end, i64c(1),
-          [&](llvm::Value* t) {
-            llvm::Value* b_src = b_source(b_dense, t, true);
-            for (const auto& blocks : part_blocks) emit_part(a_dense, b_dense, dense_variants, blocks, t, b_src);
+          b_, begin, end, i64c(1), {item(a_dense, begin), item(b_dense, begin)},
+          [&](llvm::Value* t, const LoopValues& at) {
+            llvm::Value* b_src = b_source(b_dense, at[1], true);
+            for (const auto& blocks : part_blocks) emit_part(a_dense, b_dense, dense_variants, blocks, t, at[0], b_src);
+            return LoopValues{gep_ab(at[0], a_dense.bs), gep_ab(at[1], b_dense.bs)};
           },
           "batch");
     };
@@ -1003,7 +1039,10 @@ class CpuGemmEmitter {
       if (parts == 1) {
         emit_for(
             b_, begin, end, i64c(1),
-            [&](llvm::Value* t) { emit_part(a, bm, strided_variants, part_blocks[0], t, b_source(bm, t, false)); }, "batch");
+            [&](llvm::Value* t) {
+              emit_part(a, bm, strided_variants, part_blocks[0], t, item(a, t), b_source(bm, item(bm, t), false));
+            },
+            "batch");
         return;
       }
       llvm::Value* whole = b_.CreateICmpSGE(args_field(args, kTileM, i64_), i64c(M));
@@ -1012,11 +1051,12 @@ class CpuGemmEmitter {
           b_.CreateSelect(whole, b_.CreateShl(end, i64c(1)), end), i64c(1),
           [&](llvm::Value* u) {
             llvm::Value* t = b_.CreateLShr(u, i64c(1));
-            llvm::Value* b_src = b_source(bm, t, false);  // both halves read all of B
+            llvm::Value* a_src = item(a, t);
+            llvm::Value* b_src = b_source(bm, item(bm, t), false);  // both halves read all of B
             emit_if_else(
                 b_, b_.CreateICmpEQ(b_.CreateAnd(u, i64c(1)), i64c(0)),
-                [&] { emit_part(a, bm, strided_variants, part_blocks[0], t, b_src); },
-                [&] { emit_part(a, bm, strided_variants, part_blocks[1], t, b_src); }, "half");
+                [&] { emit_part(a, bm, strided_variants, part_blocks[0], t, a_src, b_src); },
+                [&] { emit_part(a, bm, strided_variants, part_blocks[1], t, a_src, b_src); }, "half");
           },
           "half_tile");
     };
