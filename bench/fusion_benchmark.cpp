@@ -28,12 +28,12 @@ struct Variant {
 }  // namespace
 
 nlohmann::json run_fusion_benchmark(const std::vector<GemmShape>& shapes, const std::vector<int>& thread_counts,
-                                    int repeat, const Sampling& sampling) {
+                                    int repeat, const Sampling& sampling, std::ostream& log) {
   nlohmann::json rows = nlohmann::json::array();
   Runtime runtime;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  std::cout << fmt::format("{:<18} {:>3} {:>10} {:>13} {:>10} {:>12} {:>12} {:>12} {:>15} {:>12}\n", "shape", "thr",
+  log << fmt::format("{:<18} {:>3} {:>10} {:>13} {:>10} {:>12} {:>12} {:>12} {:>15} {:>12}\n", "shape", "thr",
                            "tessera", "tessera+gelu", "onednn", "onednn+gelu", "onednn,gelu", "fused/plain",
                            "unfused/fused", "onednn/ours");
   for (const GemmShape& s : shapes) {
@@ -123,7 +123,7 @@ nlohmann::json run_fusion_benchmark(const std::vector<GemmShape>& shapes, const 
       row["separate_pass_ms"] = pass_ms;
       row["tessera_then_pass_over_fused"] =
           (row["tessera_ms"].get<double>() + pass_ms) / row["tessera+gelu_ms"].get<double>();
-      std::cout << fmt::format(
+      log << fmt::format(
           "{:<18} {:>3} {:>10.3f} {:>13.3f} {:>10.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>15.3f} {:>12.2f}\n", s.label(),
           threads, row["tessera_ms"].get<double>(), row["tessera+gelu_ms"].get<double>(),
           row["onednn_ms"].get<double>(), row["onednn+gelu_ms"].get<double>(), row["onednn,gelu_ms"].get<double>(),

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,8 @@
 
 namespace tessera::bench {
 
+// Prints its table to `log` as rows complete; returns the rows as JSON.
 nlohmann::json run_fusion_benchmark(const std::vector<GemmShape>& shapes, const std::vector<int>& threads, int repeat,
-                                    const Sampling& sampling);
+                                    const Sampling& sampling, std::ostream& log);
 
 }  // namespace tessera::bench

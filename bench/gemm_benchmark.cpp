@@ -69,6 +69,12 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
     }
 
     for (int threads : options.threads) {
+      // The pause lets the previous run's threads go idle. Within a run on one thread no library has other
+      // threads, so its samples follow each other without it: an idle pause before every sample left a
+      // memory-bound shape half-warm (1×4096×4096 with B in L3, GFLOP/s: tessera 14.3 -> 9.5, Eigen 14.1 -> 11.4,
+      // BLIS 14.1 -> 11.0), and `--cold-b` measures a cold B deliberately.
+      sampling.settle();
+      const bool settle_each_sample = threads > 1;
       ShapeResult r;
       r.shape = s;
       r.threads = threads;
@@ -90,7 +96,8 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
         for (std::size_t i = 0; i < peers.size(); ++i) {
           PeerResult& p = r.results[i];
           if (!p.unavailable.empty()) continue;
-          p.gflops.push_back(s.flops() / sampling.sample([&] { peers[i]->run(); }, p.calls_per_sample) / 1e9);
+          p.gflops.push_back(s.flops() / sampling.sample([&] { peers[i]->run(); }, p.calls_per_sample,
+                                                                settle_each_sample) / 1e9);
         }
       double scale = 0;
       for (float x : c[0]) scale = std::max(scale, static_cast<double>(std::fabs(x)));

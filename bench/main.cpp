@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   fusion->add_option("--shapes", shapes_text, "MxNxK,...")->required();
   fusion->add_option("--threads", threads_text, "comma-separated thread counts");
   fusion->add_option("--repeat", options.repeat, "samples per variant (median reported)");
-  fusion->add_option("--json", json_path, "write the results as JSON to FILE");
+  fusion->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -78,13 +78,21 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // A report to its file, whole or not at all, or with "-" to stdout.
+  const auto write_json = [&](const nlohmann::json& report) {
+    if (json_path == "-")
+      std::cout << report.dump(1) << "\n";
+    else if (!json_path.empty())
+      write_file_atomically(json_path, report.dump(1) + "\n");
+  };
   try {
     if (fusion->parsed()) {
       std::vector<int> threads;
       for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));
       const auto rows = run_fusion_benchmark(parse_shapes(shapes_text), threads, options.repeat,
-                                             Sampling{options.sample_ms, options.settle_ms});
-      if (!json_path.empty()) write_file_atomically(json_path, rows.dump(1) + "\n");
+                                             Sampling{options.sample_ms, options.settle_ms},
+                                             json_path == "-" ? std::cerr : std::cout);
+      write_json(rows);
       return 0;
     }
     if (suite.empty() == shapes_text.empty()) throw tessera::InvalidArgument("--suite/--shapes", "give exactly one");
@@ -106,7 +114,7 @@ int main(int argc, char** argv) {
       try {
         const auto report =
             run_cuda_benchmark(shapes, cuda, [](const nlohmann::json& row) { std::cout << row.dump() << std::endl; });
-        if (!json_path.empty()) write_file_atomically(json_path, report.dump(1) + "\n");
+        write_json(report);
         for (const auto& row : report["rows"])
           if (!row["agrees"].get<bool>()) return 1;
         return 0;
@@ -137,10 +145,7 @@ int main(int argc, char** argv) {
         shapes, options, [&](const ShapeResult& r) { log << table_row(r, options.peers) << std::endl; });
     const nlohmann::json report = to_json(results, command);
     log << "summary (tessera / best peer): " << report["summary"].dump() << "\n";
-    if (json_path == "-")
-      std::cout << report.dump(1) << "\n";
-    else if (!json_path.empty())
-      write_file_atomically(json_path, report.dump(1) + "\n");
+    write_json(report);
     if (!svg_path.empty()) write_file_atomically(svg_path, to_svg(results, command));
     for (const auto& r : results)
       for (const auto& p : r.results)

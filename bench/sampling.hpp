@@ -36,12 +36,15 @@ struct Sampling {
     return static_cast<int>(std::clamp(sample_ms / 1e3 / std::max(per_call, 1e-9), 1.0, 1e6));
   }
 
-  // Seconds per call over one sample.
-  double sample(const std::function<void()>& call, int calls) const {
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(settle_ms));
+  // Seconds per call over one sample; `settle` false skips the pause (where no other library's threads can be
+  // spinning: see the GEMM benchmark).
+  double sample(const std::function<void()>& call, int calls, bool settle = true) const {
+    if (settle) this->settle();
     call();
     return timed(call, calls) / calls;
   }
+
+  void settle() const { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(settle_ms)); }
 
   double timed(const std::function<void()>& call, int calls) const {
     return cold ? cold_call_seconds(call, calls, cold, cold_bytes) : seconds(call, calls);
