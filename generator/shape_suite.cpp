@@ -41,7 +41,7 @@ std::vector<SuiteShape> load_shape_suite(const std::string& path_or_name, const 
   if (!in) throw InvalidArgument("--suite", "cannot read '" + path_or_name + "'");
   std::vector<SuiteShape> shapes;
   std::string family = path.stem().string(), line;
-  bool cold_b = false;
+  SuiteShape attributes;  // of the current family
   for (int line_number = 1; std::getline(in, line); ++line_number) {
     const std::string where = fmt::format("{}:{}", path.string(), line_number);
     if (const auto hash = line.find('#'); hash != std::string::npos) {
@@ -49,12 +49,18 @@ std::vector<SuiteShape> load_shape_suite(const std::string& path_or_name, const 
       std::string key, name;
       if (comment >> key >> name && key == "family:") {
         family = name;
-        cold_b = false;
+        attributes = SuiteShape{};
         for (std::string attribute; comment >> attribute;) {
-          if (attribute != "b-cold")
-            throw InvalidArgument("--suite", fmt::format("{}: unknown family attribute '{}' (known: b-cold)", where,
-                                                         attribute));
-          cold_b = true;
+          if (attribute == "b-cold")
+            attributes.cold_b = true;
+          else if (attribute == "a-col")
+            attributes.a_col = true;
+          else if (attribute == "b-col")
+            attributes.b_col = true;
+          else
+            throw InvalidArgument(
+                "--suite",
+                fmt::format("{}: unknown family attribute '{}' (known: b-cold, a-col, b-col)", where, attribute));
         }
       }
       line = line.substr(0, hash);
@@ -64,7 +70,9 @@ std::vector<SuiteShape> load_shape_suite(const std::string& path_or_name, const 
     for (std::string word; words >> word;) v.push_back(number(word, where));
     if (!v.empty()) {
       shapes.push_back(checked(v, where, family));
-      shapes.back().cold_b = cold_b;
+      shapes.back().cold_b = attributes.cold_b;
+      shapes.back().a_col = attributes.a_col;
+      shapes.back().b_col = attributes.b_col;
     }
   }
   if (shapes.empty()) throw InvalidArgument("--suite", "'" + path.string() + "' lists no shapes");

@@ -76,8 +76,14 @@ Tuner::Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, Tuning
   if (!(options_.refine_within >= 0)) throw InvalidArgument("refine_within", "must not be negative");
 }
 
-TuneResult Tuner::tune(const GemmProblem& problem, const std::string& family,
+TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
                        const std::function<void(int, int)>& progress) {
+  // The problem as the runtime describes the operands timed for it: one row of a column-major matrix (leading
+  // dimension 1) has unit strides both ways, and the binding calls it row-major. Compiled as asked, a 1×N×K problem
+  // with a column-major A was refused at its first call (the arguments describe another signature).
+  GemmProblem problem = asked;
+  for (auto [op, rows] : {std::pair{&problem.signature.a, asked.m}, {&problem.signature.b, asked.k}})
+    if (op->layout.kind() == LayoutKind::ColMajor && rows <= 1) op->layout = Layout::row_major();
   const Target& target = runtime_.target();
   const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
   TuneResult result;

@@ -172,6 +172,21 @@ printf '# family: warm\n24 256 64\n# family: weights b-cold\n24 256 64\n' >"$tmp
 if [[ $(sqlite3 "$tmp/cold.sqlite" "select group_concat(family || ':' || b_cold || ':' || n, ' ') from
     (select family, b_cold, count(*) n from measurements group by family, b_cold order by family)") == "warm:0:2 weights:1:2" ]] &&
   grep -q "\[weights, B cold\]" "$tmp/cold.out"; then ok; else bad "b-cold family: $(cat "$tmp/cold.out")"; fi
+# A family may name its column-major operands: its problems are tuned and recorded in those layouts, the next
+# family's in the default (row-major) ones.
+printf '# family: linear b-col\n24 256 64\n# family: plain\n24 256 64\n' >"$tmp/layouts.txt"
+"$bin" tune gemm --suite "$tmp/layouts.txt" --top-k 2 --records "$tmp/layouts.sqlite" --sample-ms 0.2 --samples 3 >/dev/null 2>&1
+if [[ $(sqlite3 "$tmp/layouts.sqlite" "select group_concat(family || ':' || b || ':' || n, ' ') from
+    (select family, instr(signature, '\"b\":{\"dtype\":\"f32\",\"layout\":\"col\"}') > 0 b, count(*) n
+     from measurements group by family, b order by family)") == "linear:1:2 plain:0:2" ]]; then ok
+else bad "b-col family: $(sqlite3 "$tmp/layouts.sqlite" "select family, signature from measurements")"; fi
+# One row of a column-major A is a row-major A to the runtime (unit strides both ways): tuned and recorded as such
+# (compiled as asked, its first call was refused).
+if "$bin" tune gemm --shapes 1x256x64 --layout-a col --top-k 2 --records "$tmp/onerow.sqlite" --sample-ms 0.2 --samples 3 \
+    >"$tmp/onerow.out" 2>&1 && grep -q "gemm_f32_rrzr" "$tmp/onerow.out" &&
+  [[ $(sqlite3 "$tmp/onerow.sqlite" "select count(*) from measurements
+       where instr(signature, '\"a\":{\"dtype\":\"f32\",\"layout\":\"row\"}') > 0") -eq 2 ]]; then ok
+else bad "one-row column-major A: $(cat "$tmp/onerow.out")"; fi
 printf '# family: weights b-hot\n24 256 64\n' >"$tmp/badattr.txt"
 expect_bad "unknown family attribute 'b-hot'" tune gemm --suite "$tmp/badattr.txt" --top-k 1
 expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --split sideways

@@ -104,8 +104,10 @@ struct TuneCommand {
       const SuiteShape& s = list[i];
       GemmProblem p;
       p.m = s.m, p.n = s.n, p.k = s.k, p.batch = s.batch;
-      p.signature.a = {*dt, *la};
-      p.signature.b = {*dt, *lb};
+      // A family that names its layouts keeps them: a suite can mix every layout pair.
+      const auto layout = [&](bool col) { return col ? Layout::col_major() : Layout::row_major(); };
+      p.signature.a = {*dt, s.layouts_given() ? layout(s.a_col) : *la};
+      p.signature.b = {*dt, s.layouts_given() ? layout(s.b_col) : *lb};
       p.signature.c = {DType::f32, Layout::zero()};
       p.signature.d = {DType::f32, Layout::row_major()};
       auto last_update = std::chrono::steady_clock::now() - std::chrono::seconds(1);
@@ -129,7 +131,7 @@ struct TuneCommand {
       if (r.measured.empty()) continue;
       const VariantMeasurement& best = r.measured[r.best];
       const double default_ns = [&] {
-        const CpuGemmConfig d = CpuGemmConfig::default_for(p, runtime.target());
+        const CpuGemmConfig d = CpuGemmConfig::default_for(r.problem, runtime.target());
         for (const auto& m : r.measured)
           if (m.config == d) return m.median_ns;
         return 0.0;
@@ -138,7 +140,7 @@ struct TuneCommand {
       std::cout << fmt::format("{}x{}x{}{} [{}{}] best {} {:.1f} GFLOP/s{} · measured {} of {} ({} new)\n", p.m, p.n,
                                p.k, p.batch > 1 ? fmt::format("x{}", p.batch) : "", s.family,
                                s.cold_b || options.cold_b ? ", B cold" : "",
-                               KernelSpec{p.signature, best.config, runtime.target()}.name(),
+                               KernelSpec{r.problem.signature, best.config, runtime.target()}.name(),
                                p.flops() / best.median_ns,
                                default_ns > 0 ? fmt::format(" (default {:.1f})", p.flops() / default_ns) : "",
                                r.measured.size(), r.space, r.compiled)
