@@ -377,6 +377,51 @@ TEST(GemmNumerics, TransposedKernelsAreExact) {
       }
 }
 
+// A column-major D is stored by columns: each chunk of at most 8 tile rows is turned into columns of 4 (up to 4
+// rows) or 8 values by staged shuffles. Every tile height from 1 to 16 (one chunk, a chunk and a part, two), every
+// vector count, edge rows and columns, a parked (transcendental) epilogue and a cheap one, AVX-512 and AVX2.
+TEST(GemmNumerics, ColumnMajorDAtEveryTileHeight) {
+  std::vector<std::string> targets;
+  if (Target::host_supports(CpuIsa::Avx512)) targets.push_back("cpu:avx512");
+  if (Target::host_supports(CpuIsa::Avx2)) targets.push_back("cpu:avx2");
+  if (targets.empty()) GTEST_SKIP() << "host has neither AVX-512 nor AVX2";
+  int i = 0;
+  for (const std::string& name : targets) {
+    Runtime runtime({name, 0, 0});
+    const Target& target = runtime.target();
+    const int lanes = target.vector_lanes();
+    for (int mr = 1; mr <= 16; ++mr)
+      for (int vectors = 1; vectors <= 4; ++vectors) {
+        if (mr * vectors + vectors + 1 > target.vector_registers()) continue;
+        Case t{2 * mr + 1 + i % 3, vectors * lanes + 5 + i % 7, 9};
+        t.ld = kCol;
+        t.alpha = 2;
+        t.beta = i % 2 ? 0.5f : 0;
+        t.epilogue = i % 3 == 0 ? "gelu(alpha*acc + bias[n])" : "";
+        t.integers = t.epilogue.empty();
+        ++i;
+        Operands ops(t, 5);
+        const GemmProblem problem = runtime.describe(ops.args);
+        CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).untransposed();
+        config.dot = false;
+        config.fixed_m = config.fixed_n = config.fixed_k = 0;
+        config.pack_a = false;
+        config.pack_b = true;
+        config.mr = mr;
+        config.nr = vectors * lanes;
+        config.kc = 8;  // two K slabs
+        config.mc = 2 * mr;
+        config.nc = config.nr;
+        SCOPED_TRACE(fmt::format("{} on {}, tile {}x{}", t.describe(), name, mr, config.nr));
+        const GemmReference ref = reference_gemm(ops.args);
+        runtime.compile(problem, config).run(ops.args);
+        const GemmComparison cmp = compare_gemm(ref, ops.d.view, t.integers);
+        EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+        EXPECT_EQ(written(ops.d), t.batch * t.m * t.n);
+      }
+  }
+}
+
 // B read in place starts its full micro-tiles on a vector boundary of B's rows, behind a narrow first tile; edge
 // tiles run kernels narrowed to the vectors they need. Every alignment of B's first element (its row stride a
 // multiple of the vector or not), several K slabs and macro-tiles, one and two threads, against the reference.
