@@ -117,6 +117,12 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
           r.best_peer_gflops = p.median_gflops;
           r.best_peer = p.peer;
         }
+        if (i == 0) continue;
+        const double paired = paired_median_ratio(r.results[0].gflops, p.gflops);
+        if (r.paired_peer.empty() || paired < r.paired_ratio) {
+          r.paired_ratio = paired;
+          r.paired_peer = p.peer;
+        }
       }
       r.ratio = r.best_peer_gflops > 0 ? r.results[0].median_gflops / r.best_peer_gflops : 0;
       on_result(r);

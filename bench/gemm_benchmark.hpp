@@ -28,6 +28,9 @@ struct ShapeResult {
   std::string best_peer;            // the fastest that is not tessera
   double best_peer_gflops = 0;
   double ratio = 0;  // tessera / best peer (0 without a peer)
+  // The lowest over peers of the median over rounds of tessera / that peer (paired_median_ratio; 0 without a peer)
+  double paired_ratio = 0;
+  std::string paired_peer;  // the peer it is taken against
 };
 
 struct BenchmarkOptions {

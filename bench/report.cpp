@@ -54,7 +54,7 @@ std::string escape_xml(const std::string& s) {
 std::string table_header(const std::vector<std::string>& peers) {
   std::string h = fmt::format("{:<20} {:>3} {:>9}", "shape", "thr", "tessera");
   for (const auto& p : peers) h += fmt::format(" {:>9}", p);
-  return h + fmt::format(" {:>7}  {}", "ratio", "best peer");
+  return h + fmt::format(" {:>7}  {:<9} {:>7}", "ratio", "best peer", "paired");
 }
 
 std::string table_row(const ShapeResult& r, const std::vector<std::string>& peers) {
@@ -66,23 +66,33 @@ std::string table_row(const ShapeResult& r, const std::vector<std::string>& peer
     else
       row += fmt::format(" {:>8.1f}{}", p->median_gflops, p->agrees ? " " : "!");
   }
-  return row + fmt::format(" {:>7.2f}  {}", r.ratio, r.best_peer);
+  return row + fmt::format(" {:>7.2f}  {:<9} {:>7.2f}", r.ratio, r.best_peer, r.paired_ratio);
 }
 
 nlohmann::json summary(const std::vector<ShapeResult>& results) {
-  std::map<std::string, std::vector<double>> ratios;
+  std::map<std::string, std::vector<const ShapeResult*>> groups;
   for (const auto& r : results) {
     if (r.ratio <= 0) continue;
-    ratios["threads_" + std::to_string(r.threads)].push_back(r.ratio);
-    ratios["all"].push_back(r.ratio);
+    groups["threads_" + std::to_string(r.threads)].push_back(&r);
+    groups["all"].push_back(&r);
   }
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [key, v] : ratios) {
+  const auto geomean = [](const std::vector<double>& v) {
     double log_sum = 0;
     for (double x : v) log_sum += std::log(x);
-    j[key] = {{"geomean_ratio", std::exp(log_sum / static_cast<double>(v.size()))},
-              {"min_ratio", *std::min_element(v.begin(), v.end())},
-              {"shapes", v.size()}};
+    return std::exp(log_sum / static_cast<double>(v.size()));
+  };
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, rows] : groups) {
+    std::vector<double> ratio, paired;
+    for (const ShapeResult* r : rows) {
+      ratio.push_back(r->ratio);
+      paired.push_back(r->paired_ratio);
+    }
+    j[key] = {{"geomean_ratio", geomean(ratio)},
+              {"min_ratio", *std::min_element(ratio.begin(), ratio.end())},
+              {"geomean_paired_ratio", geomean(paired)},
+              {"min_paired_ratio", *std::min_element(paired.begin(), paired.end())},
+              {"shapes", rows.size()}};
   }
   return j;
 }
@@ -110,7 +120,9 @@ nlohmann::json to_json(const std::vector<ShapeResult>& results, const std::strin
                     {"peers", peers},
                     {"best_peer", r.best_peer},
                     {"best_peer_gflops", r.best_peer_gflops},
-                    {"ratio_tessera_over_best_peer", r.ratio}});
+                    {"ratio_tessera_over_best_peer", r.ratio},
+                    {"paired_ratio", r.paired_ratio},
+                    {"paired_peer", r.paired_peer}});
   }
   char date[64];
   const std::time_t now = std::time(nullptr);

@@ -62,4 +62,15 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// The median over rounds of ours[i] / theirs[i]: samples taken in the same round, a few milliseconds apart, see the
+// same machine. On a VM whose speed changes for a few samples at a time (every library at half speed for 4 of 7
+// rounds), the ratio of the two medians can pick a slow sample for one and a fast one for the other; the paired
+// ratio cannot.
+inline double paired_median_ratio(const std::vector<double>& ours, const std::vector<double>& theirs) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < std::min(ours.size(), theirs.size()); ++i)
+    if (theirs[i] > 0) ratios.push_back(ours[i] / theirs[i]);
+  return median(std::move(ratios));
+}
+
 }  // namespace tessera::bench

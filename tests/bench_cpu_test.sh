@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$bench" gemm --shapes 37x70x45,130x33x300x3 --layouts rr,rc,cr,cc --peers onednn,openblas,blis,eigen \
-  --threads 1,2 --repeat 1 --sample-ms 1 --settle-ms 0 --json "$tmp/out.json" >"$tmp/log" 2>&1 ||
+  --threads 1,2 --repeat 3 --sample-ms 1 --settle-ms 0 --json "$tmp/out.json" >"$tmp/log" 2>&1 ||
   fail "exit $?: $(cat "$tmp/log")"
 python3 - "$tmp/out.json" <<'PY' || fail "report: $(cat "$tmp/log")"
 import json, sys
@@ -21,6 +21,17 @@ for r in rows:
     assert len(compared) >= 3, r["shape"]
     assert all(p["agrees_with_tessera"] for p in compared), r["shape"]
     assert r["shape"].endswith(":" + r["layouts"]) == (r["layouts"] != "rr"), r["shape"]
+    # The paired ratio: per peer, the median over rounds of tessera / that peer; the lowest of them.
+    ours = r["peers"]["tessera"]["samples_gflops"]
+    paired = {}
+    for name, p in r["peers"].items():
+        if name == "tessera" or "samples_gflops" not in p:
+            continue
+        ratios = sorted(a / b for a, b in zip(ours, p["samples_gflops"]))
+        paired[name] = ratios[len(ratios) // 2]
+    worst = min(paired, key=paired.get)
+    assert abs(r["paired_ratio"] - paired[worst]) < 1e-9 * paired[worst], (r["shape"], r["paired_ratio"], paired)
+    assert r["paired_peer"] == worst, (r["shape"], r["paired_peer"], paired)
 PY
 
 # B cold before every timed call: the same agreement check, and the option recorded with the results.
