@@ -85,6 +85,7 @@ void ThreadPool::work(int participant, void* scratch) {
     for (int q = 0; q < participants_; ++q) shares_[static_cast<std::size_t>(q)].next = tasks_;  // hand out no more
     std::lock_guard lock(mutex_);
     if (!error_) error_ = std::current_exception();
+    failed_ = true;
   }
 }
 
@@ -104,7 +105,9 @@ void ThreadPool::worker_loop(int index) {
     ++active_;
     if (open_.load() && index < participants_)
       work(index, scratch_[static_cast<std::size_t>(index)].get(scratch_bytes_));
-    if (--active_ == 0) {
+    // Sequentially consistent, as the caller's store to caller_asleep_ and its load of active_: either the caller
+    // sees 0 before it sleeps, or this sees it asleep and wakes it under the mutex it waits with.
+    if (--active_ == 0 && caller_asleep_.load()) {
       std::lock_guard lock(mutex_);
       done_.notify_all();
     }
@@ -130,6 +133,7 @@ void ThreadPool::place_workers() {
 void ThreadPool::run(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task) {
   std::lock_guard region(region_);
   error_ = nullptr;
+  failed_ = false;
   task_ = &task;
   tasks_ = tasks;
   scratch_bytes_ = scratch_bytes;
@@ -153,11 +157,15 @@ void ThreadPool::run(int participants, std::int64_t tasks, std::size_t scratch_b
     open_ = false;
     if (!spin_until([&] { return active_.load() == 0; }, spin_us_)) {
       std::unique_lock lock(mutex_);
+      caller_asleep_ = true;
       done_.wait(lock, [&] { return active_.load() == 0; });
+      caller_asleep_ = false;
     }
   }
-  std::lock_guard lock(mutex_);
-  if (error_) std::rethrow_exception(error_);
+  if (failed_.load()) {
+    std::lock_guard lock(mutex_);
+    std::rethrow_exception(error_);
+  }
 }
 
 }  // namespace tessera

@@ -79,7 +79,12 @@ class ThreadPool {
   alignas(64) std::atomic<int> active_{0};  // workers inside the open job
   alignas(64) std::atomic<std::uint64_t> generation_{0};
   alignas(64) std::atomic<int> sleepers_{0};
+  // The caller is asleep on done_ (it spun past spin_us): only then does the last worker out take the mutex to
+  // wake it. Taking it on every job raced the spinning caller, which saw active_ reach 0, locked the mutex for
+  // error_ while the worker still held it, and slept in the kernel until woken.
+  alignas(64) std::atomic<bool> caller_asleep_{false};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> failed_{false};  // error_ is set; read without the mutex on the way out of run()
   std::exception_ptr error_;
 };
 
