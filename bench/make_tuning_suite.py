@@ -91,6 +91,13 @@ for pair in [" a-col", " a-col b-col"]:
         for n, k in [(1024, 1024), (2048, 512), (512, 2048)]:
             add("layouts-" + {" a-col": "cr", " a-col b-col": "cc"}[pair], m, n, k, layouts=pair)
 
+# The small family's L3-sized batches in the other layouts (added 2026-11-26, with the fixed-size kernels of A·Bᵀ):
+# the three above fit in L2, and the model ranked 32³×256 Aᵀ·B's tiles from them (its pick 102 GFLOP/s, the best 116).
+for pair in [" b-col", " a-col", " a-col b-col"]:
+    for size, batch in [(16, 1024), (32, 256), (64, 64)]:
+        add("layouts-" + {" b-col": "rc", " a-col": "cr", " a-col b-col": "cc"}[pair], size, size, size, batch,
+            layouts=pair)
+
 with open("bench/suites/tuning.txt", "w") as out:
     out.write("# The cost model's ground truth (bench/make_tuning_suite.py): %d shapes in %d families\n"
               % (sum(len(v) for v in families.values()), len({f for f, _, _ in families})))

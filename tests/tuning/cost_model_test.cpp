@@ -41,12 +41,29 @@ TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
   for (auto [m, n, k] : {std::tuple{512, 512, 512}, {1, 4096, 1024}, {64, 64, 64}, {17, 131, 257}}) {
     const GemmProblem p = problem(m, n, k);
     const auto space = cpu_variants(p, t);
-    EXPECT_GE(space.size(), m == 1 ? 40u : 100u) << m << "x" << n << "x" << k;  // one row: 1-row tiles only
+    const bool small = m <= 64 && n <= 64 && k <= 64;
+    // One row: 1-row tiles only; small: the fixed-size kernels only (on AVX-512 they beat every general one).
+    EXPECT_GE(space.size(), small ? 6u : m == 1 ? 40u : 100u) << m << "x" << n << "x" << k;
     for (const auto& c : space) EXPECT_NO_THROW(validate(p.signature, c, t)) << c.to_json().dump();
     EXPECT_EQ(space[0], CpuGemmConfig::default_for(p, t));
     EXPECT_EQ(cpu_variants(p, t), space) << "deterministic";
-    const bool has_fixed = std::any_of(space.begin(), space.end(), [](const auto& c) { return c.fixed(); });
-    EXPECT_EQ(has_fixed, m <= 64 && n <= 64 && k <= 64);
+    const auto fixed_count = std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed(); });
+    EXPECT_EQ(fixed_count, small ? static_cast<std::ptrdiff_t>(space.size()) : 0);
+    // The reference space (features, model evaluation) keeps the general kernels of a small problem.
+    const auto reference = cpu_feature_reference(p, t);
+    EXPECT_GT(std::count_if(reference.begin(), reference.end(), [](const auto& c) { return !c.fixed(); }), 50);
+  }
+  // A small A·Bᵀ (where the dot kernels fit) gets the fixed-size kernels too, of the product as it is and of its
+  // transpose: its space was default_for's one kernel.
+  for (auto [m, batch] : {std::pair{16, 256}, {64, 64}, {64, 1}}) {
+    GemmProblem p = problem(m, m, m);
+    p.batch = batch;
+    p.signature.b.layout = Layout::col_major();
+    const auto space = cpu_variants(p, t);
+    const auto direct = std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed() && !c.transpose; });
+    const auto flipped = std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed() && c.transpose; });
+    EXPECT_GE(direct, 4) << m << "³×" << batch;
+    EXPECT_GE(flipped, 4) << m << "³×" << batch;
   }
   // Column-major B cannot be read in place: no unpacked-B variant.
   GemmProblem col = problem(256, 256, 256);
