@@ -129,7 +129,8 @@ bool direct_beats_transposed(const GemmProblem& p, const Target& t) {
 }
 }  // namespace
 
-CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& problem, const Target& target) {
+CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const Target& target) {
+  const GemmProblem problem = with_nonempty_output(asked);
   if (transpose_pays(problem) && !direct_beats_transposed(problem, target)) {
     CpuGemmConfig t = default_for(transposed(problem), target);
     t.transpose = true;

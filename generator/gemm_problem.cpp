@@ -1,5 +1,7 @@
 #include "generator/gemm_problem.hpp"
 
+#include <algorithm>
+
 #include "generator/error.hpp"
 
 namespace tessera {
@@ -97,6 +99,13 @@ GemmSignature transposed(const GemmSignature& s) {
     in.operand = flip(in.operand);
   }
   return t;
+}
+
+GemmProblem with_nonempty_output(GemmProblem problem) {
+  problem.m = std::max<std::int64_t>(problem.m, 1);
+  problem.n = std::max<std::int64_t>(problem.n, 1);
+  problem.batch = std::max<std::int64_t>(problem.batch, 1);
+  return problem;
 }
 
 GemmProblem transposed(const GemmProblem& p) {

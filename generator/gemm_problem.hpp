@@ -62,4 +62,10 @@ struct GemmProblem {
 GemmSignature transposed(const GemmSignature& signature);
 GemmProblem transposed(const GemmProblem& problem);
 
+// The problem with a zero M, N or batch made 1. An empty output computes nothing, so any kernel of its signature
+// serves; configs and cost models are chosen for the smallest non-empty problem, whose arithmetic has no zero
+// divisors. K stays: K = 0 still writes D = epilogue(0, C).
+GemmProblem with_nonempty_output(GemmProblem problem);
+inline bool output_is_empty(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.batch == 0; }
+
 }  // namespace tessera

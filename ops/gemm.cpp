@@ -38,7 +38,8 @@ PreparedGemm GemmKernel::prepare(const GemmArgs& args) const {
   // A transposed kernel computes Dᵀ = Bᵀ·Aᵀ: it is planned and called on the transposed arguments.
   if (config.transpose) state->bound = transposed(state->bound);
   const GemmProblem& computed = state->bound.problem;
-  if (config.fixed() && (computed.m != config.fixed_m || computed.n != config.fixed_n || computed.k != config.fixed_k)) {
+  // An empty output computes nothing, so a kernel specialised for other sizes may take it.
+  if (config.fixed() && !output_is_empty(computed) && (computed.m != config.fixed_m || computed.n != config.fixed_n || computed.k != config.fixed_k)) {
     const GemmProblem& asked = config.transpose ? transposed(computed) : computed;
     throw InvalidArgument("args", fmt::format("are {}x{}x{}, this kernel is specialised for {}x{}x{}", asked.m, asked.n,
                                               asked.k, config.transpose ? config.fixed_n : config.fixed_m,

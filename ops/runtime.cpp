@@ -63,7 +63,8 @@ GemmProblem thread_share(GemmProblem p, int threads) {
 }
 }  // namespace
 
-CpuGemmConfig Runtime::choose_config(const GemmProblem& problem) {
+CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) {
+  const GemmProblem problem = with_nonempty_output(asked);
   GemmProblem ranked = problem;
   ranked.b_cold = problem.b_cold || b_arrives_cold(problem, impl_->target);
   const GemmProblem share =
@@ -114,6 +115,10 @@ GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& con
   return GemmKernel(std::move(compiled), impl_);
 }
 
-void Runtime::gemm(const GemmArgs& args) { compile(describe(args)).run(args); }
+void Runtime::gemm(const GemmArgs& args) {
+  const GemmProblem problem = describe(args);
+  if (output_is_empty(problem)) return;  // validated; nothing to write, as in BLAS
+  compile(problem).run(args);
+}
 
 }  // namespace tessera

@@ -26,6 +26,13 @@ if "$bin" gemm 33 65 17 --batch 3 --layout-b col --layout-c col --beta 0.5 --alp
   bad "batched gemm --verify"; fi
 if "$bin" gemm 100 37 1 --target cpu:avx2 --verify --repeat 1 >/dev/null; then ok; else bad "avx2 gemm --verify"; fi
 
+# Zero extents: M, N or batch 0 is a no-op and K = 0 writes epilogue(0, C), verified; never a signal.
+for args in "0 5 5" "5 0 5" "5 5 0 --beta 0.5" "5 5 5 --batch 0" "0 0 0 --threads 2" \
+  "0 7 9 --layout-a col --epilogue relu(acc+bias[n])" "70 300 0 --epilogue relu(acc+bias[n])+beta*c --beta 2"; do
+  # shellcheck disable=SC2086
+  if "$bin" gemm $args --repeat 1 --verify >/dev/null 2>&1; then ok; else bad "gemm $args (zero extent): exit $?"; fi
+done
+
 # Bad arguments: exit 2, exactly one line on stderr that names the argument.
 expect_bad() {
   local needle=$1
