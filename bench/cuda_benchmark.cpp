@@ -1,4 +1,5 @@
 #include "bench/cuda_benchmark.hpp"
+#include "generator/core/arith.hpp"
 
 #include <fmt/format.h>
 
@@ -8,17 +9,12 @@
 #include <random>
 
 #include "bench/peers/cublas_peer.hpp"
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 #include "tessera/cuda.hpp"
 
 namespace tessera::bench {
 
 namespace {
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // Host values of an operand in its storage type, from the same random f32 stream for every dtype.
 std::vector<std::uint8_t> random_operand(std::int64_t count, DType dtype, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

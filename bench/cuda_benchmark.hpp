@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/gemm_peer.hpp"
-#include "generator/dtype.hpp"
-#include "generator/layout.hpp"
+#include "generator/core/dtype.hpp"
+#include "generator/core/layout.hpp"
 
 namespace tessera::bench {
 

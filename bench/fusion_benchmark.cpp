@@ -34,8 +34,8 @@ nlohmann::json run_fusion_benchmark(const std::vector<GemmShape>& shapes, const 
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   log << fmt::format("{:<18} {:>3} {:>10} {:>13} {:>10} {:>12} {:>12} {:>12} {:>15} {:>12}\n", "shape", "thr",
-                           "tessera", "tessera+gelu", "onednn", "onednn+gelu", "onednn,gelu", "fused/plain",
-                           "unfused/fused", "onednn/ours");
+                     "tessera", "tessera+gelu", "onednn", "onednn+gelu", "onednn,gelu", "fused/plain", "unfused/fused",
+                     "onednn/ours");
   for (const GemmShape& s : shapes) {
     if (s.batch != 1) continue;
     std::mt19937 rng(7);

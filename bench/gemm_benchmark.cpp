@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "bench/sampling.hpp"
-#include "generator/dtype.hpp"
-#include "generator/error.hpp"
+#include "generator/core/dtype.hpp"
+#include "generator/core/error.hpp"
 
 namespace tessera::bench {
 
@@ -96,8 +96,8 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
         for (std::size_t i = 0; i < peers.size(); ++i) {
           PeerResult& p = r.results[i];
           if (!p.unavailable.empty()) continue;
-          p.gflops.push_back(s.flops() / sampling.sample([&] { peers[i]->run(); }, p.calls_per_sample,
-                                                                settle_each_sample) / 1e9);
+          p.gflops.push_back(s.flops() /
+                             sampling.sample([&] { peers[i]->run(); }, p.calls_per_sample, settle_each_sample) / 1e9);
         }
       double scale = 0;
       for (float x : c[0]) scale = std::max(scale, static_cast<double>(std::fabs(x)));

@@ -10,8 +10,8 @@
 #include "bench/gemm_benchmark.hpp"
 #include "bench/report.hpp"
 #include "bench/suite.hpp"
-#include "generator/cuda_target.hpp"
-#include "generator/error.hpp"
+#include "generator/core/cuda_target.hpp"
+#include "generator/core/error.hpp"
 
 namespace {
 

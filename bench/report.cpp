@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 
 namespace tessera::bench {
 

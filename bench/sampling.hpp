@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "generator/core/arith.hpp"
 #include "jit/cache_eviction.hpp"
 
 namespace tessera::bench {
@@ -56,11 +57,6 @@ struct Sampling {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 };
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // The median over rounds of ours[i] / theirs[i]: samples taken in the same round, a few milliseconds apart, see the
 // same machine. On a VM whose speed changes for a few samples at a time (every library at half speed for 4 of 7

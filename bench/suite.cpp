@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "generator/shape_suite.hpp"
+#include "generator/gemm/shape_suite.hpp"
 
 namespace tessera::bench {
 
@@ -15,8 +15,7 @@ std::vector<GemmShape> converted(const std::vector<SuiteShape>& shapes) {
 }  // namespace
 
 std::string GemmShape::label() const {
-  const std::string dims =
-      batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", m, n, k, batch);
+  const std::string dims = batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", m, n, k, batch);
   return a_col || b_col ? dims + ":" + layouts() : dims;
 }
 

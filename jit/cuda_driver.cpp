@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 #include "jit/shared_library.hpp"
 
 namespace tessera {

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "generator/cuda_gemm_spec.hpp"
-#include "generator/emit_cuda.hpp"
+#include "generator/cuda/gemm_source.hpp"
+#include "generator/gemm/cuda_gemm_spec.hpp"
 #include "jit/nvrtc.hpp"
 
 namespace tessera {

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "generator/kernel_spec.hpp"
+#include "generator/gemm/cpu_gemm_spec.hpp"
 
 namespace tessera {
 

@@ -17,8 +17,8 @@
 #include <sstream>
 #include <vector>
 
-#include "generator/error.hpp"
-#include "generator/spec_naming.hpp"
+#include "generator/core/error.hpp"
+#include "generator/gemm/gemm_naming.hpp"
 #include "jit/embedded_templates.hpp"
 
 extern char** environ;

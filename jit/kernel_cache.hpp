@@ -9,11 +9,11 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "generator/kernel_spec.hpp"
+#include "generator/core/kernel_spec.hpp"
 
 namespace tessera {
 
-struct CacheStats {
+struct KernelCacheStats {
   std::uint64_t hits = 0, misses = 0, builds = 0, failures = 0;
 };
 
@@ -61,7 +61,7 @@ class KernelCache {
     }
   }
 
-  CacheStats stats() const {
+  KernelCacheStats stats() const {
     std::lock_guard lock(mutex_);
     return stats_;
   }
@@ -74,7 +74,7 @@ class KernelCache {
  private:
   mutable std::mutex mutex_;
   std::unordered_map<Hash128, std::shared_future<Ptr>, Hash128Hasher> entries_;
-  CacheStats stats_;
+  KernelCacheStats stats_;
 };
 
 }  // namespace tessera

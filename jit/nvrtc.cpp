@@ -7,7 +7,7 @@
 #include <regex>
 #include <sstream>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 #include "jit/embedded_templates.hpp"
 #include "jit/shared_library.hpp"
 

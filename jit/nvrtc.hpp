@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/cuda_target.hpp"
+#include "generator/core/cuda_target.hpp"
 
 namespace tessera {
 

@@ -11,8 +11,8 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include "generator/emit_llvm.hpp"
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
+#include "generator/llvm/gemm_emitter.hpp"
 
 namespace tessera {
 
@@ -56,7 +56,7 @@ void optimise(llvm::Module& module, llvm::TargetMachine* tm, int level) {
 }
 
 // The module with the host's triple and data layout, optimised at the requested level.
-std::unique_ptr<llvm::Module> host_module(const KernelSpec& spec, llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
+std::unique_ptr<llvm::Module> host_module(const CpuGemmSpec& spec, llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
                                           int ir_opt_level) {
   auto module = emit_llvm(spec, ctx);
   module->setDataLayout(tm.createDataLayout());
@@ -85,7 +85,7 @@ OrcSession::OrcSession(OrcOptions options) : options_(options) {
 
 OrcSession::~OrcSession() = default;
 
-void* OrcSession::compile(const KernelSpec& spec) {
+void* OrcSession::compile(const CpuGemmSpec& spec) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto module = emit_llvm(spec, *ctx);
   module->setDataLayout(jit_->getDataLayout());
@@ -102,7 +102,7 @@ void* OrcSession::compile(const KernelSpec& spec) {
   return sym.toPtr<void*>();
 }
 
-std::string OrcSession::ir_text(const KernelSpec& spec, int ir_opt_level) {
+std::string OrcSession::ir_text(const CpuGemmSpec& spec, int ir_opt_level) {
   initialise_llvm();
   auto tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
   llvm::LLVMContext ctx;
@@ -113,7 +113,7 @@ std::string OrcSession::ir_text(const KernelSpec& spec, int ir_opt_level) {
   return text;
 }
 
-std::string OrcSession::assembly(const KernelSpec& spec, int ir_opt_level) {
+std::string OrcSession::assembly(const CpuGemmSpec& spec, int ir_opt_level) {
   initialise_llvm();
   auto tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
   llvm::LLVMContext ctx;

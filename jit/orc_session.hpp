@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "generator/kernel_spec.hpp"
+#include "generator/gemm/cpu_gemm_spec.hpp"
 
 namespace llvm::orc {
 class LLJIT;
@@ -27,11 +27,11 @@ class OrcSession {
   OrcSession& operator=(const OrcSession&) = delete;
 
   // Emits, compiles and links the kernel; returns its entry (a GemmKernelFn). Thread-safe.
-  void* compile(const KernelSpec& spec);
+  void* compile(const CpuGemmSpec& spec);
 
   // The kernel's LLVM IR, or the host assembly the JIT would run.
-  static std::string ir_text(const KernelSpec& spec, int ir_opt_level = 0);
-  static std::string assembly(const KernelSpec& spec, int ir_opt_level = 0);
+  static std::string ir_text(const CpuGemmSpec& spec, int ir_opt_level = 0);
+  static std::string assembly(const CpuGemmSpec& spec, int ir_opt_level = 0);
 
   // The LLVM version string, part of every cache key.
   static std::string llvm_version();

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 
 namespace tessera {
 

@@ -14,7 +14,7 @@
 #include <random>
 #include <thread>
 
-#include "generator/dtype.hpp"
+#include "generator/core/dtype.hpp"
 #include "jit/host_kernel_compiler.hpp"
 #include "tessera/emu/api.cuh"
 

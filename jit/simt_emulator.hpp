@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "generator/error.hpp"
-#include "tessera/gemm_params.cuh"
+#include "generator/core/error.hpp"
+#include "tessera/gemm/gemm_params.cuh"
+
+#include "generator/core/emulation_options.hpp"
 
 namespace tessera {
 
@@ -20,16 +22,6 @@ namespace tessera {
 class EmulationError : public Error {
  public:
   using Error::Error;
-};
-
-// The order in which a block's runnable fibers are resumed; a kernel whose result depends on it has a race.
-enum class EmuSchedule : unsigned char { Forward, Reverse, Shuffle };
-
-struct EmuOptions {
-  EmuSchedule schedule = EmuSchedule::Forward;
-  std::uint64_t seed = 1;  // for Shuffle
-  int workers = 0;         // OS threads running blocks; 0: one per hardware thread
-  bool detect_races = true;
 };
 
 struct EmuMemoryRange {

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "generator/variant_space.hpp"
-#include "ops/gemm_binding.hpp"
+#include "generator/gemm/gemm_variants.hpp"
+#include "ops/gemm/gemm_binding.hpp"
 #include "ops/runtime_impl.hpp"
 #include "tessera/cost_models.hpp"
 #include "tessera/tuner.hpp"
@@ -18,16 +18,17 @@ int pool_threads(const RuntimeOptions& options) {
   return options.threads ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-OrcOptions orc_options(const RuntimeOptions& options) {
-  if (options.ir_opt_level != 0 && options.ir_opt_level != 2 && options.ir_opt_level != 3)
-    throw InvalidArgument("ir_opt_level", "must be 0, 2 or 3");
-  return {options.ir_opt_level};
+int checked_ir_opt_level(int level) {
+  if (level != 0 && level != 2 && level != 3) throw InvalidArgument("ir_opt_level", "must be 0, 2 or 3");
+  return level;
 }
+
+OrcOptions orc_options(const RuntimeOptions& options) { return {checked_ir_opt_level(options.ir_opt_level)}; }
 }  // namespace
 
 Runtime::Impl::Impl(const RuntimeOptions& o)
     : options(o),
-      target(Target::parse(o.target)),
+      target(CpuTarget::parse(o.target)),
       threads(pool_threads(o)),
       orc(orc_options(o)),
       pool(threads - 1, 200, o.pin_workers),
@@ -38,9 +39,12 @@ Runtime::Impl::Impl(const RuntimeOptions& o)
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_shared<Impl>(options)) {}
 Runtime::~Runtime() = default;
 
-const Target& Runtime::target() const { return impl_->target; }
+const CpuTarget& Runtime::target() const { return impl_->target; }
 int Runtime::threads() const { return impl_->threads; }
-CacheStats Runtime::cache_stats() const { return impl_->cache.stats(); }
+CacheStats Runtime::cache_stats() const {
+  const KernelCacheStats s = impl_->cache.stats();
+  return {s.hits, s.misses, s.builds, s.failures};
+}
 
 GemmProblem describe_gemm(const GemmArgs& args) { return bind_gemm(args).problem; }
 
@@ -48,7 +52,7 @@ namespace {
 // A product of a few rows with a B beyond L2 is, where applications issue it (a decoder's projections at a handful
 // of tokens), a layer's weights read once per step: ranked as B cold, the condition its tuning shapes were timed in
 // (the skinny family of bench/suites/tuning.txt).
-bool b_arrives_cold(const GemmProblem& p, const Target& t) {
+bool b_arrives_cold(const GemmProblem& p, const CpuTarget& t) {
   const double b_bytes = static_cast<double>(p.k) * static_cast<double>(p.n) * dtype_bytes(p.signature.b.dtype);
   return p.m <= 32 && b_bytes > static_cast<double>(t.l2_bytes);
 }
@@ -69,7 +73,8 @@ CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) {
   ranked.b_cold = problem.b_cold || b_arrives_cold(problem, impl_->target);
   const GemmProblem share =
       thread_share(ranked, problem.threads > 0 ? std::min(problem.threads, impl_->threads) : impl_->threads);
-  if (!impl_->cost_model || !impl_->cost_model->covers(ranked, impl_->target)) return CpuGemmConfig::default_for(problem, impl_->target);
+  if (!impl_->cost_model || !impl_->cost_model->covers(ranked, impl_->target))
+    return CpuGemmConfig::default_for(problem, impl_->target);
   // What makes two problems the same shape: operand types and layouts, the epilogue and its tensors, the sizes
   // (and each thread's share of the batch).
   const GemmSignature& g = problem.signature;
@@ -102,7 +107,7 @@ GemmKernel Runtime::compile(const GemmProblem& problem) { return compile(problem
 
 GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& config) {
   problem.signature.check();
-  KernelSpec spec{problem.signature, config, impl_->target};
+  CpuGemmSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
   auto compiled = impl_->cache.get_or_build(spec.hash(), [&] {
     const auto start = std::chrono::steady_clock::now();
@@ -119,6 +124,16 @@ void Runtime::gemm(const GemmArgs& args) {
   const GemmProblem problem = describe(args);
   if (output_is_empty(problem)) return;  // validated; nothing to write, as in BLAS
   compile(problem).run(args);
+}
+
+std::string gemm_llvm_ir(const CpuGemmSpec& spec, int ir_opt_level) {
+  validate(spec.signature, spec.config, spec.target);
+  return OrcSession::ir_text(spec, checked_ir_opt_level(ir_opt_level));
+}
+
+std::string gemm_host_assembly(const CpuGemmSpec& spec, int ir_opt_level) {
+  validate(spec.signature, spec.config, spec.target);
+  return OrcSession::assembly(spec, checked_ir_opt_level(ir_opt_level));
 }
 
 }  // namespace tessera

@@ -5,8 +5,8 @@
 #include <map>
 #include <mutex>
 
-#include "generator/cost_model.hpp"
-#include "generator/gemm_abi.hpp"
+#include "generator/cost/cost_model.hpp"
+#include "generator/gemm/gemm_abi.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/orc_session.hpp"
 #include "jit/thread_pool.hpp"
@@ -15,7 +15,7 @@
 namespace tessera {
 
 struct GemmKernel::Compiled {
-  KernelSpec spec;
+  CpuGemmSpec spec;
   GemmKernelFn fn = nullptr;
   double compile_ms = 0;
 };
@@ -24,7 +24,7 @@ struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& options);
 
   RuntimeOptions options;
-  Target target;
+  CpuTarget target;
   int threads;
   OrcSession orc;
   ThreadPool pool;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 
 namespace tessera {
 

@@ -71,7 +71,7 @@ if [[ $(grep -cE 'vfmadd[0-9]+ps.*%ymm' <<<"$asm2") -ge 12 && $(grep -c '%zmm' <
 
 # CUDA: emit prints the source, the PTX and a JSON resource report; without a GPU, gemm says why and exits 3.
 src=$("$bin" emit gemm 256 256 256 --target cuda:sm_80 --dtype f16 --epilogue "relu(acc + bias[n])")
-if [[ $src == *'#include "tessera/gemm_tensorop.cuh"'* && $src == *"tessera::epi::relu("* ]]; then ok; else
+if [[ $src == *'#include "tessera/gemm/gemm_tensorop.cuh"'* && $src == *"tessera::epi::relu("* ]]; then ok; else
   bad "emit gemm --target cuda source"; fi
 if "$bin" emit gemm 256 256 256 --target cuda:sm_90 --dtype bf16 --ptx | grep -q "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"; then ok; else
   bad "emit gemm --ptx lacks bf16 mma.sync"; fi

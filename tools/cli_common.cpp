@@ -7,6 +7,8 @@
 #include <iostream>
 #include <random>
 
+#include "generator/core/arith.hpp"
+
 namespace tessera::cli {
 
 namespace {
@@ -163,8 +165,7 @@ double median_ms(int repeat, const std::function<void()>& fn) {
     fn();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
-  return times[times.size() / 2];
+  return median(std::move(times));
 }
 
 int guarded(const std::function<int()>& body) {

@@ -48,7 +48,7 @@ GemmProblem cuda_problem(const GemmRequest& request);
 // One request carried out: compiled (then requested again to time a cache hit), timed, and optionally verified.
 struct GemmRun {
   GemmProblem problem;
-  KernelSpec spec;
+  CpuGemmSpec spec;
   double compile_ms = 0, cache_hit_us = 0, median_ms = 0, gflops = 0;
   bool verified = false;
   GemmComparison comparison;

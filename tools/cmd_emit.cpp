@@ -6,9 +6,8 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "generator/cuda_gemm_spec.hpp"
-#include "jit/cuda_gemm_build.hpp"
-#include "jit/orc_session.hpp"
+#include "generator/cuda/gemm_source.hpp"
+#include "tessera/cuda.hpp"
 
 namespace tessera::cli {
 
@@ -26,10 +25,9 @@ struct EmitCommand {
     GemmBuffers buffers = make_gemm_buffers(request);
     const GemmProblem problem = describe_gemm(buffers.args);
     // The kernel the runtime would compile (its cost model's choice), with the asked overrides.
-    const KernelSpec spec{problem.signature, runtime.choose_config(problem).with_overrides(request.config),
-                          runtime.target()};
-    std::cout << (assembly ? OrcSession::assembly(spec, request.ir_opt_level)
-                           : OrcSession::ir_text(spec, request.ir_opt_level));
+    const CpuGemmSpec spec{problem.signature, runtime.choose_config(problem).with_overrides(request.config),
+                           runtime.target()};
+    std::cout << (assembly ? gemm_host_assembly(spec, request.ir_opt_level) : gemm_llvm_ir(spec, request.ir_opt_level));
     return kOk;
   }
 
@@ -44,21 +42,22 @@ struct EmitCommand {
       std::cout << emit_cuda(spec).code;
       return kOk;
     }
-    const CudaGemmBuild build = build_cuda_gemm(spec, resources || json);
+    const CudaGemmCode code = generate_cuda_gemm(spec, resources || json);
     if (json) {
-      std::cout << build.report().dump() << "\n";
+      std::cout << code.report.dump() << "\n";
     } else if (ptx) {
-      std::cout << build.binary.ptx;
+      std::cout << code.ptx;
     } else {
-      const auto& r = build.gemm;
+      const nlohmann::json& r = code.report;
       std::cout << fmt::format(
           "{}\n  {} threads, {} registers, {} bytes shared ({} dynamic), {} bytes stack, spills {} / {} bytes "
           "(store / load)\n  PTX: {} mma.sync, {} ldmatrix, {} cp.async, {} cp.async.wait_group, {} local accesses\n"
           "  compile {:.1f} ms\n",
-          build.source.kernel, build.source.threads, r.registers, build.source.shared_bytes + r.static_shared_bytes,
-          build.source.shared_bytes, r.stack_bytes, r.spill_store_bytes, r.spill_load_bytes, build.ptx.mma,
-          build.ptx.ldmatrix, build.ptx.cp_async, build.ptx.cp_async_wait, build.ptx.local_access,
-          build.binary.compile_ms);
+          r["name"].get<std::string>(), r["threads"].get<int>(), r["registers"].get<int>(),
+          r["shared_bytes"].get<std::int64_t>(), r["dynamic_shared_bytes"].get<std::int64_t>(),
+          r["stack_bytes"].get<int>(), r["spill_store_bytes"].get<int>(), r["spill_load_bytes"].get<int>(),
+          r["mma_count"].get<int>(), r["ldmatrix_count"].get<int>(), r["cp_async_count"].get<int>(),
+          r["cp_async_wait_count"].get<int>(), r["local_access_count"].get<int>(), r["compile_ms"].get<double>());
     }
     return kOk;
   }

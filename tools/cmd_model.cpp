@@ -9,8 +9,8 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "generator/gemm_features.hpp"
-#include "generator/kernel_spec.hpp"
+#include "generator/gemm/cpu_gemm_spec.hpp"
+#include "generator/gemm/gemm_features.hpp"
 #include "tessera/model_eval.hpp"
 
 namespace tessera::cli {
@@ -22,7 +22,8 @@ struct ModelCommand {
   bool json = false;
   TrainingOptions options;
 
-  std::vector<RecordedProblem> load(const Target& t, const std::string& path, const char* option = "--records") const {
+  std::vector<RecordedProblem> load(const CpuTarget& t, const std::string& path,
+                                    const char* option = "--records") const {
     if (!std::filesystem::exists(path)) throw InvalidArgument(option, "no such file '" + path + "'");
     const TuningRecords db(path);
     auto problems = recorded_problems(db.all(t.str()), t.str());
@@ -30,15 +31,15 @@ struct ModelCommand {
       throw InvalidArgument(option, fmt::format("'{}' holds no measurements for {}", path, t.str()));
     return problems;
   }
-  std::vector<RecordedProblem> load(const Target& t) const { return load(t, records); }
+  std::vector<RecordedProblem> load(const CpuTarget& t) const { return load(t, records); }
   // The target as the recording machine was: its caches, not this host's, shape features and default configs.
-  static Target recorded_target(const Target& t, const std::vector<RecordedProblem>& problems) {
+  static CpuTarget recorded_target(const CpuTarget& t, const std::vector<RecordedProblem>& problems) {
     return TuningRecords::hardware_target(t, problems.front().hardware);
   }
 
   int train() const {
-    const auto problems = load(Target::named(target));
-    const Target t = recorded_target(Target::named(target), problems);
+    const auto problems = load(CpuTarget::named(target));
+    const CpuTarget t = recorded_target(CpuTarget::named(target), problems);
     const auto model = LearnedCpuModel::train(training_set(problems, t), t, options);
     // Written next to its destination and renamed: a failed run leaves no partial model.
     const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
@@ -55,8 +56,8 @@ struct ModelCommand {
 
   // The training set as CSV, one row per measurement: for studying features outside tessera.
   int features() const {
-    const auto problems = load(Target::named(target));
-    const Target t = recorded_target(Target::named(target), problems);
+    const auto problems = load(CpuTarget::named(target));
+    const CpuTarget t = recorded_target(CpuTarget::named(target), problems);
     const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
     {
       std::ofstream file(tmp);
@@ -69,7 +70,7 @@ struct ModelCommand {
         const std::vector<float> rows = cpu_feature_rows(q, problems[p].configs, t);
         for (std::size_t i = 0; i < problems[p].configs.size(); ++i) {
           file << fmt::format("{},{},{},{},{},{},{}", p, problems[p].family, q.m, q.n, q.k, q.batch,
-                              KernelSpec{q.signature, problems[p].configs[i], t}.name());
+                              CpuGemmSpec{q.signature, problems[p].configs[i], t}.name());
           for (std::size_t f = 0; f < columns; ++f) file << "," << rows[i * columns + f];
           file << fmt::format(",{}\n", problems[p].ns[i]);
         }
@@ -81,8 +82,8 @@ struct ModelCommand {
   }
 
   int eval() const {
-    const auto problems = load(Target::named(target));
-    const Target t = recorded_target(Target::named(target), problems);
+    const auto problems = load(CpuTarget::named(target));
+    const CpuTarget t = recorded_target(CpuTarget::named(target), problems);
     const nlohmann::json report = evaluate_cost_models(
         problems, split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"),
         std::set<std::string>(families.begin(), families.end()));

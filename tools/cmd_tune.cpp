@@ -10,10 +10,10 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "generator/cuda_gemm_spec.hpp"
-#include "generator/shape_suite.hpp"
-#include "generator/variant_space.hpp"
-#include "jit/tuning_runs.hpp"
+#include "generator/gemm/cuda_gemm_spec.hpp"
+#include "generator/gemm/gemm_variants.hpp"
+#include "generator/gemm/shape_suite.hpp"
+#include "ops/tuning/tuning_runs.hpp"
 #include "tessera/cost_models.hpp"
 #include "tessera/tuner.hpp"
 
@@ -140,7 +140,7 @@ struct TuneCommand {
       std::cout << fmt::format("{}x{}x{}{} [{}{}] best {} {:.1f} GFLOP/s{} · measured {} of {} ({} new)\n", p.m, p.n,
                                p.k, p.batch > 1 ? fmt::format("x{}", p.batch) : "", s.family,
                                s.cold_b || options.cold_b ? ", B cold" : "",
-                               KernelSpec{r.problem.signature, best.config, runtime.target()}.name(),
+                               CpuGemmSpec{r.problem.signature, best.config, runtime.target()}.name(),
                                p.flops() / best.median_ns,
                                default_ns > 0 ? fmt::format(" (default {:.1f})", p.flops() / default_ns) : "",
                                r.measured.size(), r.space, r.compiled)

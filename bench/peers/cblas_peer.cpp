@@ -72,9 +72,9 @@ class CblasPeer final : public GemmPeer {
     auto core = reinterpret_cast<CoreNameFn>(dlsym(handle_, "openblas_get_corename"));
     if (!core || std::string(core()) != "Prescott") return;
     __builtin_cpu_init();
-    const char* type = __builtin_cpu_supports("avx512f")                                    ? "SkylakeX"
+    const char* type = __builtin_cpu_supports("avx512f")                                 ? "SkylakeX"
                        : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "Haswell"
-                                                                                          : nullptr;
+                                                                                         : nullptr;
     if (!type) return;
     dlclose(handle_);
     setenv("OPENBLAS_CORETYPE", type, 1);

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 #include "jit/shared_library.hpp"
 
 namespace tessera::bench {

@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "generator/dtype.hpp"
-#include "generator/layout.hpp"
+#include "generator/core/dtype.hpp"
+#include "generator/core/layout.hpp"
 
 namespace tessera::bench {
 

@@ -1,9 +1,9 @@
 // The CUDA vocabulary without compiling anything: targets, configs and the rules validate() enforces, specs.
 #include <gtest/gtest.h>
 
-#include "generator/cuda_config.hpp"
-#include "generator/cuda_gemm_spec.hpp"
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
+#include "generator/gemm/cuda_gemm_config.hpp"
+#include "generator/gemm/cuda_gemm_spec.hpp"
 
 namespace tessera {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 #include "jit/cuda_driver.hpp"
 #include "tessera/cuda.hpp"
 

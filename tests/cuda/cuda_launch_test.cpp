@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "cuda_launch.hpp"
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
+#include "ops/gemm/cuda_gemm_launch.hpp"
 
 namespace tessera {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/cuda_gemm_spec.hpp"
+#include "generator/gemm/cuda_gemm_spec.hpp"
 
 namespace tessera {
 

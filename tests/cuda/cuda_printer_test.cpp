@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <limits>
 
-#include "generator/dtype.hpp"
-#include "generator/emit_cuda.hpp"
-#include "generator/expr_cuda.hpp"
+#include "generator/core/dtype.hpp"
+#include "generator/cuda/expr_cuda.hpp"
+#include "generator/cuda/gemm_source.hpp"
 
 namespace tessera {
 namespace {

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "generator/dtype.hpp"
+#include "generator/core/dtype.hpp"
 #include "jit/simt_emulator.hpp"
 
 namespace tessera {
@@ -13,7 +13,7 @@ namespace {
 
 const char* kPrologue = R"(
 #include "tessera/arch.cuh"
-#include "tessera/gemm_params.cuh"
+#include "tessera/gemm/gemm_params.cuh"
 using namespace tessera;
 #define OUT static_cast<float*>(const_cast<void*>(p.d.data))
 #define IN static_cast<const float*>(p.a.data)

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 #include "jit/cuda_gemm_build.hpp"
 #include "tests/cuda/cuda_matrix.hpp"
 

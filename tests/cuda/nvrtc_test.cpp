@@ -1,7 +1,7 @@
 // NVRTC plumbing: errors carry the compiler's log, the ptxas report and PTX counts are parsed from known text.
 #include <gtest/gtest.h>
 
-#include "generator/error.hpp"
+#include "generator/core/error.hpp"
 #include "jit/embedded_templates.hpp"
 #include "jit/nvrtc.hpp"
 
@@ -58,8 +58,8 @@ TEST(Nvrtc, CompileErrorsCarryTheLog) {
   }
   EXPECT_FALSE(nvrtc->version().empty());
   try {
-    nvrtc->compile("#include \"tessera/gemm_params.cuh\"\n__global__ void k() { undeclared_thing = 1; }\n", "broken",
-                   CudaTarget::parse("cuda:sm_80"), true);
+    nvrtc->compile("#include \"tessera/gemm/gemm_params.cuh\"\n__global__ void k() { undeclared_thing = 1; }\n",
+                   "broken", CudaTarget::parse("cuda:sm_80"), true);
     ADD_FAILURE() << "compiled";
   } catch (const CompileError& e) {
     const std::string what = e.what();
@@ -77,7 +77,7 @@ TEST(Nvrtc, CompileErrorsCarryTheLog) {
 TEST(EmbeddedTemplates, HoldEveryTemplateAndAStableHash) {
   bool tensorop = false, arch = false;
   for (const auto& f : embedded_templates()) {
-    tensorop |= f.path == "tessera/gemm_tensorop.cuh";
+    tensorop |= f.path == "tessera/gemm/gemm_tensorop.cuh";
     arch |= f.path == "tessera/arch/mma.cuh";
     EXPECT_FALSE(f.text.empty()) << f.path;
   }

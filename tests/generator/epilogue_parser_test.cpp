@@ -1,9 +1,9 @@
 // The epilogue language: what parses, its canonical text, and errors that point at the column.
 #include <gtest/gtest.h>
 
-#include "generator/epilogue.hpp"
-#include "generator/error.hpp"
-#include "generator/expr_eval.hpp"
+#include "generator/core/epilogue.hpp"
+#include "generator/core/error.hpp"
+#include "generator/core/expr_eval.hpp"
 
 namespace tessera {
 namespace {

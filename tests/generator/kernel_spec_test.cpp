@@ -1,14 +1,14 @@
-// KernelSpec: canonical JSON round trip, hash stability, names, and validate's rules.
+// CpuGemmSpec: canonical JSON round trip, hash stability, names, and validate's rules.
 #include <gtest/gtest.h>
 
-#include "generator/error.hpp"
-#include "generator/kernel_spec.hpp"
+#include "generator/core/error.hpp"
+#include "generator/gemm/cpu_gemm_spec.hpp"
 
 namespace tessera {
 namespace {
 
 // "accepted", or the rule validate() names.
-std::string validation_of(const GemmSignature& s, const CpuGemmConfig& c, const Target& t) {
+std::string validation_of(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t) {
   try {
     validate(s, c, t);
   } catch (const ConfigError& e) {
@@ -17,14 +17,14 @@ std::string validation_of(const GemmSignature& s, const CpuGemmConfig& c, const 
   return "accepted";
 }
 
-Target avx512_target() {
-  Target t;
+CpuTarget avx512_target() {
+  CpuTarget t;
   t.isa = CpuIsa::Avx512;
   return t;
 }
 
-KernelSpec sample_spec() {
-  KernelSpec spec;
+CpuGemmSpec sample_spec() {
+  CpuGemmSpec spec;
   spec.signature.a = {DType::f32, Layout::col_major()};
   spec.signature.epilogue = Epilogue::parse("gelu(alpha*acc + bias[n]) + residual[m,n]");
   spec.signature.c = {DType::f32, Layout::zero()};
@@ -35,14 +35,14 @@ KernelSpec sample_spec() {
   return spec;
 }
 
-TEST(KernelSpec, JsonRoundTripKeepsEverything) {
+TEST(CpuGemmSpec, JsonRoundTripKeepsEverything) {
   // from_json checks the target against this host: the sample spec on an AVX-512 host, its AVX2 twin elsewhere.
-  KernelSpec spec = sample_spec();
-  if (!Target::host_supports(CpuIsa::Avx512)) {
+  CpuGemmSpec spec = sample_spec();
+  if (!CpuTarget::host_supports(CpuIsa::Avx512)) {
     spec.target.isa = CpuIsa::Avx2;
     spec.config = CpuGemmConfig{6, 16, 256, 96, 512, 4};
   }
-  const KernelSpec back = KernelSpec::from_json(nlohmann::json::parse(spec.canonical_json()));
+  const CpuGemmSpec back = CpuGemmSpec::from_json(nlohmann::json::parse(spec.canonical_json()));
   EXPECT_EQ(back.signature, spec.signature);
   EXPECT_EQ(back.config, spec.config);
   EXPECT_EQ(back.target.str(), spec.target.str());
@@ -51,8 +51,8 @@ TEST(KernelSpec, JsonRoundTripKeepsEverything) {
   EXPECT_EQ(back.name(), spec.name());
 }
 
-TEST(KernelSpec, CanonicalJsonIgnoresKeyOrderAndSpacing) {
-  const KernelSpec spec = sample_spec();
+TEST(CpuGemmSpec, CanonicalJsonIgnoresKeyOrderAndSpacing) {
+  const CpuGemmSpec spec = sample_spec();
   const std::string text = spec.canonical_json();
   // Keys are sorted and there is no whitespace, so the text itself is canonical.
   std::string outside_strings = text;
@@ -62,15 +62,15 @@ TEST(KernelSpec, CanonicalJsonIgnoresKeyOrderAndSpacing) {
   EXPECT_LT(text.find("\"config\""), text.find("\"op\""));
   EXPECT_LT(text.find("\"op\""), text.find("\"signature\""));
   // The epilogue is stored canonically, so differently spaced text gives the same spec.
-  KernelSpec other = spec;
+  CpuGemmSpec other = spec;
   other.signature.epilogue = Epilogue::parse("gelu( alpha * acc + bias[ n ] )+residual[m ,n]");
   EXPECT_EQ(other.hash(), spec.hash());
 }
 
-TEST(KernelSpec, HashIsStableAcrossBuildsAndMachines) {
+TEST(CpuGemmSpec, HashIsStableAcrossBuildsAndMachines) {
   // XXH3-128 of the canonical JSON: pinned so that an accidental change to the spec format shows here
   // (it would silently invalidate every cache and tuning record).
-  const KernelSpec spec = sample_spec();
+  const CpuGemmSpec spec = sample_spec();
   EXPECT_EQ(spec.canonical_json(),
             R"({"config":{"fixed_k":0,"fixed_m":0,"fixed_n":0,"k_unroll":4,"kc":256,"mc":128,"mr":8,"nc":512,"nr":32,)"
             R"("pack_a":true,"pack_b":true},"op":"gemm",)"
@@ -82,52 +82,52 @@ TEST(KernelSpec, HashIsStableAcrossBuildsAndMachines) {
   EXPECT_EQ(spec.hash().hex(), "d16be98eceeb3a70922a672ece691055");
 }
 
-TEST(KernelSpec, DifferentSpecsHashDifferently) {
-  const KernelSpec base = sample_spec();
-  KernelSpec layout = base, config = base, target = base, epilogue = base;
+TEST(CpuGemmSpec, DifferentSpecsHashDifferently) {
+  const CpuGemmSpec base = sample_spec();
+  CpuGemmSpec layout = base, config = base, target = base, epilogue = base;
   layout.signature.b.layout = Layout::col_major();
   config.config.kc = 128;
   target.target.isa = CpuIsa::Avx2;
   epilogue.signature.epilogue = Epilogue::parse("gelu(alpha*acc + bias[n]) - residual[m,n]");
-  for (const KernelSpec* s : {&layout, &config, &target, &epilogue}) {
+  for (const CpuGemmSpec* s : {&layout, &config, &target, &epilogue}) {
     EXPECT_NE(s->hash(), base.hash());
     EXPECT_NE(s->name(), base.name());
   }
 }
 
-TEST(KernelSpec, NameIsAProceduralSymbol) {
+TEST(CpuGemmSpec, NameIsAProceduralSymbol) {
   const std::string name = sample_spec().name();
   EXPECT_EQ(name.rfind("gemm_f32_crzr_8x32x256_gelu_bias_residual_avx512_", 0), 0u) << name;
   for (char ch : name) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') << name;
-  KernelSpec plain;
+  CpuGemmSpec plain;
   plain.target = avx512_target();
   EXPECT_NE(plain.name().find("_rrrr_"), std::string::npos);
   EXPECT_NE(plain.name().find("_ab_"), std::string::npos);
 }
 
-TEST(KernelSpec, FromJsonRejectsMalformedSpecs) {
+TEST(CpuGemmSpec, FromJsonRejectsMalformedSpecs) {
   const nlohmann::json good = sample_spec().to_json();
   auto broken = [&](auto&& edit) {
     nlohmann::json j = good;
     edit(j);
     return j;
   };
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j.erase("config"); })), InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["version"] = 99; })), InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["op"] = "conv"; })), InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["config"]["mr"] = "eight"; })), InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["a"]["dtype"] = "f64"; })), InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["b"]["layout"] = "diagonal"; })),
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j.erase("config"); })), InvalidArgument);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["version"] = 99; })), InvalidArgument);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["op"] = "conv"; })), InvalidArgument);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["config"]["mr"] = "eight"; })), InvalidArgument);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["a"]["dtype"] = "f64"; })), InvalidArgument);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["b"]["layout"] = "diagonal"; })),
                InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["epilogue"] = "gelu("; })), EpilogueError);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["signature"]["inputs"] = nlohmann::json::array(); })),
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["epilogue"] = "gelu("; })), EpilogueError);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["inputs"] = nlohmann::json::array(); })),
                InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["target"] = "tpu"; })), InvalidArgument);
-  EXPECT_THROW(KernelSpec::from_json(broken([](auto& j) { j["config"]["mr"] = 13; })), Error);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["target"] = "tpu"; })), InvalidArgument);
+  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["config"]["mr"] = 13; })), Error);
 }
 
 TEST(Validate, StatesTheViolatedRule) {
-  const KernelSpec spec = sample_spec();
+  const CpuGemmSpec spec = sample_spec();
   const auto rule = [&](const CpuGemmConfig& c, const GemmSignature& s = sample_spec().signature) {
     return validation_of(s, c, spec.target);
   };
@@ -162,7 +162,7 @@ TEST(Validate, StatesTheViolatedRule) {
 
 TEST(Validate, DefaultConfigIsValidOnEveryIsa) {
   for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
-    Target t;
+    CpuTarget t;
     t.isa = isa;
     const GemmProblem p;
     EXPECT_NO_THROW(validate(p.signature, CpuGemmConfig::default_for(p, t), t)) << t.str();
@@ -194,7 +194,7 @@ TEST(Validate, DotKernelRules) {
   s.b.layout = Layout::col_major();
   CpuGemmConfig c;
   c.dot = true, c.pack_a = c.pack_b = false, c.mr = 4, c.nr = 6, c.mc = 32, c.nc = 240, c.kc = 1024;
-  const Target t = avx512_target();
+  const CpuTarget t = avx512_target();
   EXPECT_NO_THROW(validate(s, c, t));
   const auto rule = [&](const CpuGemmConfig& x, const GemmSignature& sig) { return validation_of(sig, x, t); };
   CpuGemmConfig x = c;
@@ -221,7 +221,7 @@ TEST(Validate, TransposedKernelRules) {
   rc.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
   CpuGemmConfig c;
   c.transpose = true, c.pack_a = false, c.pack_b = true;
-  const Target t = avx512_target();
+  const CpuTarget t = avx512_target();
   EXPECT_NO_THROW(validate(rc, c, t));
   const auto rule = [&](const CpuGemmConfig& x, const GemmSignature& sig) { return validation_of(sig, x, t); };
   // The transposed product of A·Bᵀ is again A·Bᵀ, whose B (Aᵀ) must be packed; that of Aᵀ·Bᵀ is A·B.
@@ -249,7 +249,7 @@ TEST(Validate, TransposedKernelRules) {
   // JSON round trip; a config without it serialises as before transposed kernels existed (spec hashes stay).
   EXPECT_EQ(CpuGemmConfig::from_json(c.to_json()), c);
   EXPECT_FALSE(CpuGemmConfig{}.to_json().contains("transpose"));
-  EXPECT_NE((KernelSpec{rc, c, t}).name().find("_t_"), std::string::npos);
+  EXPECT_NE((CpuGemmSpec{rc, c, t}).name().find("_t_"), std::string::npos);
 }
 
 }  // namespace
@@ -260,16 +260,16 @@ namespace {
 
 // Cost models are trained and evaluated for the machine that recorded them, whatever this host runs: a named target
 // needs no ISA check, a target to run kernels on does.
-TEST(Target, NamedTargetsNeedNotRunOnThisHost) {
-  EXPECT_EQ(Target::named("cpu:avx512").str(), "cpu:avx512");
-  EXPECT_EQ(Target::named("cpu:avx512").vector_lanes(), 16);
-  EXPECT_EQ(Target::named("cpu:avx2").str(), "cpu:avx2");
-  EXPECT_EQ(Target::named("cpu").str(), Target::host().str());
-  EXPECT_THROW(Target::named("cpu:sse2"), InvalidArgument);
-  if (Target::host_supports(CpuIsa::Avx512))
-    EXPECT_EQ(Target::parse("cpu:avx512").str(), "cpu:avx512");
+TEST(CpuTarget, NamedTargetsNeedNotRunOnThisHost) {
+  EXPECT_EQ(CpuTarget::named("cpu:avx512").str(), "cpu:avx512");
+  EXPECT_EQ(CpuTarget::named("cpu:avx512").vector_lanes(), 16);
+  EXPECT_EQ(CpuTarget::named("cpu:avx2").str(), "cpu:avx2");
+  EXPECT_EQ(CpuTarget::named("cpu").str(), CpuTarget::host().str());
+  EXPECT_THROW(CpuTarget::named("cpu:sse2"), InvalidArgument);
+  if (CpuTarget::host_supports(CpuIsa::Avx512))
+    EXPECT_EQ(CpuTarget::parse("cpu:avx512").str(), "cpu:avx512");
   else
-    EXPECT_THROW(Target::parse("cpu:avx512"), Unavailable);
+    EXPECT_THROW(CpuTarget::parse("cpu:avx512"), Unavailable);
 }
 
 }  // namespace

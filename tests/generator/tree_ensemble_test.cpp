@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "generator/error.hpp"
-#include "generator/base64.hpp"
-#include "generator/tree_ensemble.hpp"
+#include "generator/core/error.hpp"
+#include "generator/cost/base64.hpp"
+#include "generator/cost/tree_ensemble.hpp"
 
 namespace tessera {
 namespace {
@@ -140,8 +140,12 @@ TEST(TreeEnsemble, RefusesMalformedModels) {
 
 // RFC 4648's test vectors, and strings that are not padded base64.
 TEST(Base64, RoundTripsTheRfcVectorsAndRefusesTheRest) {
-  const std::pair<std::string, std::string> vectors[] = {{"", ""},         {"f", "Zg=="},     {"fo", "Zm8="},
-                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+  const std::pair<std::string, std::string> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
                                                          {"foobar", "Zm9vYmFy"}};
   for (const auto& [plain, encoded] : vectors) {
     EXPECT_EQ(base64_encode(plain.data(), plain.size()), encoded);

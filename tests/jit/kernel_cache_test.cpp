@@ -32,7 +32,7 @@ TEST(KernelCache, ConcurrentRequestsForANewKeyBuildOnce) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r.get(), results[0].get());
   }
-  const CacheStats s = cache.stats();
+  const KernelCacheStats s = cache.stats();
   EXPECT_EQ(s.builds, 1u);
   EXPECT_EQ(s.misses, 1u);
   EXPECT_EQ(s.hits, 15u);

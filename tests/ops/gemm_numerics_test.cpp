@@ -6,7 +6,7 @@
 #include <cstring>
 #include <regex>
 
-#include "generator/expr_eval.hpp"
+#include "generator/core/expr_eval.hpp"
 #include "jit/orc_session.hpp"
 #include "tessera/reference.hpp"
 #include "tests/test_util.hpp"
@@ -162,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, LayoutCombination,
 
 // Vectors of B per register tile row: `wanted`, or fewer where MR rows of that many accumulators would not fit the
 // target's registers (with a vector of B each and a broadcast of A).
-int vectors_fitting(int mr, int wanted, const Target& target) {
+int vectors_fitting(int mr, int wanted, const CpuTarget& target) {
   int v = wanted;
   while (v > 1 && mr * v + v + 1 > target.vector_registers()) --v;
   return v;
@@ -171,7 +171,7 @@ int vectors_fitting(int mr, int wanted, const Target& target) {
 // Every combination of packing, over layouts and edge shapes, through an explicit config.
 TEST(GemmNumerics, PackingVariantsAreExact) {
   Runtime runtime;
-  const Target& target = runtime.target();
+  const CpuTarget& target = runtime.target();
   int i = 0;
   for (bool pack_a : {false, true})
     for (bool pack_b : {false, true})
@@ -210,7 +210,7 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
 
 // A fixed-size kernel for the product as it is (not transposed) with default_for's tile: B read in place, or
 // packed when column-major.
-CpuGemmConfig direct_fixed_config(const GemmProblem& p, const Target& target) {
+CpuGemmConfig direct_fixed_config(const GemmProblem& p, const CpuTarget& target) {
   CpuGemmConfig c = CpuGemmConfig::default_for(p, target).untransposed();
   c.dot = false;
   c.fixed_m = static_cast<int>(p.m), c.fixed_n = static_cast<int>(p.n), c.fixed_k = static_cast<int>(p.k);
@@ -227,11 +227,10 @@ CpuGemmConfig direct_fixed_config(const GemmProblem& p, const Target& target) {
 // heights, halves of full tiles, of edge tiles, batches, one and two threads.
 TEST(GemmNumerics, FixedKernelHalvesAreExact) {
   Runtime runtime;
-  const Target& target = runtime.target();
-  const std::array<std::int64_t, 4> shapes[] = {{64, 64, 64, 1}, {60, 64, 64, 1}, {50, 64, 64, 1},
-                                                {64, 60, 61, 3}, {60, 33, 17, 2}, {17, 64, 64, 8},
-                                                {16, 16, 16, 1}, {9, 40, 64, 2},  {23, 64, 1, 1},
-                                                {1, 7, 3, 2}};
+  const CpuTarget& target = runtime.target();
+  const std::array<std::int64_t, 4> shapes[] = {{64, 64, 64, 1}, {60, 64, 64, 1}, {50, 64, 64, 1}, {64, 60, 61, 3},
+                                                {60, 33, 17, 2}, {17, 64, 64, 8}, {16, 16, 16, 1}, {9, 40, 64, 2},
+                                                {23, 64, 1, 1},  {1, 7, 3, 2}};
   int i = 0;
   for (const auto& [m, n, k, batch] : shapes)
     for (int mr : {4, 6, 8, target.vector_registers() >= 32 ? 16 : 12})
@@ -262,7 +261,7 @@ TEST(GemmNumerics, FixedKernelHalvesAreExact) {
 // column-major, B row-major (read in place) or column-major (packed), D row- or column-major, one and two threads.
 TEST(GemmNumerics, FixedKernelsOnContiguousMatricesAreExact) {
   Runtime runtime;
-  const Target& target = runtime.target();
+  const CpuTarget& target = runtime.target();
   // B's layout alternates by shape: the last, 40×20×36, packs a column-major B in whole 16×16 blocks, a K tail,
   // an N tail and their corner.
   const std::array<std::int64_t, 4> shapes[] = {{16, 16, 16, 4}, {32, 32, 32, 3}, {17, 40, 9, 2},
@@ -283,8 +282,8 @@ TEST(GemmNumerics, FixedKernelsOnContiguousMatricesAreExact) {
       Operands ops(t, 11);
       const GemmProblem problem = runtime.describe(ops.args);
       const CpuGemmConfig config = direct_fixed_config(problem, target);
-      SCOPED_TRACE(fmt::format("{} padded operand {} threads {}", t.describe(), "ABCD-"[padded < 0 ? 4 : padded],
-                               t.threads));
+      SCOPED_TRACE(
+          fmt::format("{} padded operand {} threads {}", t.describe(), "ABCD-"[padded < 0 ? 4 : padded], t.threads));
       const GemmReference ref = reference_gemm(ops.args);
       runtime.compile(problem, config).run(ops.args);
       const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
@@ -297,7 +296,7 @@ TEST(GemmNumerics, FixedKernelsOnContiguousMatricesAreExact) {
 // reference.
 TEST(GemmNumerics, DotKernelsAreExact) {
   Runtime runtime;
-  const Target& target = runtime.target();
+  const CpuTarget& target = runtime.target();
   int i = 0;
   for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
            {1, 70, 300}, {7, 33, 17}, {13, 100, 129}, {64, 31, 1000}, {5, 1, 0}, {40, 257, 33}}) {
@@ -336,7 +335,7 @@ TEST(GemmNumerics, DotKernelsAreExact) {
 // swap roles in the transposed product), against the reference.
 TEST(GemmNumerics, TransposedKernelsAreExact) {
   Runtime runtime;
-  const Target& target = runtime.target();
+  const CpuTarget& target = runtime.target();
   const int lanes = target.vector_lanes();
   const char* epilogues[] = {"", "relu(alpha*acc + bias[n])", "acc*scale[m] - residual[m,n]", "alpha*acc + beta*c"};
   int i = 0;
@@ -382,13 +381,13 @@ TEST(GemmNumerics, TransposedKernelsAreExact) {
 // vector count, edge rows and columns, a parked (transcendental) epilogue and a cheap one, AVX-512 and AVX2.
 TEST(GemmNumerics, ColumnMajorDAtEveryTileHeight) {
   std::vector<std::string> targets;
-  if (Target::host_supports(CpuIsa::Avx512)) targets.push_back("cpu:avx512");
-  if (Target::host_supports(CpuIsa::Avx2)) targets.push_back("cpu:avx2");
+  if (CpuTarget::host_supports(CpuIsa::Avx512)) targets.push_back("cpu:avx512");
+  if (CpuTarget::host_supports(CpuIsa::Avx2)) targets.push_back("cpu:avx2");
   if (targets.empty()) GTEST_SKIP() << "host has neither AVX-512 nor AVX2";
   int i = 0;
   for (const std::string& name : targets) {
     Runtime runtime({name, 0, 0});
-    const Target& target = runtime.target();
+    const CpuTarget& target = runtime.target();
     const int lanes = target.vector_lanes();
     for (int mr = 1; mr <= 16; ++mr)
       for (int vectors = 1; vectors <= 4; ++vectors) {
@@ -427,7 +426,7 @@ TEST(GemmNumerics, ColumnMajorDAtEveryTileHeight) {
 // multiple of the vector or not), several K slabs and macro-tiles, one and two threads, against the reference.
 TEST(GemmNumerics, InPlaceBAtEveryAlignment) {
   Runtime runtime;
-  const Target& target = runtime.target();
+  const CpuTarget& target = runtime.target();
   const int lanes = target.vector_lanes();
   struct Shape {
     std::int64_t m, n, k;
@@ -461,8 +460,8 @@ TEST(GemmNumerics, InPlaceBAtEveryAlignment) {
         g.b = Tensor::matrix(b_store.data() + offset, s.k, s.n, kRow, ldb);
         g.d = d.view;
         g.threads = 1 + offset % 2;
-        SCOPED_TRACE(fmt::format("{}x{}x{} '{}' ldb {} offset {} threads {}", s.m, s.n, s.k, s.config, ldb, offset,
-                                 g.threads));
+        SCOPED_TRACE(
+            fmt::format("{}x{}x{} '{}' ldb {} offset {} threads {}", s.m, s.n, s.k, s.config, ldb, offset, g.threads));
         const GemmProblem problem = runtime.describe(g);
         CpuGemmConfig config = CpuGemmConfig::default_for(problem, target).with_overrides(s.config);
         config.pack_b = false;
@@ -690,7 +689,7 @@ TEST(GemmNumerics, ThreadCountDoesNotChangeResults) {
 }
 
 TEST(GemmNumerics, Avx2PathMatchesTheReference) {
-  if (!Target::host_supports(CpuIsa::Avx2)) GTEST_SKIP() << "host has no AVX2";
+  if (!CpuTarget::host_supports(CpuIsa::Avx2)) GTEST_SKIP() << "host has no AVX2";
   Runtime runtime({"cpu:avx2", 0, 0});
   EXPECT_EQ(runtime.target().str(), "cpu:avx2");
   int i = 0;
@@ -714,9 +713,9 @@ TEST(GemmNumerics, Avx2PathMatchesTheReference) {
 // the core they were fitted on), compiled and run on this host whatever its FMA units: the register tile each rule
 // promises, and exact results on one and two threads.
 TEST(GemmNumerics, TwoUnitDefaultConfigsAreExact) {
-  if (!Target::host_supports(CpuIsa::Avx512)) GTEST_SKIP() << "host has no AVX-512";
+  if (!CpuTarget::host_supports(CpuIsa::Avx512)) GTEST_SKIP() << "host has no AVX-512";
   Runtime runtime({"cpu:avx512", 0, 0});
-  Target two_units = runtime.target();
+  CpuTarget two_units = runtime.target();
   two_units.vector_fmas_per_cycle = 2;
   two_units.l1d_bytes = 48 << 10;
   two_units.l2_bytes = 2 << 20;
@@ -798,12 +797,12 @@ std::size_t count_matches(const std::string& text, const std::string& pattern) {
 TEST(GemmAssembly, UsesTheWidestFmaOfTheIsa) {
   GemmProblem p;
   p.m = p.n = p.k = 256;
-  if (Target::host_supports(CpuIsa::Avx512)) {
-    const Target t = Target::parse("cpu:avx512");
+  if (CpuTarget::host_supports(CpuIsa::Avx512)) {
+    const CpuTarget t = CpuTarget::parse("cpu:avx512");
     const std::string s = OrcSession::assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
     EXPECT_GE(count_matches(s, R"(vfmadd\d+ps\s+[^\n]*%zmm)"), 16u) << "expected 512-bit FMAs";
   }
-  const Target t = Target::parse("cpu:avx2");
+  const CpuTarget t = CpuTarget::parse("cpu:avx2");
   const std::string s = OrcSession::assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
   EXPECT_GE(count_matches(s, R"(vfmadd\d+ps\s+[^\n]*%ymm)"), 12u);
   EXPECT_EQ(count_matches(s, "%zmm"), 0u) << "the AVX2 kernel must not use AVX-512 registers";

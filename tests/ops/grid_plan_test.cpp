@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "ops/grid_plan.hpp"
+#include "ops/gemm/grid_plan.hpp"
 
 namespace tessera {
 namespace {

@@ -91,12 +91,12 @@ TEST(ZeroExtentKernel, FixedKernelTakesAnEmptyCall) {
 TEST(ZeroExtentConfig, DefaultForEveryTargetKind) {
   for (const char* name : {"cpu:avx2", "cpu:avx512"})
     for (int fmas : {1, 2})
-      for (const Extents& e : {Extents{0, 5, 5, 1}, Extents{5, 0, 5, 1}, Extents{5, 5, 0, 1}, Extents{5, 5, 5, 0},
-                               Extents{0, 0, 0, 0}, Extents{0, 4096, 4096, 1}, Extents{4096, 0, 4096, 1},
-                               Extents{0, 100, 100, 7}})
+      for (const Extents& e :
+           {Extents{0, 5, 5, 1}, Extents{5, 0, 5, 1}, Extents{5, 5, 0, 1}, Extents{5, 5, 5, 0}, Extents{0, 0, 0, 0},
+            Extents{0, 4096, 4096, 1}, Extents{4096, 0, 4096, 1}, Extents{0, 100, 100, 7}})
         for (const Layout& la : {Layout::row_major(), Layout::col_major()})
           for (const Layout& lb : {Layout::row_major(), Layout::col_major()}) {
-            Target target = Target::named(name);
+            CpuTarget target = CpuTarget::named(name);
             target.vector_fmas_per_cycle = fmas;
             GemmProblem p;
             p.m = e.m, p.n = e.n, p.k = e.k, p.batch = e.batch;

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <random>
 
-#include "generator/cost_model.hpp"
-#include "generator/error.hpp"
-#include "generator/gemm_features.hpp"
-#include "generator/learned_model.hpp"
-#include "generator/variant_space.hpp"
+#include "generator/core/error.hpp"
+#include "generator/cost/cost_model.hpp"
+#include "generator/cost/learned_model.hpp"
+#include "generator/gemm/gemm_features.hpp"
+#include "generator/gemm/gemm_variants.hpp"
 #include "tessera/model_eval.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
@@ -29,15 +29,15 @@ GemmProblem problem(std::int64_t m, std::int64_t n, std::int64_t k, DType in = D
 
 // A Zen 4 core (the space is enumerated and estimated, not run: any host can check it), its caches spelled out so
 // that the estimates do not follow the host's (a Zen 3 host has half the L2).
-Target avx512() {
-  Target t = Target::host();
+CpuTarget avx512() {
+  CpuTarget t = CpuTarget::host();
   t.isa = CpuIsa::Avx512;
   t.l1d_bytes = 32 << 10, t.l2_bytes = 1 << 20, t.l3_bytes = 32 << 20;
   return t;
 }
 
 TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   for (auto [m, n, k] : {std::tuple{512, 512, 512}, {1, 4096, 1024}, {64, 64, 64}, {17, 131, 257}}) {
     const GemmProblem p = problem(m, n, k);
     const auto space = cpu_variants(p, t);
@@ -60,8 +60,10 @@ TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
     p.batch = batch;
     p.signature.b.layout = Layout::col_major();
     const auto space = cpu_variants(p, t);
-    const auto direct = std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed() && !c.transpose; });
-    const auto flipped = std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed() && c.transpose; });
+    const auto direct =
+        std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed() && !c.transpose; });
+    const auto flipped =
+        std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed() && c.transpose; });
     EXPECT_GE(direct, 4) << m << "³×" << batch;
     EXPECT_GE(flipped, 4) << m << "³×" << batch;
   }
@@ -88,10 +90,10 @@ TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
 // B is packed too; with B column-major as well, packed directly (not transposed) from N = 1024 up where M ≥ N. A core
 // with one unit keeps the transposed product.
 TEST(DefaultFor, TwoUnitAvx512PacksAColumnMajorA) {
-  Target two = avx512();
+  CpuTarget two = avx512();
   two.vector_fmas_per_cycle = 2;
   two.l1d_bytes = 48 << 10, two.l2_bytes = 2 << 20;
-  Target one = two;
+  CpuTarget one = two;
   one.vector_fmas_per_cycle = 1;
   const auto with = [](GemmProblem p, bool a_col, bool b_col) {
     if (a_col) p.signature.a.layout = Layout::col_major();
@@ -104,10 +106,16 @@ TEST(DefaultFor, TwoUnitAvx512PacksAColumnMajorA) {
   EXPECT_EQ(cr.nr, 32);
   EXPECT_EQ(cr.kc, 256);
   EXPECT_EQ(cr.nc, 1024) << "B's 256-deep panel in half of L2";
-  EXPECT_EQ(CpuGemmConfig::default_for(with(problem(777, 333, 555), true, false), two).nr, 48) << "336 pads less than 352";
+  EXPECT_EQ(CpuGemmConfig::default_for(with(problem(777, 333, 555), true, false), two).nr, 48)
+      << "336 pads less than 352";
   EXPECT_EQ(CpuGemmConfig::default_for(with(problem(500, 700, 600), true, false), two).nr, 32) << "704 less than 720";
-  for (auto [m, n, direct] : {std::tuple{1024, 1024, true}, {2048, 2048, true}, {4096, 1024, true},
-                              {1024, 512, false}, {512, 512, false}, {128, 4096, false}, {777, 333, false}}) {
+  for (auto [m, n, direct] : {std::tuple{1024, 1024, true},
+                              {2048, 2048, true},
+                              {4096, 1024, true},
+                              {1024, 512, false},
+                              {512, 512, false},
+                              {128, 4096, false},
+                              {777, 333, false}}) {
     const GemmProblem cc = with(problem(m, n, 1024), true, true);
     const CpuGemmConfig c = CpuGemmConfig::default_for(cc, two);
     EXPECT_EQ(c.transpose, !direct) << m << "x" << n;
@@ -119,7 +127,7 @@ TEST(DefaultFor, TwoUnitAvx512PacksAColumnMajorA) {
 // A general kernel's tile taller than the shortest tile covering the problem's rows recomputes clamped rows: out of
 // the space, but still in the features' reference space.
 TEST(VariantSpace, NoTileRecomputesRowsTheShortestCoveringTileWouldNot) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   for (auto [m, tallest] : {std::pair{1, 1}, {2, 2}, {3, 4}, {5, 6}, {10, 12}, {40, 12}}) {
     const GemmProblem p = problem(m, 1024, 512);
     const CpuGemmConfig base = CpuGemmConfig::default_for(p, t);
@@ -155,7 +163,7 @@ TEST(VariantSpace, CudaVariantsValidate) {
 }
 
 TEST(Features, AreFiniteAndNamed) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   for (auto [m, n, k] : {std::tuple{1, 1, 1}, {4096, 4096, 4096}, {3, 1021, 7}}) {
     const GemmProblem p = problem(m, n, k);
     for (const auto& c : cpu_variants(p, t)) {
@@ -169,7 +177,7 @@ TEST(Features, AreFiniteAndNamed) {
 // The features over the space's best compare a variant with the problem's whole variant space, not with the others
 // ranked alongside it: the same variant gets the same row whatever it is ranked with.
 TEST(Features, OverTheBestCompareWithTheWholeSpace) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   const auto& names = cpu_feature_names();
   const auto column = [&](const char* name) {
     return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
@@ -195,7 +203,7 @@ TEST(Features, OverTheBestCompareWithTheWholeSpace) {
 }
 
 TEST(AnalyticModel, PrefersRegisterTilesThatFeedTheFmaUnits) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   const GemmProblem p = problem(1024, 1024, 1024);
   CpuGemmConfig big = CpuGemmConfig::default_for(p, t), tiny = big;
   tiny.mr = 1, tiny.nr = 16, tiny.mc = 1024;
@@ -204,7 +212,7 @@ TEST(AnalyticModel, PrefersRegisterTilesThatFeedTheFmaUnits) {
 }
 
 TEST(AnalyticModel, StreamsABReadOnceInPlaceAndPacksOneReadByManyRows) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   // One row of micro-tiles reads B once: packing it first only adds a pass over its 64 MB.
   const GemmProblem skinny = problem(4, 4096, 4096);
   CpuGemmConfig in_place = CpuGemmConfig::default_for(skinny, t), packed = in_place;
@@ -225,7 +233,7 @@ TEST(AnalyticModel, StreamsABReadOnceInPlaceAndPacksOneReadByManyRows) {
 // B rows a power of two apart fall on a few sets of L1 and L2: a panel of them read in place by many rows of
 // micro-tiles is evicted long before it fills L2, and costs more than the same panel of rows that spread.
 TEST(AnalyticModel, InPlaceRowsThatShareCacheSetsCostMore) {
-  Target t = avx512();
+  CpuTarget t = avx512();
   t.isa = CpuIsa::Avx2, t.avx512_bf16 = false, t.l2_bytes = 512 << 10;  // a Zen 3 core
   const GemmProblem conflicting = problem(256, 1024, 1024), spread = problem(256, 1020, 1024);
   CpuGemmConfig c = CpuGemmConfig::default_for(conflicting, t);
@@ -241,7 +249,7 @@ TEST(AnalyticModel, InPlaceRowsThatShareCacheSetsCostMore) {
 
 // A target with no shipped model ranks default_for's config first and the rest in the analytic model's order.
 TEST(DefaultFirstModel, RanksTheDefaultFirstThenTheAnalyticOrder) {
-  Target avx2 = Target::host();
+  CpuTarget avx2 = CpuTarget::host();
   avx2.isa = CpuIsa::Avx2, avx2.avx512_bf16 = false;
   avx2.l1d_bytes = 32 << 10, avx2.l2_bytes = 512 << 10, avx2.l3_bytes = 32 << 20;  // a Zen 3 core
   const DefaultFirstCpuModel model;
@@ -256,7 +264,7 @@ TEST(DefaultFirstModel, RanksTheDefaultFirstThenTheAnalyticOrder) {
 }
 
 TEST(AnalyticModel, ACold8MegabyteBComesFromMemoryAndTheKernelsOperandsFollowATranspose) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   // 8 MB of B fits L3: called again and again it streams from there; as a layer's weights it comes from memory.
   GemmProblem hot = problem(4, 2048, 1024), cold = hot;
   cold.b_cold = true;
@@ -281,7 +289,7 @@ TEST(AnalyticModel, ACold8MegabyteBComesFromMemoryAndTheKernelsOperandsFollowATr
 }
 
 // Problems whose times are a known function of the features: the analytic estimate itself, distorted per config.
-std::vector<RecordedProblem> synthetic_problems(const Target& t, int count) {
+std::vector<RecordedProblem> synthetic_problems(const CpuTarget& t, int count) {
   std::vector<RecordedProblem> problems;
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> size(8, 700);
@@ -305,7 +313,7 @@ std::vector<RecordedProblem> synthetic_problems(const Target& t, int count) {
 }
 
 TEST(ModelEval, ANoiseFloorCountsOnlyVariantsTimedMoreThanOnce) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   const GemmProblem p = problem(64, 256, 128);
   const auto space = cpu_variants(p, t);
   ASSERT_GE(space.size(), 4u);
@@ -323,7 +331,7 @@ TEST(ModelEval, ANoiseFloorCountsOnlyVariantsTimedMoreThanOnce) {
 }
 
 TEST(ModelEval, RetestRegretJudgesTheFirstRunsBestByTheSecondRunsTimes) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   const auto space = cpu_variants(problem(64, 256, 128), t);
   ASSERT_GE(space.size(), 3u);
   RecordedProblem first{problem(64, 256, 128), "square", {space[0], space[1], space[2]}, {100, 90, 120}, 0, "", {}};
@@ -341,7 +349,7 @@ TEST(ModelEval, RetestRegretJudgesTheFirstRunsBestByTheSecondRunsTimes) {
 }
 
 TEST(ModelEval, TwinVariantsAreThoseWhoseBlocksExceedTheProblem) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   CpuGemmConfig base = CpuGemmConfig::default_for(problem(64, 256, 128), t);
   base.fixed_m = base.fixed_n = base.fixed_k = 0;
   base.mr = 8, base.nr = 32, base.mc = 64, base.nc = 256, base.kc = 128;
@@ -392,7 +400,7 @@ TEST(LearnedModel, MeasuredTiesGoToTheTileIssuingFewestLoads) {
 }
 
 TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
-  const Target t = avx512();
+  const CpuTarget t = avx512();
   const auto problems = synthetic_problems(t, 30);
   TrainingOptions options;
   options.rounds = 80;
@@ -445,12 +453,12 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   EXPECT_EQ(back->target(), t.str());
   // It ranks only for the ISA it was trained on: another target's kernels and caches are not its training's.
   EXPECT_TRUE(back->covers(p.problem, t));
-  Target other_isa = t;
+  CpuTarget other_isa = t;
   other_isa.isa = CpuIsa::Avx2;
   EXPECT_FALSE(back->covers(p.problem, other_isa));
   // Nor for an AVX-512 core with another FMA rate, whose best register tiles differ.
   EXPECT_EQ(back->vector_fmas_per_cycle(), t.vector_fmas_per_cycle);
-  Target other_rate = t;
+  CpuTarget other_rate = t;
   other_rate.vector_fmas_per_cycle = 3 - t.vector_fmas_per_cycle;
   EXPECT_FALSE(back->covers(p.problem, other_rate));
   nlohmann::json unrated = nlohmann::json::parse(model->to_json());
@@ -550,7 +558,9 @@ TEST(RuntimeChoice, ABatchIsRankedAsEachThreadsShare) {
   EXPECT_EQ(problem(8, 3).threads, 3) << "describe_gemm carries the call's threads";
   RuntimeOptions options;
   options.threads = 2;
-  const auto fresh = [&](std::int64_t batch, int threads) { return Runtime(options).choose_config(problem(batch, threads)); };
+  const auto fresh = [&](std::int64_t batch, int threads) {
+    return Runtime(options).choose_config(problem(batch, threads));
+  };
   Runtime runtime(options);
   EXPECT_EQ(runtime.choose_config(problem(1024, 2)), fresh(512, 1));
   EXPECT_EQ(runtime.choose_config(problem(1023, 2)), fresh(512, 1)) << "shares round up";

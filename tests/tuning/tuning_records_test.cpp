@@ -8,8 +8,8 @@
 #include <fstream>
 #include <thread>
 
-#include "generator/error.hpp"
-#include "jit/tuning_records.hpp"
+#include "generator/core/error.hpp"
+#include "ops/tuning/tuning_records.hpp"
 
 namespace tessera {
 namespace {
@@ -17,9 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() /
-                 fmt::format("tessera-records-{}-{}", ::getpid(),
-                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path path =
+      fs::temp_directory_path() /
+      fmt::format("tessera-records-{}-{}", ::getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
 };
@@ -131,7 +131,9 @@ TEST(TuningRecords, UpgradesVersionOneInPlace) {
     CREATE UNIQUE INDEX measurement_key ON measurements(spec_hash, m, n, k, batch, threads, hardware);
     INSERT INTO measurements VALUES(1, 'aa', 'square', 64, 64, 64, 1, '{}', '{}', 'cpu:avx512', 'test host', 1,
       100.0, 0.01, 5, '0.3.0', '2026-11-24T09:00:00Z');
-  )", nullptr, nullptr, nullptr), SQLITE_OK);
+  )",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(db);
   {
     TuningRecords records(path.string());
@@ -155,26 +157,26 @@ TEST(TuningRecords, UpgradesVersionOneInPlace) {
 
 // Recorded problems are featurised with the caches of the machine that measured them, whatever machine reads them.
 TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
-  Target base;
+  CpuTarget base;
   base.l1d_bytes = 32 << 10, base.l2_bytes = 2 << 20, base.l3_bytes = 8 << 20;
-  const Target zen5 = TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB");
+  const CpuTarget zen5 = TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB");
   EXPECT_EQ(zen5.l1d_bytes, 48 << 10);
   EXPECT_EQ(zen5.l2_bytes, 1 << 20);
   EXPECT_EQ(zen5.l3_bytes, 32 << 20) << "a description without an L3 is an AMD host's 32 MiB, not the base's";
   EXPECT_EQ(zen5.isa, base.isa);
-  const Target zen3 =
+  const CpuTarget zen3 =
       TuningRecords::hardware_target(base, "AMD EPYC (family 25); L1d 32 KiB, L2 512 KiB, L3 32768 KiB");
   EXPECT_EQ(zen3.l2_bytes, 512 << 10);
   EXPECT_EQ(zen3.l3_bytes, 32 << 20);
   // This host's own description round-trips to its caches.
-  const Target host = Target::host();
-  const Target again = TuningRecords::hardware_target(base, TuningRecords::host_hardware());
+  const CpuTarget host = CpuTarget::host();
+  const CpuTarget again = TuningRecords::hardware_target(base, TuningRecords::host_hardware());
   EXPECT_EQ(again.l1d_bytes, host.l1d_bytes);
   EXPECT_EQ(again.l2_bytes, host.l2_bytes);
   EXPECT_EQ(again.l3_bytes, host.l3_bytes);
   // Descriptions without caches (or with absurd ones) leave the base alone.
   for (const char* text : {"unknown CPU", "L1d 0 KiB, L2 1024 KiB", "L1d 99999999999999999999 KiB, L2 1 KiB"}) {
-    const Target t = TuningRecords::hardware_target(base, text);
+    const CpuTarget t = TuningRecords::hardware_target(base, text);
     EXPECT_EQ(t.l1d_bytes, base.l1d_bytes) << text;
     EXPECT_EQ(t.l2_bytes, base.l2_bytes) << text;
   }
@@ -182,18 +184,19 @@ TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
 
 // The FMA rate decides which learned model may rank: recorded where measured, inferred for the older AMD records.
 TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesFmaRate) {
-  Target base;
+  CpuTarget base;
   base.isa = CpuIsa::Avx512;
   base.vector_fmas_per_cycle = 2;
-  EXPECT_EQ(TuningRecords::hardware_target(base, "AMD EPYC 9R14 (family 25); L1d 32 KiB, L2 1024 KiB")
-                .vector_fmas_per_cycle,
-            1)
+  EXPECT_EQ(
+      TuningRecords::hardware_target(base, "AMD EPYC 9R14 (family 25); L1d 32 KiB, L2 1024 KiB").vector_fmas_per_cycle,
+      1)
       << "a Zen 4 splits 512-bit FMAs";
   base.vector_fmas_per_cycle = 1;
   EXPECT_EQ(TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB").vector_fmas_per_cycle,
             2);
-  EXPECT_EQ(TuningRecords::hardware_target(base, "Intel(R) Xeon(R) Processor (family 6); L1d 48 KiB, L2 2048 KiB, "
-                                                 "L3 266240 KiB, AVX-512 FMAs 2/cycle")
+  EXPECT_EQ(TuningRecords::hardware_target(base,
+                                           "Intel(R) Xeon(R) Processor (family 6); L1d 48 KiB, L2 2048 KiB, "
+                                           "L3 266240 KiB, AVX-512 FMAs 2/cycle")
                 .vector_fmas_per_cycle,
             2);
   base.vector_fmas_per_cycle = 2;
@@ -201,18 +204,19 @@ TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesFmaRate) {
                 .vector_fmas_per_cycle,
             1);
   // AVX2 records are AVX2 whatever the description says of AVX-512.
-  Target avx2;
-  EXPECT_EQ(TuningRecords::hardware_target(avx2, "AMD EPYC (family 25); L1d 32 KiB, L2 512 KiB").vector_fmas_per_cycle, 2);
+  CpuTarget avx2;
+  EXPECT_EQ(TuningRecords::hardware_target(avx2, "AMD EPYC (family 25); L1d 32 KiB, L2 512 KiB").vector_fmas_per_cycle,
+            2);
   // This host's description round-trips to its measured rate.
-  const Target host = Target::host();
+  const CpuTarget host = CpuTarget::host();
   EXPECT_EQ(TuningRecords::hardware_target(host, TuningRecords::host_hardware()).vector_fmas_per_cycle,
             host.vector_fmas_per_cycle);
   if (host.isa == CpuIsa::Avx512) {
     EXPECT_TRUE(host.vector_fmas_per_cycle == 1 || host.vector_fmas_per_cycle == 2);
     EXPECT_EQ(host.cost_model_key(), host.vector_fmas_per_cycle == 2 ? "cpu:avx512:fma2" : "cpu:avx512");
   }
-  EXPECT_EQ(Target::named("cpu:avx2").vector_fmas_per_cycle, 2);
-  EXPECT_EQ(Target::named("cpu:avx2").cost_model_key(), "cpu:avx2");
+  EXPECT_EQ(CpuTarget::named("cpu:avx2").vector_fmas_per_cycle, 2);
+  EXPECT_EQ(CpuTarget::named("cpu:avx2").cost_model_key(), "cpu:avx2");
 }
 
 }  // namespace

@@ -1,16 +1,16 @@
 // Merging tuning runs: each measurement the median over the runs that took it.
 #include <gtest/gtest.h>
 
-#include "generator/error.hpp"
-#include "jit/tuning_runs.hpp"
+#include "generator/core/error.hpp"
+#include "ops/tuning/tuning_runs.hpp"
 
 namespace tessera {
 namespace {
 
 TuningRecord record(const std::string& hash, double ns, double spread, int samples, const std::string& when,
                     const std::string& version = "0.3.0") {
-  return {hash, "skinny", 2, 1536, 1536, 1, "{}", "{}", "cpu:avx512", "test host", 1, ns, spread, samples, version,
-          when};
+  return {hash,         "skinny",    2, 1536, 1536,   1,       "{}",    "{}",
+          "cpu:avx512", "test host", 1, ns,   spread, samples, version, when};
 }
 
 TEST(TuningRuns, EachMeasurementIsTheMedianOverTheRunsThatTookIt) {

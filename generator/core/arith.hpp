@@ -1,0 +1,32 @@
+// Integer rounding and the median: the small arithmetic every part of tessera (tilings, plans, features, the tuner and
+// the benchmarks) shares.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace tessera {
+
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+constexpr std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+constexpr std::int64_t round_down(std::int64_t a, std::int64_t b) { return a / b * b; }
+
+// The upper median (the element at size / 2 in order); 0 for no samples.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// The median with an even count's middle two averaged: for merging a few runs, where the upper one alone would
+// favour the slower run.
+inline double midpoint_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return v.size() % 2 ? *mid : (*std::max_element(v.begin(), mid) + *mid) / 2;
+}
+
+}  // namespace tessera

@@ -1,0 +1,96 @@
+#include "generator/core/cpu_target.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "generator/core/error.hpp"
+#include "generator/core/fma_rate.hpp"
+
+namespace tessera {
+
+namespace {
+// The size of cpu0's cache of this level as Linux describes it (/sys/devices/system/cpu/cpu0/cache/indexN), that is
+// the cache one core uses: data or unified, not instruction. 0 when sysfs does not say.
+std::int64_t sysfs_cache_bytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int file_level = 0;
+    std::string type, size;
+    if (!(level_file >> file_level) || !(type_file >> type) || !(size_file >> size)) continue;
+    if (file_level != level || type == "Instruction") continue;
+    std::size_t digits = 0;
+    const long long value = std::stoll(size, &digits);
+    const std::string unit = size.substr(digits);
+    const std::int64_t bytes = unit == "K" ? value << 10 : unit == "M" ? value << 20 : unit.empty() ? value : 0;
+    if (bytes > 0) return bytes;
+  }
+  return 0;
+}
+
+// sysfs first: glibc's sysconf reads CPUID, which some VMs fill with the whole package's L3 (256 MiB on a Zen 3
+// guest whose core shares 32 MiB). Then sysconf, then the default.
+std::int64_t cache_size(int level, int sysconf_name, std::int64_t fallback) {
+  try {
+    if (const std::int64_t bytes = sysfs_cache_bytes(level); bytes > 0) return bytes;
+  } catch (const std::exception&) {  // an unreadable size: the next source
+  }
+  const long v = sysconf(sysconf_name);
+  return v > 0 ? v : fallback;
+}
+}  // namespace
+
+std::string CpuTarget::str() const { return isa == CpuIsa::Avx512 ? "cpu:avx512" : "cpu:avx2"; }
+
+std::string CpuTarget::cost_model_key() const {
+  return isa == CpuIsa::Avx512 && vector_fmas_per_cycle >= 2 ? str() + ":fma2" : str();
+}
+
+bool CpuTarget::host_supports(CpuIsa isa) {
+  __builtin_cpu_init();
+  if (isa == CpuIsa::Avx512)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+CpuTarget CpuTarget::host() {
+  CpuTarget t;
+  if (!host_supports(CpuIsa::Avx2)) throw Unavailable("cpu: tessera needs a host with AVX2 and FMA");
+  t.isa = host_supports(CpuIsa::Avx512) ? CpuIsa::Avx512 : CpuIsa::Avx2;
+  t.avx512_bf16 = t.isa == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
+  if (t.isa == CpuIsa::Avx512) t.vector_fmas_per_cycle = host_avx512_fmas_per_cycle();
+  t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  t.l1d_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);
+  t.l2_bytes = cache_size(2, _SC_LEVEL2_CACHE_SIZE, t.l2_bytes);
+  t.l3_bytes = cache_size(3, _SC_LEVEL3_CACHE_SIZE, t.l3_bytes);
+  return t;
+}
+
+CpuTarget CpuTarget::parse(std::string_view text) {
+  const CpuTarget t = named(text);
+  if (!host_supports(t.isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
+  return t;
+}
+
+CpuTarget CpuTarget::named(std::string_view text) {
+  CpuTarget t = host();
+  if (text == "cpu") return t;
+  CpuIsa isa;
+  if (text == "cpu:avx512")
+    isa = CpuIsa::Avx512;
+  else if (text == "cpu:avx2")
+    isa = CpuIsa::Avx2;
+  else
+    throw InvalidArgument("target",
+                          "unknown target '" + std::string(text) + "' (expected cpu, cpu:avx512 or cpu:avx2)");
+  if (isa != t.isa) t.vector_fmas_per_cycle = 2;  // AVX2 on an AVX-512 host, or AVX-512 named on an AVX2 one
+  t.isa = isa;
+  t.avx512_bf16 = t.avx512_bf16 && isa == CpuIsa::Avx512;
+  return t;
+}
+
+}  // namespace tessera

@@ -1,0 +1,44 @@
+// CpuTarget: where a kernel runs, with the numbers the generator and the cost model need.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tessera {
+
+enum class CpuIsa : unsigned char { Avx2, Avx512 };
+
+struct CpuTarget {
+  CpuIsa isa = CpuIsa::Avx2;
+  bool avx512_bf16 = false;  // vdpbf16ps: bf16 GEMMs with f32 accumulation
+  int cores = 1;
+  std::int64_t l1d_bytes = 32 << 10;
+  std::int64_t l2_bytes = 1 << 20;
+  std::int64_t l3_bytes = 32 << 20;
+  // Vector FMAs of the ISA's width issued per cycle: 2 for AVX2 everywhere, and for AVX-512 on cores with two
+  // full-width units; 1 for AVX-512 on a core that splits it in halves (Zen 4). A register tile needs about 4 times
+  // as many independent accumulators (latency 4) to keep them busy.
+  int vector_fmas_per_cycle = 2;
+
+  // f32 lanes per vector register and how many vector registers there are.
+  int vector_lanes() const { return isa == CpuIsa::Avx512 ? 16 : 8; }
+  int vector_registers() const { return isa == CpuIsa::Avx512 ? 32 : 16; }
+  // The canonical text, "cpu:avx512" or "cpu:avx2"; it is what kernel specs record.
+  std::string str() const;
+  // Which shipped learned model fits this target: its ISA, and for AVX-512 whether the FMA units are full-width
+  // ("cpu:avx512:fma2"), as the best register tiles differ (8×16 tiles run at half speed on two units).
+  std::string cost_model_key() const;
+
+  // The host CPU with its best ISA and its caches.
+  static CpuTarget host();
+  // "cpu" (the host), "cpu:avx512" or "cpu:avx2"; throws InvalidArgument for unknown text and Unavailable
+  // when the host cannot run the requested ISA.
+  static CpuTarget parse(std::string_view text);
+  // The same names without the host check: a target to compute features, train and evaluate cost models for (its
+  // caches the host's until the caller sets them), not to run kernels on. Throws InvalidArgument for unknown text.
+  static CpuTarget named(std::string_view text);
+  static bool host_supports(CpuIsa isa);
+};
+
+}  // namespace tessera

@@ -1,0 +1,42 @@
+#include "generator/gemm/cpu_gemm_spec.hpp"
+
+#include <fmt/format.h>
+
+#include "generator/core/error.hpp"
+#include "generator/gemm/gemm_naming.hpp"
+
+namespace tessera {
+
+namespace {
+constexpr int kSpecVersion = 3;  // 2: pack_a, pack_b; 3: fixed sizes
+}  // namespace
+
+KernelSpec CpuGemmSpec::generic() const {
+  return {"gemm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+}
+
+CpuGemmSpec CpuGemmSpec::from_json(const nlohmann::json& j) {
+  const KernelSpec generic = KernelSpec::from_json(j, "gemm", kSpecVersion);
+  CpuGemmSpec spec = parse_spec_part([&] {
+    return CpuGemmSpec{GemmSignature::from_json(generic.signature), CpuGemmConfig::from_json(generic.config),
+                       CpuTarget::parse(generic.target)};
+  });
+  validate(spec.signature, spec.config, spec.target);
+  return spec;
+}
+
+std::string CpuGemmSpec::name() const {
+  const std::string isa = target.isa == CpuIsa::Avx512 ? "avx512" : "avx2";
+  const std::string fixed =
+      config.fixed() ? fmt::format("_fix{}x{}x{}", config.fixed_m, config.fixed_n, config.fixed_k) : "";
+  const std::string packing = config.pack_a && config.pack_b ? ""
+                              : config.pack_a                ? "_ub"
+                              : config.pack_b                ? "_ua"
+                                                             : "_uab";
+  const std::string kind = config.transpose ? "_t" : "";
+  return fmt::format("gemm_{}_{}_{}x{}x{}{}{}{}_{}_{}_{}", types_tag(signature), layouts_tag(signature), config.mr,
+                     config.nr, config.kc, packing, fixed, kind, epilogue_tag(signature), isa,
+                     hash().hex().substr(0, 8));
+}
+
+}  // namespace tessera

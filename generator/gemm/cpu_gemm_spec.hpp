@@ -1,0 +1,32 @@
+// CpuGemmSpec: a CPU GEMM kernel, {GEMM signature, CPU config, CPU target}; its KernelSpec is op "gemm".
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/core/cpu_target.hpp"
+#include "generator/core/kernel_spec.hpp"
+#include "generator/gemm/cpu_gemm_config.hpp"
+#include "generator/gemm/gemm_problem.hpp"
+
+namespace tessera {
+
+struct CpuGemmSpec {
+  GemmSignature signature;
+  CpuGemmConfig config;
+  CpuTarget target;
+
+  // The op-tagged spec that serialises and hashes it.
+  KernelSpec generic() const;
+  nlohmann::json to_json() const { return generic().to_json(); }
+  std::string canonical_json() const { return generic().canonical_json(); }
+  // Parses and validates; throws InvalidArgument (malformed) or ConfigError (invalid combination).
+  static CpuGemmSpec from_json(const nlohmann::json& j);
+  // XXH3-128 of the canonical JSON.
+  Hash128 hash() const { return generic().hash(); }
+  // A procedural name that is a valid C symbol, e.g. gemm_f32_rrzr_8x32x192_ab_avx512_1a2b3c4d.
+  std::string name() const;
+};
+
+}  // namespace tessera

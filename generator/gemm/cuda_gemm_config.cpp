@@ -1,0 +1,264 @@
+#include "generator/gemm/cuda_gemm_config.hpp"
+#include "generator/core/arith.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "generator/core/config_overrides.hpp"
+#include "generator/core/error.hpp"
+
+namespace tessera {
+
+namespace {
+bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// In-memory element size of A and B (tf32 is stored as f32).
+int input_bytes(const GemmSignature& s) { return dtype_bytes(s.a.dtype); }
+
+bool k_contiguous(const Layout& layout, bool is_a) {
+  return layout.kind() == (is_a ? LayoutKind::RowMajor : LayoutKind::ColMajor);
+}
+
+// The widest vector (16, 8 or 4 bytes, in elements) that divides a packed operand's contiguous extent.
+int natural_alignment(std::int64_t extent, int elem_bytes) {
+  for (int bytes : {16, 8, 4})
+    if (bytes >= elem_bytes && extent % (bytes / elem_bytes) == 0) return bytes / elem_bytes;
+  return 1;
+}
+}  // namespace
+
+std::string_view cuda_math_name(CudaMath math) { return math == CudaMath::Simt ? "simt" : "tensorop"; }
+
+CudaMath cuda_math_for(const GemmSignature& s) { return s.a.dtype == DType::f32 ? CudaMath::Simt : CudaMath::TensorOp; }
+
+int mma_k(const GemmSignature& s) { return s.a.dtype == DType::tf32 ? 8 : 16; }
+
+std::int64_t CudaGemmConfig::shared_bytes(const GemmSignature& s) const {
+  const std::int64_t elem = input_bytes(s);
+  const std::int64_t pipeline = std::int64_t{stages} * (block_m + block_n) * block_k * elem;
+  if (math == CudaMath::Simt) return pipeline;
+  // The epilogue stages one 16-row slab of each warp's accumulators (rows padded by 4 floats against bank conflicts).
+  const std::int64_t staging = std::int64_t{warps()} * 16 * (warp_n + 4) * 4;
+  return std::max(pipeline, staging);
+}
+
+std::int64_t CudaGemmConfig::workspace_bytes(const GemmProblem& p) const {
+  if (split_k <= 1) return 0;
+  return std::int64_t{split_k} * p.batch * p.m * p.n * 4;
+}
+
+int CudaGemmConfig::register_estimate() const {
+  if (math == CudaMath::Simt) {
+    const int tm = warp_m / 8, tn = warp_n / 4;
+    return tm * tn + 2 * (tm + tn) + 40;
+  }
+  const int mi = warp_m / 16, ni = warp_n / 8;
+  // Accumulators (4 floats per 16×8 tile), double-buffered A (4 regs per 16×16) and B (2 per 16×8) fragments.
+  return mi * ni * 4 + 2 * (mi * 4 + ni * 2) + 40;
+}
+
+CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarget& target) {
+  const GemmSignature& s = p.signature;
+  CudaGemmConfig c;
+  c.math = cuda_math_for(s);
+  const int elem = input_bytes(s);
+  if (c.math == CudaMath::Simt) {
+    c.block_m = 128, c.block_n = 128, c.block_k = 8, c.warp_m = 64, c.warp_n = 32, c.stages = 2;
+    if (ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch < target.sm_count)
+      c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
+  } else {
+    // 128-byte rows of K per stage (CUTLASS's sm80 defaults): 32 f16/bf16 or 16 tf32 elements.
+    c.block_k = 64 / elem;
+    const bool big_smem = target.max_shared_per_block > 160 * 1024;
+    c.stages = big_smem ? 4 : 3;
+    const std::int64_t tiles128 = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch;
+    if (tiles128 < target.sm_count / 2) {
+      c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
+    } else if (big_smem && tiles128 >= 2 * target.sm_count && p.n >= 256) {
+      c.block_n = 256;  // 8 warps of 64×64: more reuse per byte of shared memory once the grid is several waves
+    }
+  }
+  // Split K when the output grid leaves most SMs idle and K is deep enough to share.
+  const std::int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n) * p.batch;
+  if (tiles * 2 <= target.sm_count && p.k >= 8 * c.block_k) {
+    const std::int64_t by_sms = ceil_div(target.sm_count, tiles);
+    const std::int64_t by_k = p.k / (4 * c.block_k);
+    c.split_k = static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, 16));
+  }
+  c.swizzle = ceil_div(p.m, c.block_m) >= 8 ? 8 : 1;
+  c.align_a = natural_alignment(k_contiguous(s.a.layout, true) ? p.k : p.m, elem);
+  c.align_b = natural_alignment(k_contiguous(s.b.layout, false) ? p.k : p.n, elem);
+  const int out_elem = dtype_bytes(s.d.dtype);
+  c.align_c = natural_alignment(s.d.layout.kind() == LayoutKind::RowMajor ? p.n : p.m, out_elem);
+  return c;
+}
+
+CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
+  CudaGemmConfig c = *this;
+  for (const auto& [key, value] : parse_config_overrides(text)) {
+    if (key == "block_m")
+      c.block_m = value;
+    else if (key == "block_n")
+      c.block_n = value;
+    else if (key == "block_k")
+      c.block_k = value;
+    else if (key == "warp_m")
+      c.warp_m = value;
+    else if (key == "warp_n")
+      c.warp_n = value;
+    else if (key == "stages")
+      c.stages = value;
+    else if (key == "split_k")
+      c.split_k = value;
+    else if (key == "swizzle")
+      c.swizzle = value;
+    else if (key == "align_a")
+      c.align_a = value;
+    else if (key == "align_b")
+      c.align_b = value;
+    else if (key == "align_c")
+      c.align_c = value;
+    else if (key == "simt")
+      c.math = value ? CudaMath::Simt : CudaMath::TensorOp;
+    else
+      throw InvalidArgument("config",
+                            "unknown key '" + key +
+                                "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, swizzle, align_a, "
+                                "align_b, align_c, simt)");
+  }
+  return c;
+}
+
+nlohmann::json CudaGemmConfig::to_json() const {
+  return {{"math", cuda_math_name(math)},
+          {"block_m", block_m},
+          {"block_n", block_n},
+          {"block_k", block_k},
+          {"warp_m", warp_m},
+          {"warp_n", warp_n},
+          {"stages", stages},
+          {"split_k", split_k},
+          {"swizzle", swizzle},
+          {"align_a", align_a},
+          {"align_b", align_b},
+          {"align_c", align_c}};
+}
+
+CudaGemmConfig CudaGemmConfig::from_json(const nlohmann::json& j) {
+  CudaGemmConfig c;
+  const std::string math = j.at("math").get<std::string>();
+  if (math != "simt" && math != "tensorop") throw InvalidArgument("config.math", "must be simt or tensorop");
+  c.math = math == "simt" ? CudaMath::Simt : CudaMath::TensorOp;
+  c.block_m = j.at("block_m").get<int>();
+  c.block_n = j.at("block_n").get<int>();
+  c.block_k = j.at("block_k").get<int>();
+  c.warp_m = j.at("warp_m").get<int>();
+  c.warp_n = j.at("warp_n").get<int>();
+  c.stages = j.at("stages").get<int>();
+  c.split_k = j.at("split_k").get<int>();
+  c.swizzle = j.at("swizzle").get<int>();
+  c.align_a = j.at("align_a").get<int>();
+  c.align_b = j.at("align_b").get<int>();
+  c.align_c = j.at("align_c").get<int>();
+  return c;
+}
+
+void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget& target) {
+  const auto fail = [](const std::string& rule) { throw ConfigError(rule); };
+  const std::string where = target.str();
+  // Types: the inputs decide the math; the output is f32 or the input's 16-bit type.
+  if (s.a.dtype != s.b.dtype)
+    fail(
+        fmt::format("A and B dtypes must match on {} ({} vs {})", where, dtype_name(s.a.dtype), dtype_name(s.b.dtype)));
+  const DType in = s.a.dtype;
+  if (in != DType::f32 && in != DType::f16 && in != DType::bf16 && in != DType::tf32)
+    fail(fmt::format("input dtype {} is not supported on {} (f32, tf32, f16 or bf16)", dtype_name(in), where));
+  if (s.accumulator != DType::f32) fail("the accumulator must be f32");
+  for (const auto& [name, dtype] : {std::pair{"C", s.c.dtype}, std::pair{"D", s.d.dtype}}) {
+    const bool ok = dtype == DType::f32 || ((in == DType::f16 || in == DType::bf16) && dtype == in);
+    if (!ok)
+      fail(fmt::format("{} dtype {} is not supported with {} inputs (f32{})", name, dtype_name(dtype), dtype_name(in),
+                       in == DType::f16 || in == DType::bf16 ? std::string(" or ") + std::string(dtype_name(in)) : ""));
+  }
+  if (s.c.layout.reads_memory() && s.c.dtype != s.d.dtype) fail("C and D dtypes must match");
+  if (s.inputs.size() > 8) fail(fmt::format("{} epilogue tensors: CUDA kernels take at most 8", s.inputs.size()));
+  for (const auto& input : s.inputs)
+    if (input.operand.dtype != DType::f32)
+      fail(fmt::format("epilogue tensor '{}' must be f32 on {}", input.name, where));
+  if (c.math != cuda_math_for(s))
+    fail(fmt::format("{} inputs need {} math, not {}", dtype_name(in), cuda_math_name(cuda_math_for(s)),
+                     cuda_math_name(c.math)));
+  // Layouts: the tiles are copied with vector accesses along a contiguous dimension.
+  for (const auto& [name, layout] : {std::pair{"A", s.a.layout}, std::pair{"B", s.b.layout}})
+    if (layout.kind() != LayoutKind::RowMajor && layout.kind() != LayoutKind::ColMajor)
+      fail(fmt::format("{} layout must be row or col on {}, not {}", name, where, layout.name()));
+  if (s.c.layout.kind() == LayoutKind::Strided) fail(fmt::format("C layout must be row, col or zero on {}", where));
+  if (s.d.layout.kind() != LayoutKind::RowMajor && s.d.layout.kind() != LayoutKind::ColMajor)
+    fail(fmt::format("D layout must be row or col, not {}", s.d.layout.name()));
+  if (s.c.layout.reads_memory() && s.c.layout != s.d.layout)
+    fail("C and D layouts must match on CUDA (the epilogue reads C with D's vector accesses)");
+
+  // Tiles.
+  const int elem = input_bytes(s);
+  for (const auto& [name, v] :
+       {std::pair{"block_m", c.block_m}, std::pair{"block_n", c.block_n}, std::pair{"block_k", c.block_k},
+        std::pair{"warp_m", c.warp_m}, std::pair{"warp_n", c.warp_n}})
+    if (!is_pow2(v) || v > 512) fail(fmt::format("{} ({}) must be a power of two up to 512", name, v));
+  if (c.block_m % c.warp_m || c.block_n % c.warp_n)
+    fail(fmt::format("the block tile {}x{} must be a multiple of the warp tile {}x{}", c.block_m, c.block_n, c.warp_m,
+                     c.warp_n));
+  if (c.threads() > target.max_threads_per_block)
+    fail(fmt::format("{} warps ({} threads) exceed {} threads per block", c.warps(), c.threads(),
+                     target.max_threads_per_block));
+  if (c.math == CudaMath::TensorOp) {
+    const int k = mma_k(s);
+    if (c.warp_m % 16 || c.warp_n % 16)
+      fail(fmt::format("warp tile {}x{} must be a multiple of 16x16 (m16n8 mma tiles, B fragments in pairs)", c.warp_m,
+                       c.warp_n));
+    if (c.block_k % k || c.block_k * elem < 32)
+      fail(fmt::format("block_k ({}) must be a multiple of the mma K ({}) and span at least 32 bytes", c.block_k, k));
+    if (c.stages < 2 || c.stages > 5) fail(fmt::format("stages ({}) must be in 2..5", c.stages));
+  } else {
+    if (c.warp_m % 32 || c.warp_n % 16)
+      fail(fmt::format("SIMT warp tile {}x{} must be a multiple of 32x16 (8x4 lanes, 4-wide thread vectors)", c.warp_m,
+                       c.warp_n));
+    if (c.block_k < 4 || c.block_k > 32) fail(fmt::format("SIMT block_k ({}) must be in 4..32", c.block_k));
+    if (c.stages != 2) fail(fmt::format("SIMT kernels double-buffer: stages must be 2, not {}", c.stages));
+  }
+  // Every thread copies whole 16-byte chunks of each stage's A and B tiles.
+  const int chunk_elems = 16 / elem;
+  for (const auto& [name, rows, k_major] : {std::tuple{"A", c.block_m, k_contiguous(s.a.layout, true)},
+                                            std::tuple{"B", c.block_n, k_contiguous(s.b.layout, false)}}) {
+    const int contiguous = k_major ? c.block_k : rows;
+    if (contiguous % chunk_elems)
+      fail(fmt::format("the {} tile's contiguous extent ({}) must be a multiple of 16 bytes", name, contiguous));
+    const int chunks = rows * c.block_k / chunk_elems;
+    if (chunks % c.threads())
+      fail(
+          fmt::format("the {} tile's {} 16-byte chunks must divide evenly over {} threads", name, chunks, c.threads()));
+  }
+  if (c.split_k < 1 || c.split_k > 64) fail(fmt::format("split_k ({}) must be in 1..64", c.split_k));
+  if (!is_pow2(c.swizzle) || c.swizzle > 16) fail(fmt::format("swizzle ({}) must be 1, 2, 4, 8 or 16", c.swizzle));
+  for (const auto& [name, align, bytes] :
+       {std::tuple{"align_a", c.align_a, elem}, std::tuple{"align_b", c.align_b, elem},
+        std::tuple{"align_c", c.align_c, dtype_bytes(s.d.dtype)}})
+    if (!is_pow2(align) || align * bytes > 16)
+      fail(fmt::format("{} ({}) must be a power of two of at most 16 bytes", name, align));
+
+  // Resources.
+  const std::int64_t smem = c.shared_bytes(s);
+  if (smem > target.max_shared_per_block)
+    fail(fmt::format("shared memory of {} bytes ({} stages of {}x{} and {}x{} tiles) exceeds {}'s {} bytes per block",
+                     smem, c.stages, c.block_m, c.block_k, c.block_n, c.block_k, target.arch(),
+                     target.max_shared_per_block));
+  const int regs = c.register_estimate();
+  if (regs > target.max_registers_per_thread)
+    fail(fmt::format("warp tile {}x{} needs about {} registers per thread, more than {}", c.warp_m, c.warp_n, regs,
+                     target.max_registers_per_thread));
+  if (std::int64_t{regs} * c.threads() > target.registers_per_sm)
+    fail(fmt::format("{} threads × ~{} registers exceed the {} registers of an SM", c.threads(), regs,
+                     target.registers_per_sm));
+}
+
+}  // namespace tessera

@@ -1,0 +1,60 @@
+// CudaGemmConfig: how to compute a GEMM on an NVIDIA GPU (block and warp tiles, pipeline, split-K, rasterisation,
+// vector widths), and its validation against a problem signature and an architecture.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/core/cuda_target.hpp"
+#include "generator/gemm/gemm_problem.hpp"
+
+namespace tessera {
+
+enum class CudaMath : unsigned char {
+  Simt,      // f32 FFMA, register-tiled, double-buffered shared memory
+  TensorOp,  // mma.sync: m16n8k16 for f16/bf16, m16n8k8 for tf32; cp.async ring, ldmatrix, swizzled shared memory
+};
+std::string_view cuda_math_name(CudaMath math);
+
+// A block computes a block_m×block_n tile of D in block_k-deep steps; its warps each own a warp_m×warp_n sub-tile.
+struct CudaGemmConfig {
+  CudaMath math = CudaMath::TensorOp;
+  int block_m = 128, block_n = 128, block_k = 32;
+  int warp_m = 64, warp_n = 64;
+  int stages = 3;   // shared-memory pipeline depth (SIMT: 2, double buffering)
+  int split_k = 1;  // >1: K is split over that many blocks, partial sums reduced by a second kernel
+  int swizzle = 8;  // blocks are rasterised in groups of this many tile rows, for L2 reuse of B
+  // Elements per vector access that the arguments guarantee (pointer and leading dimension alignment): A and B
+  // global→shared copies, C reads and D stores. Smaller values mean narrower copies, not a different kernel shape.
+  int align_a = 8, align_b = 8, align_c = 4;
+
+  int warps() const { return (block_m / warp_m) * (block_n / warp_n); }
+  int threads() const { return 32 * warps(); }
+  // Dynamic shared memory per block: the pipeline's stages, or the epilogue staging if larger (they share it).
+  std::int64_t shared_bytes(const GemmSignature& signature) const;
+  // Bytes of global scratch for the split-K partial sums of a problem (0 without split-K).
+  std::int64_t workspace_bytes(const GemmProblem& problem) const;
+  // A register count estimate (accumulators, fragments, addressing) used to reject tiles before NVRTC does.
+  int register_estimate() const;
+
+  // The default for a problem on a target: the math from the dtypes, tiles from the problem size.
+  static CudaGemmConfig default_for(const GemmProblem& problem, const CudaTarget& target);
+  // "block_m=128,block_n=256,block_k=32,warp_m=64,warp_n=64,stages=4,split_k=1,swizzle=8,align_a=8,align_b=8,
+  // align_c=4,simt=0" (any subset).
+  CudaGemmConfig with_overrides(const std::string& text) const;
+  nlohmann::json to_json() const;
+  static CudaGemmConfig from_json(const nlohmann::json& j);
+  friend bool operator==(const CudaGemmConfig&, const CudaGemmConfig&) = default;
+};
+
+// The math mode a signature needs: TensorOp for f16, bf16, tf32 inputs; Simt for f32.
+CudaMath cuda_math_for(const GemmSignature& signature);
+// K depth of one mma.sync instruction for the signature's input type (16 for f16/bf16, 8 for tf32).
+int mma_k(const GemmSignature& signature);
+
+// Accepts the triple or throws one ConfigError naming the violated rule, before any CUDA source is generated.
+void validate(const GemmSignature& signature, const CudaGemmConfig& config, const CudaTarget& target);
+
+}  // namespace tessera

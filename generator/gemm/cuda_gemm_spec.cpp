@@ -1,0 +1,37 @@
+#include "generator/gemm/cuda_gemm_spec.hpp"
+
+#include <fmt/format.h>
+
+#include "generator/core/error.hpp"
+#include "generator/gemm/gemm_naming.hpp"
+
+namespace tessera {
+
+namespace {
+constexpr int kCudaSpecVersion = 1;
+}  // namespace
+
+KernelSpec CudaGemmSpec::generic() const {
+  return {"gemm", kCudaSpecVersion, signature.to_json(), config.to_json(), target.str()};
+}
+
+CudaGemmSpec CudaGemmSpec::from_json(const nlohmann::json& j) {
+  const KernelSpec generic = KernelSpec::from_json(j, "gemm", kCudaSpecVersion);
+  CudaGemmSpec spec = parse_spec_part([&] {
+    return CudaGemmSpec{GemmSignature::from_json(generic.signature), CudaGemmConfig::from_json(generic.config),
+                        CudaTarget::parse(generic.target)};
+  });
+  validate(spec.signature, spec.config, spec.target);
+  return spec;
+}
+
+std::string CudaGemmSpec::name() const {
+  const auto& c = config;
+  const std::string split = c.split_k > 1 ? fmt::format("_sk{}", c.split_k) : "";
+  return fmt::format("gemm_{}_{}_{}{}x{}x{}_w{}x{}_s{}{}_{}_sm{}{}_{}", types_tag(signature), layouts_tag(signature),
+                     c.math == CudaMath::Simt ? "simt" : "tc", c.block_m, c.block_n, c.block_k, c.warp_m, c.warp_n,
+                     c.stages, split, epilogue_tag(signature), target.sm, target.arch_specific ? "a" : "",
+                     hash().hex().substr(0, 8));
+}
+
+}  // namespace tessera

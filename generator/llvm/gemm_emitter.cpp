@@ -1,0 +1,1467 @@
+#include "generator/llvm/gemm_emitter.hpp"
+
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <cstddef>
+#include <map>
+
+#include "generator/core/error.hpp"
+#include "generator/gemm/gemm_abi.hpp"
+#include "generator/gemm/gemm_epilogue_binding.hpp"
+#include "generator/llvm/expr_llvm.hpp"
+#include "generator/llvm/loops.hpp"
+
+namespace tessera {
+
+namespace {
+
+// The IR struct types below mirror these C layouts field by field.
+static_assert(offsetof(TensorArg, bs) == 24 && sizeof(TensorArg) == 32);
+static_assert(offsetof(GemmKernelArgs, tile_n) == 40 && offsetof(GemmKernelArgs, a) == 48 &&
+              offsetof(GemmKernelArgs, inputs) == 176 && offsetof(GemmKernelArgs, alpha) == 184 &&
+              offsetof(GemmKernelArgs, beta) == 188);
+enum ArgsField : unsigned { kM, kN, kK, kBatch, kTileM, kTileN, kA, kB, kC, kD, kInputs, kAlpha, kBeta };
+
+// How many source rows ahead packing prefetches (a pack reading B row by row).
+constexpr int kPackAhead = 8;
+// Source rows a pack of unit-stride rows copies into each sliver per pass.
+constexpr int kPackDepthBlock = 8;
+// The FMAs up to which a micro-kernel of constant K is emitted without a K loop (1 thread, 16³×256, GFLOP/s: A·Bᵀ
+// 89-92 -> 102, A·B 145 -> 147; at 32³ (512 FMAs) the loop was 1-4% faster).
+constexpr int kFullUnrollFmas = 256;
+
+struct TensorFields {
+  llvm::Value* data;
+  llvm::Value* rs;
+  llvm::Value* cs;
+  llvm::Value* bs;
+};
+
+std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+class CpuGemmEmitter {
+ public:
+  // `name` is the entry point's symbol: the requested spec's name, also when `spec` is its transposed product.
+  CpuGemmEmitter(const CpuGemmSpec& spec, std::string name, llvm::LLVMContext& ctx)
+      : spec_(spec),
+        name_(std::move(name)),
+        sig_(spec.signature),
+        cfg_(spec.config),
+        lanes_(spec.target.vector_lanes()),
+        ctx_(ctx),
+        module_(std::make_unique<llvm::Module>(name_, ctx)),
+        b_(ctx) {
+    f32_ = b_.getFloatTy();
+    i64_ = b_.getInt64Ty();
+    bf16_ = sig_.a.dtype == DType::bf16;
+    ab_elem_ = bf16_ ? static_cast<llvm::Type*>(b_.getInt16Ty()) : f32_;
+    ptr_ = b_.getPtrTy();
+    vec_ = llvm::FixedVectorType::get(f32_, lanes_);
+    tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_}, "tessera.TensorArg");
+    args_ty_ = llvm::StructType::create(
+        ctx, {i64_, i64_, i64_, i64_, i64_, i64_, tensor_ty_, tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_},
+        "tessera.GemmKernelArgs");
+  }
+
+  std::unique_ptr<llvm::Module> emit() {
+    const bool a_unit_rows =
+        sig_.a.layout.row_stride("a")->op == ExprOp::Const && sig_.a.layout.row_stride("a")->value == 1;
+    const bool b_unit_cols =
+        sig_.b.layout.col_stride("b")->op == ExprOp::Const && sig_.b.layout.col_stride("b")->value == 1;
+    // Packing reads along the source's rows (the panel's depth) where they are contiguous.
+    llvm::Function* pack_a =
+        emit_pack("pack_a", cfg_.mr, a_unit_rows, !bf16_ && is_constant(sig_.a.layout.col_stride("a"), 1));
+    llvm::Function* pack_b =
+        bf16_ ? emit_pack_b_pairs()
+              : emit_pack("pack_b", cfg_.nr, b_unit_cols, is_constant(sig_.b.layout.row_stride("b"), 1));
+    if (cfg_.fixed()) {
+      emit_fixed_entry(pack_b);
+    } else if (cfg_.dot) {
+      llvm::Function* dot = emit_dot_kernel();
+      emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
+                     llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last,
+                     llvm::Value* args) { emit_dot_slab(t, a, bm, w, p0, kc, first, last, args, dot); });
+    } else {
+      const MicroKernels micro = emit_micro_kernels();
+      emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
+                     llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last,
+                     llvm::Value* args) { emit_slab(t, a, bm, w, p0, kc, first, last, args, pack_a, pack_b, micro); });
+      // GEMV tiles (KC 8 × 4 vectors) do 32 FMAs: the 15-argument call would cost as much, and takes window from
+      // the loads that stream B (1×4096×4096, 1 thread, tessera / BLIS interleaved with the previous binary:
+      // 0.95-1.06 -> 1.03-1.16). At M = 8 (320 FMAs per tile) inlining measured 0.9× and is not done.
+      if (std::int64_t{cfg_.kc} * cfg_.mr * (cfg_.nr / lanes_) <= 128)
+        for (llvm::CallInst* call : full_tile_calls_) {
+          llvm::InlineFunctionInfo info;
+          if (!llvm::InlineFunction(*call, info).isSuccess()) throw std::logic_error("emit_llvm: tile not inlined");
+        }
+    }
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_llvm produced invalid IR: " + error);
+    return std::move(module_);
+  }
+
+ private:
+  llvm::Function* make_function(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
+                                bool external) {
+    auto* fn = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
+                                      external ? llvm::Function::ExternalLinkage : llvm::Function::InternalLinkage,
+                                      name, module_.get());
+    const bool avx512 = spec_.target.isa == CpuIsa::Avx512;
+    fn->addFnAttr("target-cpu", avx512 ? "x86-64-v4" : "x86-64-v3");
+    fn->addFnAttr("tune-cpu", llvm::sys::getHostCPUName());
+    fn->addFnAttr("min-legal-vector-width", avx512 ? "512" : "256");
+    fn->addFnAttr("prefer-vector-width", avx512 ? "512" : "256");
+    if (sig_.a.dtype == DType::bf16) fn->addFnAttr("target-features", "+avx512bf16");
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::BasicBlock::Create(ctx_, "entry", fn);
+    b_.SetInsertPoint(&fn->getEntryBlock());
+    return fn;
+  }
+
+  llvm::Value* i64c(std::int64_t v) { return b_.getInt64(v); }
+  llvm::Value* gep(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(f32_, base, index); }
+  // Addresses into A, B and the packed B panel, in their element type.
+  llvm::Value* gep_ab(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(ab_elem_, base, index); }
+  // Elements of one packed B row sliver per K step: bf16 packs K in pairs, so an odd slab is padded to even.
+  llvm::Value* packed_depth(llvm::Value* kc) {
+    return bf16_ ? b_.CreateAnd(b_.CreateAdd(kc, i64c(1)), i64c(~std::int64_t{1})) : kc;
+  }
+  // `value` through an empty inline asm: the same register, but no longer an expression loop strength reduction
+  // can see through (it would fold a stepped pointer back into a base + index from the loop counter).
+  llvm::Value* opaque(llvm::Value* value) {
+    auto* type = llvm::FunctionType::get(value->getType(), {value->getType()}, false);
+    return b_.CreateCall(llvm::InlineAsm::get(type, "", "=r,0", false), {value});
+  }
+  llvm::Value* smin(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y); }
+  llvm::Value* smax(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), y, x); }
+
+  // Masked vector accesses become plain ones when the mask is all true at generation time (full tiles): a masked
+  // load of B read in place cost 15-20% of a GEMV's time.
+  static bool all_true(llvm::Value* mask) {
+    auto* c = llvm::dyn_cast<llvm::Constant>(mask);
+    return c && c->isAllOnesValue();
+  }
+  llvm::Value* load_masked(llvm::Value* ptr, llvm::Value* mask) {
+    if (all_true(mask)) return b_.CreateAlignedLoad(vec_, ptr, llvm::Align(4));
+    return b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vec_));
+  }
+  void store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask) {
+    if (all_true(mask))
+      b_.CreateAlignedStore(value, ptr, llvm::Align(4));
+    else
+      b_.CreateMaskedStore(value, ptr, llvm::Align(4), mask);
+  }
+
+  llvm::Constant* lane_indices(int n) {
+    std::vector<llvm::Constant*> v;
+    for (int i = 0; i < n; ++i) v.push_back(b_.getInt64(i));
+    return llvm::ConstantVector::get(v);
+  }
+
+  // Lanes i with i + first < limit.
+  llvm::Value* lane_mask(int n, llvm::Value* limit, std::int64_t first = 0) {
+    llvm::Value* lanes = b_.CreateAdd(lane_indices(n), b_.CreateVectorSplat(n, i64c(first)));
+    return b_.CreateICmpSLT(lanes, b_.CreateVectorSplat(n, limit));
+  }
+
+  TensorFields load_tensor(llvm::Value* tensor_ptr) {
+    const auto field = [&](unsigned i, llvm::Type* t) {
+      return b_.CreateLoad(t, b_.CreateStructGEP(tensor_ty_, tensor_ptr, i));
+    };
+    return {field(0, ptr_), field(1, i64_), field(2, i64_), field(3, i64_)};
+  }
+
+  // A fixed-size matrix of `rows`×`cols` stored contiguously in its layout: its leading dimension as a constant.
+  TensorFields dense(TensorFields t, const Layout& l, std::int64_t rows, std::int64_t cols) {
+    if (l.kind() == LayoutKind::RowMajor) t.rs = i64c(cols);
+    if (l.kind() == LayoutKind::ColMajor) t.cs = i64c(rows);
+    return t;
+  }
+
+  // Whether t's leading dimension is the one dense() assumes (true for the layouts it leaves alone).
+  llvm::Value* is_dense(const TensorFields& t, const Layout& l, std::int64_t rows, std::int64_t cols) {
+    if (l.kind() == LayoutKind::RowMajor) return b_.CreateICmpEQ(t.rs, i64c(cols));
+    if (l.kind() == LayoutKind::ColMajor) return b_.CreateICmpEQ(t.cs, i64c(rows));
+    return b_.getTrue();
+  }
+
+  llvm::Value* args_field(llvm::Value* args, unsigned field, llvm::Type* t) {
+    return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args, field));
+  }
+
+  // Packs an nrows×depth block (element (r, p) at (r0 + r)·rs + (c0 + p)·cs) into slivers of R rows:
+  // dst[s·R·depth + p·R + r], zero-filled past nrows, so the micro-kernel never tests edges.
+  llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride, bool cs_is_one = false) {
+    llvm::Function* fn = make_function(name, b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    auto arg = fn->arg_begin();
+    PackArgs a;
+    a.src = arg++;
+    a.r0 = arg++;
+    a.c0 = arg++;
+    a.nrows = arg++;
+    llvm::Value* depth = arg++;
+    a.rs = arg++;
+    llvm::Value* cs = arg++;
+    llvm::Value* dst = arg++;
+    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.nrows, i64c(R - 1)), i64c(R));
+    if (!unit_row_stride) {
+      // Slivers outer, depth inner: R rows read along their length (R lines in L1 serve 16 steps of depth),
+      // the destination written in order. Depth outer would touch a new line of every row per step: packing a
+      // row-major A that way made 2048³ run at half speed.
+      emit_for(
+          b_, i64c(0), slivers, i64c(1),
+          [&](llvm::Value* sl) {
+            llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
+            llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
+            llvm::Value* whole = b_.CreateAnd(depth, i64c(~static_cast<std::int64_t>(lanes_ - 1)));
+            if (cs_is_one)
+              emit_for(
+                  b_, i64c(0), whole, i64c(lanes_),
+                  [&](llvm::Value* p) { emit_pack_transposed(a, R, first_row, p, sliver_dst); }, "pack.block");
+            emit_for(
+                b_, cs_is_one ? whole : i64c(0), depth, i64c(1),
+                [&](llvm::Value* p) {
+                  a.col_offset = b_.CreateMul(b_.CreateAdd(a.c0, p), cs);
+                  emit_pack_sliver(a, R, unit_row_stride, first_row, gep(sliver_dst, b_.CreateMul(p, i64c(R))));
+                },
+                "pack.k");
+          },
+          "pack.sliver");
+      b_.CreateRetVoid();
+      return fn;
+    }
+    // Blocks of kPackDepthBlock source rows outer, slivers, then the block's rows: the source is walked along its
+    // rows (one page at a time for B), and each sliver gets whole lines at a time. (One row per pass wrote R values
+    // into every sliver, whose starts lie depth·R floats apart, often a multiple of 4 KiB: all in one L1 set. A
+    // column-major A packed into 8-row slivers that way ran 256³ Aᵀ·B at 144-150 GFLOP/s against 158 for the
+    // row-major A's packing, on an Intel Xeon.)
+    emit_for(
+        b_, i64c(0), depth, i64c(kPackDepthBlock),
+        [&](llvm::Value* p0) {
+          llvm::Value* p_end = smin(b_.CreateAdd(p0, i64c(kPackDepthBlock)), depth);
+          emit_for(
+              b_, i64c(0), slivers, i64c(1),
+              [&](llvm::Value* sl) {
+                llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
+                llvm::Value* sliver_start = gep(dst, b_.CreateMul(first_row, depth));
+                emit_for(
+                    b_, p0, p_end, i64c(1),
+                    [&](llvm::Value* p) {
+                      a.col_offset = b_.CreateMul(b_.CreateAdd(a.c0, p), cs);
+                      emit_pack_sliver(a, R, unit_row_stride, first_row, gep(sliver_start, b_.CreateMul(p, i64c(R))));
+                      // The same columns kPackAhead source rows further on, into L1: each source row is a new stream
+                      // (a new page, for N ≥ 1024), which the hardware prefetcher learns too late to hide DRAM's
+                      // latency. A prefetch never faults, so rows past the block (or the matrix) need no test.
+                      llvm::Value* ahead = b_.CreateAdd(a.r0, first_row);
+                      ahead =
+                          b_.CreateAdd(ahead, b_.CreateMul(b_.CreateAdd(a.c0, b_.CreateAdd(p, i64c(kPackAhead))), cs));
+                      for (int line = 0; line < R; line += 16)
+                        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                                           {gep(a.src, b_.CreateAdd(ahead, i64c(line))), b_.getInt32(0), b_.getInt32(3),
+                                            b_.getInt32(1)});
+                    },
+                    "pack.k");
+              },
+              "pack.sliver");
+        },
+        "pack.block");
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  struct PackArgs {
+    llvm::Value *src, *r0, *c0, *nrows, *rs, *col_offset;
+  };
+
+  // R rows × `lanes_` columns (from depth p) of a source with unit column stride, transposed in registers into
+  // the sliver: per chunk of at most `lanes_` rows, one vector load per row and one shuffle; rows past nrows read
+  // as zeros. A chunk that is the whole sliver is stored in one piece, else one piece per column.
+  void emit_pack_transposed(const PackArgs& a, int R, llvm::Value* first_row, llvm::Value* p, llvm::Value* dst) {
+    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+    llvm::Value* col = b_.CreateAdd(a.c0, p);
+    llvm::Value* out = gep(dst, b_.CreateMul(p, i64c(R)));
+    const int chunk = 8;  // 256-bit pieces: 16-row chunks compiled 30% slower for the same speed
+    for (int r0 = 0; r0 < R; r0 += chunk) {
+      const int rows_here = std::min(chunk, R - r0);
+      std::vector<llvm::Value*> rows;
+      for (int r = r0; r < r0 + rows_here; ++r) {
+        llvm::Value* row = b_.CreateAdd(first_row, i64c(r));
+        llvm::Value* valid = b_.CreateICmpSLT(row, a.nrows);
+        llvm::Value* offset = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(a.r0, row), a.rs), col);
+        rows.push_back(
+            b_.CreateMaskedLoad(vec_, gep(a.src, offset), llvm::Align(4), b_.CreateVectorSplat(lanes_, valid), zero));
+      }
+      llvm::Value* columns = transpose_rows(std::move(rows), rows_here);
+      if (rows_here == R) {
+        b_.CreateAlignedStore(columns, out, llvm::Align(4));
+        continue;
+      }
+      std::vector<int> piece(static_cast<std::size_t>(rows_here));
+      for (int q = 0; q < lanes_; ++q) {
+        for (int r = 0; r < rows_here; ++r) piece[static_cast<std::size_t>(r)] = q * rows_here + r;
+        b_.CreateAlignedStore(b_.CreateShuffleVector(columns, piece), gep(out, i64c(q * R + r0)), llvm::Align(4));
+      }
+    }
+  }
+
+  // Rows of `lanes_` values (at most `lanes_` of them, the first `rows_here` real) as columns: element q·rows_here + r
+  // of the result is element q of row r. Concatenated pairwise (padded with zero vectors to a power of two), then
+  // one shuffle picks element (r, q) for (q, r).
+  llvm::Value* transpose_rows(std::vector<llvm::Value*> rows, int rows_here) {
+    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+    while (rows.size() & (rows.size() - 1)) rows.push_back(zero);
+    for (int width = lanes_; rows.size() > 1; width *= 2) {
+      std::vector<int> concat(2 * static_cast<std::size_t>(width));
+      for (int i = 0; i < 2 * width; ++i) concat[static_cast<std::size_t>(i)] = i;
+      std::vector<llvm::Value*> next;
+      for (std::size_t i = 0; i < rows.size(); i += 2)
+        next.push_back(b_.CreateShuffleVector(rows[i], rows[i + 1], concat));
+      rows = std::move(next);
+    }
+    std::vector<int> transpose;
+    for (int q = 0; q < lanes_; ++q)
+      for (int r = 0; r < rows_here; ++r) transpose.push_back(r * lanes_ + q);
+    return b_.CreateShuffleVector(rows[0], transpose);
+  }
+
+  // Copies R consecutive rows of one column into dst, zero past nrows. Contiguous slivers move in pieces of one
+  // vector register (a <96 x float> masked load would be scalarised); strided ones are gathered.
+  void emit_pack_sliver(const PackArgs& a, int R, bool unit_row_stride, llvm::Value* first_row, llvm::Value* dst) {
+    const int piece = unit_row_stride && R % lanes_ == 0 ? lanes_ : R;
+    auto* piece_ty = llvm::FixedVectorType::get(f32_, piece);
+    llvm::Value* zero = llvm::Constant::getNullValue(piece_ty);
+    for (int first = 0; first < R; first += piece) {
+      llvm::Value* mask = lane_mask(piece, b_.CreateSub(a.nrows, first_row), first);
+      llvm::Value* row = b_.CreateAdd(a.r0, b_.CreateAdd(first_row, i64c(first)));
+      llvm::Value* offset = b_.CreateAdd(b_.CreateMul(row, a.rs), a.col_offset);
+      llvm::Value* values;
+      if (unit_row_stride) {
+        values = b_.CreateMaskedLoad(piece_ty, gep(a.src, offset), llvm::Align(4), mask, zero);
+      } else {
+        llvm::Value* lanes = b_.CreateMul(lane_indices(piece), b_.CreateVectorSplat(piece, a.rs));
+        llvm::Value* ptrs = gep(a.src, b_.CreateAdd(b_.CreateVectorSplat(piece, offset), lanes));
+        values = b_.CreateMaskedGather(piece_ty, ptrs, llvm::Align(4), mask, zero);
+      }
+      b_.CreateAlignedStore(values, gep(dst, i64c(first)), llvm::Align(4));
+    }
+  }
+
+  // bf16 B panel: per K pair q and sliver of NR columns, the two rows interleaved so that each 32-bit lane holds
+  // (B[2q][n], B[2q+1][n]): dst[s·NR·depth2 + q·2NR + 2n + {0, 1}], zero past the columns and past K.
+  llvm::Function* emit_pack_b_pairs() {
+    llvm::Function* fn =
+        make_function("pack_b", b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    auto arg = fn->arg_begin();
+    llvm::Value *src = arg++, *n0 = arg++, *k0 = arg++, *ncols = arg++, *depth = arg++;
+    ++arg;  // B's column stride: 1 (row-major B is required)
+    llvm::Value *ldb = arg++, *dst = arg++;
+    const int R = cfg_.nr;
+    auto* row_ty = llvm::FixedVectorType::get(b_.getInt16Ty(), lanes_);
+    llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
+    std::vector<int> interleave;
+    for (int i = 0; i < lanes_; ++i) {
+      interleave.push_back(i);
+      interleave.push_back(i + lanes_);
+    }
+    llvm::Value* pairs = b_.CreateLShr(b_.CreateAdd(depth, i64c(1)), i64c(1));
+    llvm::Value* depth2 = packed_depth(depth);
+    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(ncols, i64c(R - 1)), i64c(R));
+    emit_for(
+        b_, i64c(0), pairs, i64c(1),
+        [&](llvm::Value* q) {
+          llvm::Value* k = b_.CreateAdd(k0, b_.CreateMul(q, i64c(2)));
+          llvm::Value* has_second = b_.CreateICmpSLT(b_.CreateAdd(b_.CreateMul(q, i64c(2)), i64c(1)), depth);
+          emit_for(
+              b_, i64c(0), slivers, i64c(1),
+              [&](llvm::Value* sl) {
+                llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
+                llvm::Value* out =
+                    gep_ab(dst, b_.CreateAdd(b_.CreateMul(first_col, depth2), b_.CreateMul(q, i64c(2 * R))));
+                for (int piece = 0; piece < R; piece += lanes_) {
+                  llvm::Value* mask = lane_mask(lanes_, b_.CreateSub(ncols, first_col), piece);
+                  llvm::Value* col = b_.CreateAdd(n0, b_.CreateAdd(first_col, i64c(piece)));
+                  llvm::Value* even = b_.CreateMaskedLoad(row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(k, ldb), col)),
+                                                          llvm::Align(2), mask, zero);
+                  llvm::Value* odd_mask = b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_second));
+                  llvm::Value* odd = b_.CreateMaskedLoad(
+                      row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(1)), ldb), col)),
+                      llvm::Align(2), odd_mask, zero);
+                  b_.CreateAlignedStore(b_.CreateShuffleVector(even, odd, interleave), gep_ab(out, i64c(2 * piece)),
+                                        llvm::Align(2));
+                }
+              },
+              "pack.sliver");
+        },
+        "pack.pair");
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  // acc += A·B over kc with vdpbf16ps: per K pair, A's two bf16 (adjacent in a row-major row) are broadcast as one
+  // 32-bit word against NR/16 vectors of interleaved B pairs. An odd last K reads A's single element, and B's
+  // packed panel holds a zero beside it.
+  LoopValues emit_bf16_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp,
+                              llvm::Value* kc) {
+    const int mr = cfg_.mr, nv = static_cast<int>(acc.size()) / mr;
+    auto* bf16_vec = llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * lanes_);
+    const auto step = [&](llvm::Value* q, LoopValues values, bool single) {
+      llvm::Value* b_pair_row = gep_ab(bp, b_.CreateMul(q, i64c(2 * cfg_.nr)));
+      std::vector<llvm::Value*> bv;
+      for (int v = 0; v < nv; ++v)
+        bv.push_back(b_.CreateAlignedLoad(bf16_vec, gep_ab(b_pair_row, i64c(2 * v * lanes_)), llvm::Align(64)));
+      for (int r = 0; r < mr; ++r) {
+        llvm::Value* at = gep_ab(a_rows[r], b_.CreateMul(q, i64c(2)));
+        llvm::Value* word =
+            single ? b_.CreateZExt(b_.CreateAlignedLoad(b_.getInt16Ty(), at, llvm::Align(2)), b_.getInt32Ty())
+                   : b_.CreateAlignedLoad(b_.getInt32Ty(), at, llvm::Align(2));
+        llvm::Value* a_vec = b_.CreateBitCast(b_.CreateVectorSplat(lanes_, word), bf16_vec);
+        for (int v = 0; v < nv; ++v) {
+          auto& slot = values[static_cast<std::size_t>(r * nv + v)];
+          slot = b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {slot, a_vec, bv[v]});
+        }
+      }
+      return values;
+    };
+    const int unroll = cfg_.k_unroll;
+    llvm::Value* pairs = b_.CreateLShr(kc, i64c(1));
+    llvm::Value* pairs_main = b_.CreateAnd(pairs, i64c(~static_cast<std::int64_t>(unroll - 1)));
+    acc = emit_for(
+        b_, i64c(0), pairs_main, i64c(unroll), acc,
+        [&](llvm::Value* q, const LoopValues& carried) {
+          LoopValues values = carried;
+          for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(q, i64c(u)), values, false);
+          return values;
+        },
+        "kpair");
+    acc = emit_for(
+        b_, pairs_main, pairs, i64c(1), acc,
+        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, false); }, "kpair.tail");
+    // The odd last K, if any: a loop of zero or one iteration.
+    return emit_for(
+        b_, pairs, b_.CreateLShr(b_.CreateAdd(kc, i64c(1)), i64c(1)), i64c(1), acc,
+        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, true); }, "kodd");
+  }
+
+  // The MR×NR register tile: acc += A sliver ⊗ B sliver over kc, then either the partial sums go to the
+  // workspace tile (more K slabs follow) or the epilogue is applied and D stored with edge masks.
+  // A is read from its packed panel (a[p·MR + r]) or in place (a[r·a_rs + p·a_cs], rows past the edge clamped to
+  // the last valid row: their results are never stored); B from its packed panel or in place with column masks.
+  // fixed_rows/cols/kc > 0 (kc >= 0) generate a variant with those values as constants: its masks, row clamps
+  // and K trip count fold at generation time, and it is one K slab (first and last).
+  // `vectors` (0: all NR / lanes) narrows the tile to its first vectors, for edge tiles that need no more: the
+  // columns past them are never loaded, multiplied or stored.
+  llvm::Function* emit_micro_kernel(int fixed_rows = 0, int fixed_cols = 0, int fixed_kc = -1, int vectors = 0) {
+    const int nv = vectors ? vectors : cfg_.nr / lanes_;
+    const std::string name = fixed_rows
+                                 ? "micro_kernel_" + std::to_string(fixed_rows) + "x" + std::to_string(fixed_cols)
+                             : fixed_cols ? "micro_kernel_full"
+                                          : "micro_kernel_edge" + std::to_string(nv);
+    llvm::Function* fn = make_function(
+        name, b_.getVoidTy(),
+        {ptr_, i64_, i64_, ptr_, i64_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_},
+        false);
+    auto arg = fn->arg_begin();
+    llvm::Value *ap = arg++, *a_rs_arg = arg++, *a_cs_arg = arg++, *bp = arg++, *b_rs = arg++, *kc = arg++,
+                *acc_tile = arg++, *first = arg++, *last = arg++, *row0 = arg++, *col0 = arg++, *rows = arg++,
+                *cols = arg++, *batch = arg++, *args = arg++;
+    if (fixed_rows) rows = i64c(fixed_rows);
+    if (fixed_cols) cols = i64c(fixed_cols);
+    if (fixed_kc >= 0) {
+      kc = i64c(fixed_kc);
+      first = b_.getTrue();
+      last = b_.getTrue();
+    }
+    const int mr = cfg_.mr;
+    const auto acc_index = [&](int r, int v) { return static_cast<std::size_t>(r * nv + v); };
+    const auto tile_ptr = [&](int r, int v) {
+      return gep(acc_tile, i64c(static_cast<std::int64_t>(r) * cfg_.nr + v * lanes_));
+    };
+    const llvm::Align vec_align(static_cast<std::uint64_t>(lanes_) * 4);
+
+    // In-place A: one pointer per row, unit strides folded in from the layout.
+    const Layout& la = sig_.a.layout;
+    llvm::Value* a_cs = la.kind() == LayoutKind::RowMajor ? i64c(1) : a_cs_arg;
+    std::vector<llvm::Value*> a_rows, a_row_offsets;
+    if (!cfg_.pack_a) {
+      llvm::Value* a_rs = la.kind() == LayoutKind::ColMajor ? i64c(1) : a_rs_arg;
+      llvm::Value* last_row = b_.CreateSub(rows, i64c(1));
+      for (int r = 0; r < mr; ++r) {
+        a_row_offsets.push_back(b_.CreateMul(smin(i64c(r), last_row), a_rs));
+        a_rows.push_back(gep_ab(ap, a_row_offsets.back()));
+      }
+    }
+    std::vector<llvm::Value*> b_masks;
+    if (!cfg_.pack_b)
+      for (int v = 0; v < nv; ++v) b_masks.push_back(lane_mask(lanes_, cols, v * lanes_));
+
+    // The accumulators start from zero; the saved partial sums of earlier K slabs are only prefetched here and
+    // added after the K loop, so that no FMA chain waits for them (the MC×NC partial-sum tile outgrows L2).
+    const bool saved_sums = fixed_kc < 0;
+    if (saved_sums) {
+      llvm::BasicBlock* prefetch = llvm::BasicBlock::Create(ctx_, "prefetch", fn);
+      llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+      b_.CreateCondBr(first, start, prefetch);
+      b_.SetInsertPoint(prefetch);
+      for (std::int64_t line = 0; line < std::int64_t{mr} * nv * lanes_ * 4; line += 64)
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                           {gep(acc_tile, i64c(line / 4)), b_.getInt32(1), b_.getInt32(3), b_.getInt32(1)});
+      b_.CreateBr(start);
+      b_.SetInsertPoint(start);
+    }
+    // The rows a fixed-size variant really has: it computes no more (the clamped rows past the edge would only repeat
+    // the last one).
+    const int live_rows = fixed_rows > 0 ? std::min(fixed_rows, mr) : mr;
+    // Edge kernels run once per slab and row of tiles: compiled without unrolling, they cost half the compile time.
+    int unroll = vectors && vectors < cfg_.nr / lanes_ ? 1 : cfg_.k_unroll;
+    // A tile of few accumulators waits on the FMA latency: with fewer than 8 chains (two FMA pipes, four cycles each)
+    // consecutive K steps feed separate sets of accumulators, summed after the loop. The 2-row edge of a 32-row
+    // fixed kernel with 6-row tiles had 4 chains and took as long as a full tile.
+    // (As many sets as the vector registers hold besides the tile's B vectors and A broadcast.)
+    const int chains = live_rows * nv;
+    int sets = bf16_ || chains >= 8 ? 1 : chains >= 4 ? 2 : 4;
+    while (sets > 1 && sets * chains + nv + 1 > (lanes_ == 16 ? 32 : 16)) sets /= 2;
+    unroll = std::max(unroll, sets);
+    const std::size_t set_size = static_cast<std::size_t>(mr * nv);
+    LoopValues acc(set_size * static_cast<std::size_t>(sets), llvm::Constant::getNullValue(vec_));
+
+    // One K step; an in-place A is read at a_column (A(0, p)) plus each row's offset.
+    const auto step = [&](llvm::Value* p, LoopValues values, int set, llvm::Value* a_column) {
+      std::vector<llvm::Value*> bv;
+      if (cfg_.pack_b) {
+        llvm::Value* b_row = gep(bp, b_.CreateMul(p, i64c(cfg_.nr)));
+        for (int v = 0; v < nv; ++v) bv.push_back(b_.CreateAlignedLoad(vec_, gep(b_row, i64c(v * lanes_)), vec_align));
+      } else {
+        // No software prefetch: with full tiles unmasked and aligned, the hardware prefetcher keeps up, and fetching
+        // one slab ahead slowed a GEMV (1×4096×4096, 1 thread: 16.2 vs 19.6 GFLOP/s).
+        llvm::Value* b_row = gep(bp, b_.CreateMul(p, b_rs));
+        for (int v = 0; v < nv; ++v) bv.push_back(load_masked(gep(b_row, i64c(v * lanes_)), b_masks[v]));
+      }
+      llvm::Value* a_col = cfg_.pack_a ? gep(ap, b_.CreateMul(p, i64c(mr))) : nullptr;
+      for (int r = 0; r < live_rows; ++r) {
+        llvm::Value* a_ptr = cfg_.pack_a ? gep(a_col, i64c(r)) : gep(a_column, a_row_offsets[r]);
+        llvm::Value* a = b_.CreateAlignedLoad(f32_, a_ptr, llvm::Align(4));
+        llvm::Value* splat = b_.CreateVectorSplat(lanes_, a);
+        for (int v = 0; v < nv; ++v) {
+          const std::size_t i = static_cast<std::size_t>(set) * set_size + acc_index(r, v);
+          values[i] = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {splat, bv[v], values[i]});
+        }
+      }
+      return values;
+    };
+    if (bf16_) {
+      acc = emit_bf16_k_loop(acc, a_rows, bp, kc);
+    } else if (fixed_kc > 0 && fixed_kc * chains <= kFullUnrollFmas) {
+      // A short constant K runs straight through, without the loop's counter and branch.
+      for (int p = 0; p < fixed_kc; ++p)
+        acc = step(i64c(p), acc, p % sets, cfg_.pack_a ? nullptr : gep(ap, b_.CreateMul(i64c(p), a_cs)));
+      for (int set = 1; set < sets; ++set)
+        for (std::size_t i = 0; i < set_size; ++i)
+          acc[i] = b_.CreateFAdd(acc[i], acc[static_cast<std::size_t>(set) * set_size + i]);
+      acc.resize(set_size);
+    } else {
+      // An in-place A's column pointer is carried past the accumulators, stepped by a_cs (through opaque(), or
+      // loop strength reduction turns it back into an index): indexed from the K counter, the A broadcasts were
+      // FMAs with an indexed memory operand, which issue as two micro-ops each (un-laminated). 1 thread, A·B,
+      // GFLOP/s: 16×16×64×64 145 -> 164, 16×16×32×128 131 -> 147, 16³×256 121 -> 147 (LIBXSMM 141-158).
+      const bool carry_a = !cfg_.pack_a;
+      const auto k_loop = [&](llvm::Value* from, llvm::Value* to, int steps, LoopValues values, const char* loop_name) {
+        if (carry_a) values.push_back(gep(ap, b_.CreateMul(from, a_cs)));
+        values = emit_for(
+            b_, from, to, i64c(steps), values,
+            [&](llvm::Value* p, const LoopValues& carried) {
+              LoopValues next(carried.begin(), carried.begin() + static_cast<std::ptrdiff_t>(acc.size()));
+              llvm::Value* a_column = carry_a ? carried.back() : nullptr;
+              for (int u = 0; u < steps; ++u)
+                next = step(b_.CreateAdd(p, i64c(u)), next, u % sets,
+                            carry_a ? gep(a_column, b_.CreateMul(i64c(u), a_cs)) : nullptr);
+              if (carry_a) next.push_back(gep(opaque(a_column), b_.CreateMul(i64c(steps), a_cs)));
+              return next;
+            },
+            loop_name);
+        values.resize(acc.size());
+        return values;
+      };
+      llvm::Value* k_main = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(unroll - 1)));
+      acc = k_loop(i64c(0), k_main, unroll, acc, "k");
+      acc = k_loop(k_main, kc, 1, acc, "k.tail");
+      for (int set = 1; set < sets; ++set)
+        for (std::size_t i = 0; i < set_size; ++i)
+          acc[i] = b_.CreateFAdd(acc[i], acc[static_cast<std::size_t>(set) * set_size + i]);
+      acc.resize(set_size);
+    }
+
+    if (saved_sums) {
+      llvm::BasicBlock* before = b_.GetInsertBlock();
+      llvm::BasicBlock* resume = llvm::BasicBlock::Create(ctx_, "resume", fn);
+      llvm::BasicBlock* summed = llvm::BasicBlock::Create(ctx_, "summed", fn);
+      b_.CreateCondBr(first, summed, resume);
+      b_.SetInsertPoint(resume);
+      LoopValues total = acc;
+      for (int r = 0; r < mr; ++r)
+        for (int v = 0; v < nv; ++v)
+          total[acc_index(r, v)] =
+              b_.CreateFAdd(b_.CreateAlignedLoad(vec_, tile_ptr(r, v), llvm::Align(4)), acc[acc_index(r, v)]);
+      b_.CreateBr(summed);
+      b_.SetInsertPoint(summed);
+      for (std::size_t i = 0; i < acc.size(); ++i) {
+        llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
+        phi->addIncoming(acc[i], before);
+        phi->addIncoming(total[i], resume);
+        acc[i] = phi;
+      }
+    }
+    llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
+    llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
+    b_.CreateCondBr(last, epilogue, save);
+    b_.SetInsertPoint(save);
+    for (int r = 0; r < mr; ++r)
+      for (int v = 0; v < nv; ++v) b_.CreateAlignedStore(acc[acc_index(r, v)], tile_ptr(r, v), llvm::Align(4));
+    b_.CreateRetVoid();
+
+    b_.SetInsertPoint(epilogue);
+    emit_epilogue(args, acc, row0, col0, rows, cols, batch);
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  // Loads `lanes_` values of a tensor along the output row: lane i at offset(row, col + i).
+  llvm::Value* load_lanes(const TensorFields& t, llvm::Value* offset, const Expr& col_stride, llvm::Value* stride,
+                          llvm::Value* mask) {
+    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+    if (is_constant(col_stride, 0))
+      return b_.CreateVectorSplat(lanes_, b_.CreateAlignedLoad(f32_, gep(t.data, offset), llvm::Align(4)));
+    if (is_constant(col_stride, 1)) return load_masked(gep(t.data, offset), mask);
+    return b_.CreateMaskedGather(vec_, lane_pointers(t.data, offset, stride), llvm::Align(4), mask, zero);
+  }
+
+  llvm::Value* lane_pointers(llvm::Value* base, llvm::Value* offset, llvm::Value* stride) {
+    return gep(base, b_.CreateAdd(b_.CreateVectorSplat(lanes_, offset),
+                                  b_.CreateMul(lane_indices(lanes_), b_.CreateVectorSplat(lanes_, stride))));
+  }
+
+  void emit_epilogue(llvm::Value* args, const LoopValues& acc, llvm::Value* row0, llvm::Value* col0, llvm::Value* rows,
+                     llvm::Value* cols, llvm::Value* batch) {
+    const int nv = static_cast<int>(acc.size()) / cfg_.mr;
+    llvm::Value* alpha = b_.CreateVectorSplat(lanes_, args_field(args, kAlpha, f32_));
+    // C not read although the epilogue names it: the binding guarantees beta = 0 (c appears only scaled by beta),
+    // so beta·c is the constant -0 and `x + beta·c` folds to x (the +0 it replaces changed only a -0's sign).
+    const bool c_folds = !sig_.c.layout.reads_memory() && sig_.epilogue.reads_c();
+    llvm::Value* beta =
+        c_folds ? llvm::Constant::getNullValue(vec_) : b_.CreateVectorSplat(lanes_, args_field(args, kBeta, f32_));
+    TensorFields c = load_tensor(b_.CreateStructGEP(args_ty_, args, kC));
+    TensorFields d = load_tensor(b_.CreateStructGEP(args_ty_, args, kD));
+    if (dense_cd_) {
+      c = dense(c, sig_.c.layout, cfg_.fixed_m, cfg_.fixed_n);
+      d = dense(d, sig_.d.layout, cfg_.fixed_m, cfg_.fixed_n);
+    }
+    llvm::Value* inputs_ptr = args_field(args, kInputs, ptr_);
+    std::vector<TensorFields> inputs;
+    for (std::size_t i = 0; i < sig_.inputs.size(); ++i)
+      inputs.push_back(load_tensor(b_.CreateGEP(tensor_ty_, inputs_ptr, i64c(static_cast<std::int64_t>(i)))));
+
+    // Integer leaves of layout index expressions.
+    llvm::Value *row = nullptr, *col = nullptr;
+    const auto fields_of = [&](const std::string& prefix) -> const TensorFields& {
+      if (prefix == "c") return c;
+      if (prefix == "d") return d;
+      for (std::size_t i = 0; i < sig_.inputs.size(); ++i)
+        if (prefix == "in." + sig_.inputs[i].name) return inputs[i];
+      throw std::logic_error("emit_llvm: unknown tensor " + prefix);
+    };
+    const auto int_leaf = [&](const ExprNode& node) -> llvm::Value* {
+      if (node.name == "row") return row;
+      if (node.name == "col") return col;
+      if (node.name == "batch") return batch;
+      const auto dot = node.name.rfind('.');
+      const TensorFields& t = fields_of(node.name.substr(0, dot));
+      const std::string field = node.name.substr(dot + 1);
+      return field == "rs" ? t.rs : field == "cs" ? t.cs : t.bs;
+    };
+    const auto index = [&](const Expr& e) { return emit_expr(b_, e, f32_, int_leaf); };
+    const Expr row_e = var("row", ExprType::Int), col_e = var("col", ExprType::Int),
+               batch_e = var("batch", ExprType::Int), zero_e = int_constant(0);
+
+    // A column-major D (the product of a transposed kernel, or asked for) is stored by columns: the tile's rows go
+    // through a stack tile and are transposed in registers, MR contiguous values per column, instead of a scatter
+    // per row vector (a transposed 1024³ ran 24% slower with scatters).
+    const Layout& dl = sig_.d.layout;
+    const bool column_major_d = dl.kind() == LayoutKind::ColMajor;
+    llvm::Value* tile = nullptr;
+    if (column_major_d) {
+      llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
+      llvm::IRBuilder<> at_entry(&entry, entry.begin());
+      auto* slots = at_entry.CreateAlloca(vec_, i64c(static_cast<std::int64_t>(cfg_.mr) * nv), "d.tile");
+      slots->setAlignment(llvm::Align(64));
+      tile = slots;
+    }
+    // An epilogue with a transcendental function needs a dozen registers per vector; with the whole tile's
+    // accumulators live across it, LLVM spilled its constants and temporaries. Such an epilogue parks the tile in
+    // a stack array and runs as a loop over its rows, one row's vectors live at a time and the constants hoisted;
+    // a cheap one stays unrolled in registers.
+    llvm::Value* parked = nullptr;
+    if (sig_.epilogue.calls_transcendental()) {
+      llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
+      llvm::IRBuilder<> at_entry(&entry, entry.begin());
+      auto* slots = at_entry.CreateAlloca(vec_, i64c(static_cast<std::int64_t>(acc.size())), "acc.tile");
+      slots->setAlignment(llvm::Align(64));
+      parked = slots;
+      for (std::size_t i = 0; i < acc.size(); ++i)
+        b_.CreateAlignedStore(acc[i], b_.CreateGEP(vec_, parked, i64c(static_cast<std::int64_t>(i))), llvm::Align(64));
+    }
+    // D's offset at the tile's first row and column, computed once: each row's blocks of the epilogue add their row
+    // to it instead of evaluating the layout's offset again (at IR level 0 nothing hoists it; per row it was five
+    // instructions with a multiply, for two stores).
+    llvm::Value *d_base = nullptr, *d_rs = nullptr, *d_cs = nullptr;
+    if (!column_major_d) {
+      row = row0, col = col0;
+      d_base = index(dl.offset("d", row_e, col_e, batch_e));
+      d_rs = index(dl.row_stride("d"));
+      d_cs = index(dl.col_stride("d"));
+    }
+    // Slot of row r's vector v in the tile (r constant when not parked).
+    const auto slot = [&](llvm::Value* r, int v) { return b_.CreateAdd(b_.CreateMul(r, i64c(nv)), i64c(v)); };
+    const auto accumulator = [&](llvm::Value* r, int v) -> llvm::Value* {
+      if (!parked) return acc[static_cast<std::size_t>(llvm::cast<llvm::ConstantInt>(r)->getSExtValue() * nv + v)];
+      return b_.CreateAlignedLoad(vec_, b_.CreateGEP(vec_, parked, slot(r, v)), llvm::Align(64));
+    };
+    const auto emit_row = [&](llvm::Value* r) {
+      row = b_.CreateAdd(row0, r);
+      for (int v = 0; v < nv; ++v) {
+        col = b_.CreateAdd(col0, i64c(v * lanes_));
+        llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
+        const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
+          const EpilogueRead read = bind_epilogue_leaf(sig_, node, row_e, col_e, batch_e);
+          switch (read.source) {
+            case EpilogueSource::Accumulator:
+              return accumulator(r, v);
+            case EpilogueSource::Alpha:
+              return alpha;
+            case EpilogueSource::Beta:
+              return beta;
+            case EpilogueSource::ZeroC:
+              return llvm::ConstantFP::getNegativeZero(vec_);
+            case EpilogueSource::C:
+            case EpilogueSource::Input:
+              break;
+          }
+          const TensorFields& t = read.source == EpilogueSource::C ? c : inputs[read.input];
+          return load_lanes(t, index(read.offset), read.column_step, read.broadcast ? nullptr : index(read.column_step),
+                            mask);
+        };
+        llvm::Value* value = emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
+        if (column_major_d) {
+          b_.CreateAlignedStore(value, b_.CreateGEP(vec_, tile, slot(r, v)), llvm::Align(4));
+          continue;
+        }
+        llvm::Value* offset =
+            b_.CreateAdd(b_.CreateAdd(d_base, b_.CreateMul(r, d_rs)),
+                         is_constant(dl.col_stride("d"), 1) ? i64c(v * lanes_) : b_.CreateMul(i64c(v * lanes_), d_cs));
+        if (is_constant(dl.col_stride("d"), 1))
+          store_masked(value, gep(d.data, offset), mask);
+        else
+          b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4), mask);
+      }
+    };
+    if (parked) {
+      llvm::Value* last = b_.CreateSelect(b_.CreateICmpSLT(rows, i64c(cfg_.mr)), rows, i64c(cfg_.mr));
+      emit_for(
+          b_, i64c(0), last, i64c(1), [&](llvm::Value* r) { emit_row(r); }, "epilogue.row");
+    } else {
+      for (int r = 0; r < cfg_.mr; ++r)
+        emit_if(
+            b_, b_.CreateICmpSLT(i64c(r), rows), [&] { emit_row(i64c(r)); }, "row");
+    }
+    if (!column_major_d) return;
+    // Per vector of columns and chunk of at most 8 rows: the chunk's columns by staged shuffles (columns_of_rows),
+    // one store of the chunk's rows per column; rows past the edge, or past the tile's MR, are masked off, columns
+    // past the edge store nothing.
+    const int chunk = 8;
+    for (int v = 0; v < nv; ++v)
+      for (int r0 = 0; r0 < cfg_.mr; r0 += chunk) {
+        const int rows_here = std::min(chunk, cfg_.mr - r0);
+        std::vector<llvm::Value*> values;
+        for (int r = r0; r < r0 + rows_here; ++r)
+          values.push_back(b_.CreateAlignedLoad(vec_, b_.CreateGEP(vec_, tile, i64c(r * nv + v)), llvm::Align(4)));
+        const std::vector<llvm::Value*> columns = columns_of_rows(std::move(values));
+        const int piece = static_cast<int>(llvm::cast<llvm::FixedVectorType>(columns[0]->getType())->getNumElements());
+        llvm::Value* row_mask = lane_mask(piece, b_.CreateSub(rows, i64c(r0)));
+        if (rows_here < piece) row_mask = b_.CreateAnd(row_mask, lane_mask(piece, i64c(rows_here)));
+        row = b_.CreateAdd(row0, i64c(r0));
+        for (int q = 0; q < lanes_; ++q) {
+          col = b_.CreateAdd(col0, i64c(v * lanes_ + q));
+          llvm::Value* col_valid = b_.CreateVectorSplat(piece, b_.CreateICmpSLT(i64c(v * lanes_ + q), cols));
+          llvm::Value* ptr = gep(d.data, index(dl.offset("d", row_e, col_e, batch_e)));
+          b_.CreateMaskedStore(columns[static_cast<std::size_t>(q)], ptr, llvm::Align(4),
+                               b_.CreateAnd(row_mask, col_valid));
+        }
+      }
+  }
+
+  // At most 8 vectors of `lanes_` values (rows) as their `lanes_` columns, each of 4 values (up to 4 rows) or 8
+  // (up to 8), the rows past the given ones zero. Staged two-source shuffles that each match one instruction:
+  // unpacks of 32-bit and 64-bit pairs within 128-bit lanes leave, in 128-bit lane L of u[i], column 4L + i of
+  // rows 0-3 (u[4 + i]: of rows 4-7); one more shuffle joins the two halves of 8-row columns. A 6×64 tile of a
+  // column-major D in one shuffle per chunk (LLVM expanded it to ~2,500 instructions) ran a fixed 64³×64 at 116
+  // GFLOP/s against 155 with a row-major D.
+  std::vector<llvm::Value*> columns_of_rows(std::vector<llvm::Value*> rows) {
+    const int height = rows.size() <= 4 ? 4 : 8;
+    while (static_cast<int>(rows.size()) < height) rows.push_back(llvm::Constant::getNullValue(vec_));
+    const auto shuffle = [&](llvm::Value* x, llvm::Value* y, int width,
+                             const std::function<int(int lane, int e)>& pick) {
+      std::vector<int> mask;
+      for (int lane = 0; lane < width / 4; ++lane)
+        for (int e = 0; e < 4; ++e) mask.push_back(pick(lane, e));
+      return b_.CreateShuffleVector(x, y, mask);
+    };
+    const int n = lanes_;
+    std::vector<llvm::Value*> t(static_cast<std::size_t>(height)), u(t.size());
+    for (int i = 0; i < height; i += 2)
+      for (int half = 0; half < 2; ++half)
+        t[static_cast<std::size_t>(i + half)] =
+            shuffle(rows[static_cast<std::size_t>(i)], rows[static_cast<std::size_t>(i + 1)], n,
+                    [=](int l, int e) { return (e % 2 ? n : 0) + 4 * l + 2 * half + e / 2; });
+    for (int g = 0; g < height; g += 4)
+      for (int j = 0; j < 2; ++j)
+        for (int half = 0; half < 2; ++half)
+          u[static_cast<std::size_t>(g + 2 * j + half)] =
+              shuffle(t[static_cast<std::size_t>(g + j)], t[static_cast<std::size_t>(g + j + 2)], n,
+                      [=](int l, int e) { return (e / 2 ? n : 0) + 4 * l + 2 * half + e % 2; });
+    std::vector<llvm::Value*> columns(static_cast<std::size_t>(n));
+    std::vector<int> part;
+    const auto take = [&](llvm::Value* x, int first, int count) {
+      part.resize(static_cast<std::size_t>(count));
+      for (int e = 0; e < count; ++e) part[static_cast<std::size_t>(e)] = first + e;
+      return b_.CreateShuffleVector(x, part);
+    };
+    for (int i = 0; i < 4; ++i)
+      for (int lane = 0; lane < n / 4; ++lane) {
+        llvm::Value*& column = columns[static_cast<std::size_t>(4 * lane + i)];
+        if (height == 4) {
+          column = take(u[static_cast<std::size_t>(i)], 4 * lane, 4);
+        } else if (n == 16 && lane % 2 == 0) {
+          // Lanes (L, L + 1) of both halves in one 512-bit shuffle (vpermt2ps), then its 256-bit halves.
+          llvm::Value* pair = shuffle(u[static_cast<std::size_t>(i)], u[static_cast<std::size_t>(4 + i)], n,
+                                      [=](int l, int e) { return (l % 2 ? n : 0) + 4 * (lane + l / 2) + e; });
+          column = take(pair, 0, 8);
+          columns[static_cast<std::size_t>(4 * (lane + 1) + i)] = take(pair, 8, 8);
+        } else if (n != 16) {
+          column = shuffle(u[static_cast<std::size_t>(i)], u[static_cast<std::size_t>(4 + i)], 8,
+                           [=](int l, int e) { return (l ? n : 0) + 4 * lane + e; });
+        }
+      }
+    return columns;
+  }
+
+  // The micro-kernels of a runtime-sized kernel. A packed B panel is zero-padded, so one kernel serves every tile
+  // (only its final stores are masked). B read in place gets a kernel for full tiles, whose loads are unmasked,
+  // and masked ones for edge tiles of 1 vector (the alignment peel), about half and all NR / lanes vectors: a
+  // GEMV's 12-column peel and 4-column last tile through the NR = 240 kernel took a quarter of its time. Each
+  // kernel costs 4-9 ms of compile time, hence not one per vector count.
+  std::vector<llvm::CallInst*> full_tile_calls_;  // calls of the full micro-kernel, for inlining
+
+  struct MicroKernels {
+    llvm::Function* full;
+    std::vector<std::pair<int, llvm::Function*>> edges;  // (vectors, kernel), by increasing vectors
+  };
+  MicroKernels emit_micro_kernels() {
+    const int nv = cfg_.nr / lanes_;
+    if (cfg_.pack_b) {
+      llvm::Function* any = emit_micro_kernel();
+      // AVX2 has no mask registers: a masked store is a vmaskmovps behind a mask built per row vector, so full tiles
+      // get their own kernel with plain stores (and plain C and epilogue loads).
+      if (lanes_ == 8) return {emit_micro_kernel(0, cfg_.nr), {{nv, any}}};
+      return {any, {{nv, any}}};
+    }
+    MicroKernels k{emit_micro_kernel(0, cfg_.nr), {}};
+    for (int v : {1, (nv + 1) / 2})
+      if (v < nv && (k.edges.empty() || v > k.edges.back().first))
+        k.edges.emplace_back(v, emit_micro_kernel(0, 0, -1, v));
+    k.edges.emplace_back(nv, emit_micro_kernel());
+    return k;
+  }
+
+  // One macro-tile's position and the operands as its slabs see them.
+  struct MacroTile {
+    llvm::Value *batch, *i0, *j0, *mc, *nc, *a_src, *b_src;
+    llvm::Value* jr_begin;  // column of the first micro-tile: NR - s < 0 when the first s columns are a narrow tile
+  };
+
+  // Where a macro-tile's micro-tiles of B read in place start. When B streams from memory into a few rows of A
+  // (at most 8, GEMV-like) and every row of B has the same alignment, the first tile takes just the s columns up
+  // to a vector boundary, so every full tile loads whole cache lines: a GEMV over a B misaligned by 16 bytes (as
+  // malloc returns large blocks) ran 20-30% slower than over an aligned one. Where B sits in L1/L2 and feeds many
+  // rows, the extra narrow tiles cost more than split loads (256³: 199 vs 216 GFLOP/s), as they do in tiles of
+  // fewer than 4 full micro-tiles.
+  llvm::Value* first_micro_column(const TensorFields& bm, llvm::Value* b_at_j0, llvm::Value* mc, llvm::Value* nc) {
+    if (cfg_.pack_b || cfg_.dot) return i64c(0);
+    llvm::Value* address = b_.CreatePtrToInt(b_at_j0, i64_);
+    llvm::Value* s = b_.CreateAnd(b_.CreateLShr(b_.CreateSub(i64c(0), address), i64c(2)), i64c(lanes_ - 1));
+    llvm::Value* uniform = b_.CreateAnd(b_.CreateICmpEQ(b_.CreateAnd(bm.rs, i64c(lanes_ - 1)), i64c(0)),
+                                        b_.CreateICmpEQ(b_.CreateAnd(address, i64c(3)), i64c(0)));
+    llvm::Value* worth = b_.CreateAnd(b_.CreateICmpSLE(mc, i64c(8)), b_.CreateICmpSGE(nc, i64c(4 * cfg_.nr)));
+    llvm::Value* shift = b_.CreateAnd(uniform, b_.CreateAnd(worth, b_.CreateICmpNE(s, i64c(0))));
+    return b_.CreateSelect(shift, b_.CreateSub(s, i64c(cfg_.nr)), i64c(0));
+  }
+
+  // The external entry: walks macro-tiles [begin, end); per tile, per KC slab: `slab` (pack B, pack A, micro-tiles).
+  template <class Slab>
+  void emit_entry(const Slab& slab) {
+    llvm::Function* fn = make_function(name_, b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
+    auto arg = fn->arg_begin();
+    llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
+    llvm::Value* m = args_field(args, kM, i64_);
+    llvm::Value* n = args_field(args, kN, i64_);
+    llvm::Value* k = args_field(args, kK, i64_);
+    const TensorFields a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
+    const TensorFields bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
+    const std::int64_t MC = cfg_.mc, NC = cfg_.nc, KC = cfg_.kc;
+    llvm::Value* tile_m = args_field(args, kTileM, i64_);
+    llvm::Value* tile_n = args_field(args, kTileN, i64_);
+    llvm::Value* tiles_m = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(m, tile_m), i64c(1)), tile_m);
+    llvm::Value* tiles_n = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(n, tile_n), i64c(1)), tile_n);
+    llvm::Value* per_batch = b_.CreateMul(tiles_m, tiles_n);
+    // Regions as CpuGemmConfig::workspace_bytes lays them out: packed A and B only when packed, then partial sums.
+    Workspace w{ws, b_.CreateGEP(b_.getInt8Ty(), ws, i64c(cfg_.pack_a ? align64(MC * KC * 4) : 0)), nullptr};
+    w.acc = b_.CreateGEP(b_.getInt8Ty(), w.b, i64c(cfg_.pack_b ? align64(KC * NC * 4) : 0));
+    // K = 0 still runs one (empty) slab so that the epilogue writes D.
+    llvm::Value* k_slabs = b_.CreateSDiv(b_.CreateAdd(k, i64c(KC - 1)), i64c(KC));
+    k_slabs = b_.CreateSelect(b_.CreateICmpSLT(k_slabs, i64c(1)), i64c(1), k_slabs);
+
+    emit_for(
+        b_, begin, end, i64c(1),
+        [&](llvm::Value* t) {
+          MacroTile tile;
+          tile.batch = b_.CreateSDiv(t, per_batch);
+          llvm::Value* rest = b_.CreateSRem(t, per_batch);
+          tile.i0 = b_.CreateMul(b_.CreateSDiv(rest, tiles_n), tile_m);
+          tile.j0 = b_.CreateMul(b_.CreateSRem(rest, tiles_n), tile_n);
+          tile.mc = smin(tile_m, b_.CreateSub(m, tile.i0));
+          tile.nc = smin(tile_n, b_.CreateSub(n, tile.j0));
+          tile.a_src = gep_ab(a.data, b_.CreateMul(tile.batch, a.bs));
+          tile.b_src = gep_ab(bm.data, b_.CreateMul(tile.batch, bm.bs));
+          tile.jr_begin = first_micro_column(bm, gep_ab(tile.b_src, tile.j0), tile.mc, tile.nc);
+          emit_for(
+              b_, i64c(0), k_slabs, i64c(1),
+              [&](llvm::Value* q) {
+                llvm::Value* p0 = b_.CreateMul(q, i64c(KC));
+                llvm::Value* kc = smin(i64c(KC), b_.CreateSub(k, p0));
+                llvm::Value* first = b_.CreateICmpEQ(q, i64c(0));
+                llvm::Value* last = b_.CreateICmpEQ(q, b_.CreateSub(k_slabs, i64c(1)));
+                slab(tile, a, bm, w, p0, kc, first, last, args);
+              },
+              "slab");
+        },
+        "tile");
+    b_.CreateRetVoid();
+  }
+
+  // A fixed-size kernel: per batch item, loops over the full MR×NR tiles and the edge tiles, each loop running one
+  // micro-kernel variant whose edges are constants, inlined. At most four variants (full, right edge, bottom
+  // edge, corner), so the code stays small, and no tile pays a 15-argument call (1 thread, 64³×64: 102-108 ->
+  // 112 GFLOP/s; 16³×1024: 82 -> 94-104, where the batch loop now loads the strides and scalars once). The rows
+  // come in fixed_row_parts() parts; with tile_m below M a tile index is one part, so that two threads can share a
+  // single matrix, otherwise one batch item.
+  // Where A, B, C and D are contiguous matrices (leading dimensions K or M, N, N: a checked branch per call), the
+  // kernel runs a copy compiled with those leading dimensions as constants, as LIBXSMM compiles them in: every A
+  // broadcast and B row is then a base register plus a displacement (1 thread, 16³×256 from L2: 108-122 -> 128-130
+  // GFLOP/s). A B without contiguous rows (column-major: A·Bᵀ, as Q·Kᵀ) is packed whole per item first.
+  void emit_fixed_entry(llvm::Function* pack_b) {
+    const std::int64_t M = cfg_.fixed_m, N = cfg_.fixed_n, K = cfg_.fixed_k, MR = cfg_.mr, NR = cfg_.nr;
+    const std::int64_t parts = cfg_.fixed_row_parts(), part_rows = cfg_.fixed_part_rows();
+    // Row (and column) ranges of equal tiles: [begin, end) in steps of `step` holding `size` rows each.
+    struct Range {
+      std::int64_t begin, end, size;
+    };
+    const auto ranges = [](std::int64_t begin, std::int64_t end, std::int64_t step) {
+      std::vector<Range> r;
+      const std::int64_t full = begin + (end - begin) / step * step;
+      if (full > begin) r.push_back({begin, full, step});
+      if (full < end) r.push_back({full, end, end - full});
+      return r;
+    };
+    // Per part, its blocks of equal tiles, each with the index of its micro-kernel variant (shared between parts:
+    // the second half's full tiles are the first's).
+    struct Block {
+      Range rows, cols;
+      std::size_t variant;
+    };
+    std::vector<std::vector<Block>> part_blocks(static_cast<std::size_t>(parts));
+    std::vector<std::pair<std::int64_t, std::int64_t>> tile_shapes;  // rows, columns of each variant
+    std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> variant_of;
+    for (std::int64_t part = 0; part < parts; ++part)
+      for (const Range& rows : ranges(part * part_rows, std::min(M, (part + 1) * part_rows), MR))
+        for (const Range& cols : ranges(0, N, NR)) {
+          const auto [it, added] = variant_of.emplace(std::pair{rows.size, cols.size}, tile_shapes.size());
+          if (added) tile_shapes.emplace_back(rows.size, cols.size);
+          part_blocks[static_cast<std::size_t>(part)].push_back({rows, cols, it->second});
+        }
+    std::vector<llvm::Function*> emitted;
+    const auto emit_variants = [&](bool dense_cd) {
+      dense_cd_ = dense_cd;
+      std::vector<llvm::Function*> variants;
+      for (const auto& [rows, cols] : tile_shapes)
+        variants.push_back(emit_micro_kernel(static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(K),
+                                             static_cast<int>((cols + lanes_ - 1) / lanes_)));
+      dense_cd_ = false;
+      emitted.insert(emitted.end(), variants.begin(), variants.end());
+      return variants;
+    };
+    const std::vector<llvm::Function*> strided_variants = emit_variants(false), dense_variants = emit_variants(true);
+
+    llvm::Function* fn = make_function(name_, b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
+    auto arg = fn->arg_begin();
+    llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
+    const TensorFields a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
+    const TensorFields bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
+    std::vector<llvm::CallInst*> calls;
+    // A range of one tile is no loop: its position stays a constant (the IR is not optimised by default).
+    const auto for_tiles = [&](const Range& r, std::int64_t step, const std::function<void(llvm::Value*)>& body,
+                               const char* name) {
+      if (r.end - r.begin <= step)
+        body(i64c(r.begin));
+      else
+        emit_for(b_, i64c(r.begin), i64c(r.end), i64c(step), body, name);
+    };
+    // Where the micro-kernels read item t's B: in place, or packed whole into the workspace first (a B without
+    // contiguous rows: slivers of NR columns, K deep, zero-filled past N).
+    // The dense copy inlines the packing, its sizes and B's leading dimension constants (1 thread, A·Bᵀ, GFLOP/s:
+    // 16³×256 67 -> 70, 32³×256 102 -> 103, 64³ 132 -> 135); the strided copy calls it, so that compile time grows
+    // by one inlined packing, not three.
+    const auto b_source = [&](const TensorFields& b_view, llvm::Value* b_src, bool inline_packing) {
+      if (!cfg_.pack_b) return b_src;
+      if (transposes_whole_b_in_registers()) {
+        emit_fixed_pack_transposed(b_src, b_view.cs, ws);
+        return ws;
+      }
+      llvm::CallInst* call =
+          b_.CreateCall(pack_b, {b_src, i64c(0), i64c(0), i64c(N), i64c(K), b_view.cs, b_view.rs, ws});
+      if (inline_packing) calls.push_back(call);
+      return ws;
+    };
+    const auto emit_part = [&](const TensorFields& a_view, const TensorFields& b_view,
+                               const std::vector<llvm::Function*>& variants, const std::vector<Block>& blocks,
+                               llvm::Value* t, llvm::Value* a_src, llvm::Value* b_src) {
+      for (const Block& block : blocks)
+        for_tiles(
+            block.rows, MR,
+            [&](llvm::Value* ir) {
+              llvm::Value* a_tile = gep_ab(a_src, b_.CreateMul(ir, a_view.rs));
+              for_tiles(
+                  block.cols, NR,
+                  [&](llvm::Value* jr) {
+                    calls.push_back(
+                        b_.CreateCall(variants[block.variant],
+                                      {a_tile, a_view.rs, a_view.cs,
+                                       cfg_.pack_b ? gep(b_src, b_.CreateMul(jr, i64c(K))) : gep_ab(b_src, jr),
+                                       b_view.rs, i64c(K), ws, b_.getTrue(), b_.getTrue(), ir, jr,
+                                       i64c(block.rows.size), i64c(block.cols.size), t, args}));
+                  },
+                  "jr");
+            },
+            "ir");
+    };
+    const auto item = [&](const TensorFields& view, llvm::Value* t) {
+      return gep_ab(view.data, b_.CreateMul(t, view.bs));
+    };
+    // Contiguous matrices, whole items: the dense copy. Item t's A and B are pointers carried from item to item, so
+    // that every broadcast and B row addresses a base register plus a constant; from t·stride they addressed base +
+    // index, and an FMA with an indexed memory operand issues as two micro-ops.
+    const auto dense_items = [&] {
+      const TensorFields a_dense = dense(a, sig_.a.layout, M, K);
+      const TensorFields b_dense = dense(bm, sig_.b.layout, K, N);
+      emit_for(
+          b_, begin, end, i64c(1), {item(a_dense, begin), item(b_dense, begin)},
+          [&](llvm::Value* t, const LoopValues& at) {
+            llvm::Value* b_src = b_source(b_dense, at[1], true);
+            for (const auto& blocks : part_blocks) emit_part(a_dense, b_dense, dense_variants, blocks, t, at[0], b_src);
+            return LoopValues{gep_ab(at[0], a_dense.bs), gep_ab(at[1], b_dense.bs)};
+          },
+          "batch");
+    };
+    // Everything else: the strided copy, over whole items or, with two parts, over halves: tile u is half u % 2 of
+    // item u / 2, and where tile_m is M (whole items) the grid's tiles [begin, end) are the halves [2·begin, 2·end).
+    // So each half's code exists once per copy (a loop over whole items beside it doubled the compile time).
+    const auto strided_items = [&] {
+      if (parts == 1) {
+        emit_for(
+            b_, begin, end, i64c(1),
+            [&](llvm::Value* t) {
+              emit_part(a, bm, strided_variants, part_blocks[0], t, item(a, t), b_source(bm, item(bm, t), false));
+            },
+            "batch");
+        return;
+      }
+      llvm::Value* whole = b_.CreateICmpSGE(args_field(args, kTileM, i64_), i64c(M));
+      emit_for(
+          b_, b_.CreateSelect(whole, b_.CreateShl(begin, i64c(1)), begin),
+          b_.CreateSelect(whole, b_.CreateShl(end, i64c(1)), end), i64c(1),
+          [&](llvm::Value* u) {
+            llvm::Value* t = b_.CreateLShr(u, i64c(1));
+            llvm::Value* a_src = item(a, t);
+            llvm::Value* b_src = b_source(bm, item(bm, t), false);  // both halves read all of B
+            emit_if_else(
+                b_, b_.CreateICmpEQ(b_.CreateAnd(u, i64c(1)), i64c(0)),
+                [&] { emit_part(a, bm, strided_variants, part_blocks[0], t, a_src, b_src); },
+                [&] { emit_part(a, bm, strided_variants, part_blocks[1], t, a_src, b_src); }, "half");
+          },
+          "half_tile");
+    };
+    // The dense copy is taken where every matrix is contiguous and the tiles are whole items (halves are asked for
+    // only where there are fewer items than threads, and there a call is a few microseconds of fixed cost).
+    llvm::Value* dense_path = is_dense(a, sig_.a.layout, M, K);
+    dense_path = b_.CreateAnd(dense_path, is_dense(bm, sig_.b.layout, K, N));
+    const TensorFields d = load_tensor(b_.CreateStructGEP(args_ty_, args, kD));
+    dense_path = b_.CreateAnd(dense_path, is_dense(d, sig_.d.layout, M, N));
+    if (sig_.c.layout.reads_memory()) {
+      const TensorFields c = load_tensor(b_.CreateStructGEP(args_ty_, args, kC));
+      dense_path = b_.CreateAnd(dense_path, is_dense(c, sig_.c.layout, M, N));
+    }
+    if (parts > 1) dense_path = b_.CreateAnd(dense_path, b_.CreateICmpSGE(args_field(args, kTileM, i64_), i64c(M)));
+    emit_if_else(b_, dense_path, dense_items, strided_items, "dense");
+    b_.CreateRetVoid();
+    for (llvm::CallInst* call : calls) {
+      llvm::InlineFunctionInfo info;
+      if (!llvm::InlineFunction(*call, info).isSuccess()) throw std::logic_error("emit_llvm: tile not inlined");
+    }
+    for (llvm::Function* micro : emitted) micro->eraseFromParent();
+  }
+
+  // Whether the dense copy of a fixed kernel packs its B (contiguous columns: a column-major B) by
+  // emit_fixed_pack_transposed: f32 in 16-lane vectors, slivers of whole vectors.
+  bool transposes_whole_b_in_registers() const {
+    return cfg_.fixed() && cfg_.pack_b && !bf16_ && lanes_ == 16 && cfg_.nr % 16 == 0 &&
+           is_constant(sig_.b.layout.row_stride("b"), 1);
+  }
+
+  // A fixed kernel's whole K×N B with contiguous columns (B(k, n) at k + n·ldb), packed as the micro-kernels read
+  // it (slivers of NR columns, K deep: B(p, j0 + c) at j0·K + p·NR + c), in blocks of 16 columns by 16 depths:
+  // 16 loads of a column's 16 depths, a transpose in registers, 16 stores of a depth's 16 columns. Columns past N
+  // (to the next 16) are zeros; depths past K are neither loaded nor stored. The whole blocks run as a loop, so that
+  // 64×64 compiles one block, not 16 (unrolled, 64³ took 210 ms to compile instead of 92); the edge blocks follow.
+  // (The general pack's loops, masks and 8-row pieces ran 16³×256 A·Bᵀ at 70 GFLOP/s against 90, one thread.)
+  void emit_fixed_pack_transposed(llvm::Value* src, llvm::Value* ldb, llvm::Value* dst) {
+    const std::int64_t N = cfg_.fixed_n, K = cfg_.fixed_k, NR = cfg_.nr;
+    const std::int64_t whole_n = N / 16 * 16, whole_k = K / 16 * 16;
+    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+    // The block at columns n0, depths k0, with `columns` and `depths` of its 16 real.
+    const auto block = [&](llvm::Value* n0, llvm::Value* k0, std::int64_t columns, std::int64_t depths) {
+      llvm::Value* depth_mask = lane_mask(16, i64c(depths));
+      std::vector<llvm::Value*> rows;
+      for (std::int64_t r = 0; r < 16; ++r) {
+        if (r >= columns) {
+          rows.push_back(zero);
+          continue;
+        }
+        llvm::Value* at = gep(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(n0, i64c(r)), ldb), k0));
+        rows.push_back(depths == 16 ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(vec_, at, llvm::Align(4)))
+                                    : b_.CreateMaskedLoad(vec_, at, llvm::Align(4), depth_mask, zero));
+      }
+      const std::vector<llvm::Value*> out = transpose16(rows);
+      llvm::Value* j0 = b_.CreateMul(b_.CreateUDiv(n0, i64c(NR)), i64c(NR));
+      llvm::Value* base = b_.CreateAdd(b_.CreateMul(j0, i64c(K)), b_.CreateSub(n0, j0));
+      for (std::int64_t p = 0; p < depths; ++p)
+        b_.CreateAlignedStore(out[static_cast<std::size_t>(p)],
+                              gep(dst, b_.CreateAdd(base, b_.CreateMul(b_.CreateAdd(k0, i64c(p)), i64c(NR)))),
+                              llvm::Align(4));
+    };
+    // Blocks [0, end) of one dimension in steps of 16: a loop, or the one block without one.
+    const auto over = [&](std::int64_t end, const std::function<void(llvm::Value*)>& body, const char* name) {
+      if (end <= 16)
+        body(i64c(0));
+      else
+        emit_for(b_, i64c(0), i64c(end), i64c(16), body, name);
+    };
+    if (whole_n > 0 && whole_k > 0)
+      over(
+          whole_n,
+          [&](llvm::Value* n0) {
+            over(
+                whole_k, [&](llvm::Value* k0) { block(n0, k0, 16, 16); }, "pack.k");
+          },
+          "pack.n");
+    if (whole_n > 0 && K > whole_k)
+      over(
+          whole_n, [&](llvm::Value* n0) { block(n0, i64c(whole_k), 16, K - whole_k); }, "pack.n.tail_k");
+    if (N > whole_n) {
+      if (whole_k > 0)
+        over(
+            whole_k, [&](llvm::Value* k0) { block(i64c(whole_n), k0, N - whole_n, 16); }, "pack.k.tail_n");
+      if (K > whole_k) block(i64c(whole_n), i64c(whole_k), N - whole_n, K - whole_k);
+    }
+  }
+
+  // 16 vectors of 16 floats as their 16 columns, in four rounds of two-source shuffles that each match one
+  // instruction: unpack of 32-bit and of 64-bit pairs within 128-bit lanes, then two rounds of 128-bit lane
+  // selects (vshuff32x4). 64 shuffles, no constant vectors.
+  std::vector<llvm::Value*> transpose16(const std::vector<llvm::Value*>& rows) {
+    const auto shuffle = [&](llvm::Value* x, llvm::Value* y, const std::function<int(int lane, int e)>& pick) {
+      std::vector<int> mask;
+      for (int lane = 0; lane < 4; ++lane)
+        for (int e = 0; e < 4; ++e) mask.push_back(pick(lane, e));
+      return b_.CreateShuffleVector(x, y, mask);
+    };
+    // Element e of 128-bit lane L: unpack takes 32-bit (or 64-bit) pairs from x and y alternately, low or high half.
+    const auto unpack32 = [&](llvm::Value* x, llvm::Value* y, int half) {
+      return shuffle(x, y, [=](int l, int e) { return (e % 2 ? 16 : 0) + 4 * l + 2 * half + e / 2; });
+    };
+    const auto unpack64 = [&](llvm::Value* x, llvm::Value* y, int half) {
+      return shuffle(x, y, [=](int l, int e) { return (e / 2 ? 16 : 0) + 4 * l + 2 * half + e % 2; });
+    };
+    // Lanes {first, first + 2} of x, then of y.
+    const auto lanes = [&](llvm::Value* x, llvm::Value* y, int first) {
+      return shuffle(x, y, [=](int l, int e) { return (l / 2 ? 16 : 0) + 4 * (first + 2 * (l % 2)) + e; });
+    };
+    std::vector<llvm::Value*> t(16), r(16), out(16);
+    for (std::size_t i = 0; i < 16; i += 2) {
+      t[i] = unpack32(rows[i], rows[i + 1], 0);
+      t[i + 1] = unpack32(rows[i], rows[i + 1], 1);
+    }
+    for (std::size_t g = 0; g < 16; g += 4)
+      for (std::size_t j = 0; j < 2; ++j) {
+        r[g + 2 * j] = unpack64(t[g + j], t[g + j + 2], 0);
+        r[g + 2 * j + 1] = unpack64(t[g + j], t[g + j + 2], 1);
+      }
+    for (std::size_t h : {0, 8})
+      for (std::size_t j = 0; j < 4; ++j) {
+        t[h + j] = lanes(r[h + j], r[h + 4 + j], 0);
+        t[h + 4 + j] = lanes(r[h + j], r[h + 4 + j], 1);
+      }
+    for (std::size_t j = 0; j < 8; ++j) {
+      out[j] = lanes(t[j], t[8 + j], 0);
+      out[8 + j] = lanes(t[j], t[8 + j], 1);
+    }
+    return out;
+  }
+
+  struct Workspace {
+    llvm::Value *a, *b, *acc;
+  };
+
+  void emit_slab(const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w, llvm::Value* p0,
+                 llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args, llvm::Function* pack_a,
+                 llvm::Function* pack_b, const MicroKernels& micro) {
+    const std::int64_t MR = cfg_.mr, NR = cfg_.nr, tiles_per_row = cfg_.partial_sum_columns() / NR;
+    // B is packed as Bᵀ (N rows, K deep): its row stride is B's column stride.
+    if (cfg_.pack_b) b_.CreateCall(pack_b, {t.b_src, t.j0, p0, t.nc, kc, bm.cs, bm.rs, w.b});
+    if (cfg_.pack_a) b_.CreateCall(pack_a, {t.a_src, t.i0, p0, t.mc, kc, a.rs, a.cs, w.a});
+    // Rows of micro-tiles outer: the MR×KC sliver of A stays in L1 while the packed KC×NC panel of B streams from
+    // L2 (contiguous, so unlike A read in place it cannot alias in the cache however large A's leading dimension).
+    emit_for(
+        b_, i64c(0), t.mc, i64c(MR),
+        [&](llvm::Value* ir) {
+          llvm::Value* a_tile =
+              cfg_.pack_a
+                  ? gep(w.a, b_.CreateMul(ir, kc))
+                  : gep_ab(t.a_src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(t.i0, ir), a.rs), b_.CreateMul(p0, a.cs)));
+          // The partial sums of one row of micro-tiles are contiguous, in the order the loop below visits them.
+          llvm::Value* acc_row = b_.CreateMul(b_.CreateSDiv(ir, i64c(MR)), i64c(tiles_per_row));
+          emit_for(
+              b_, t.jr_begin, t.nc, i64c(NR),
+              [&](llvm::Value* jr) {
+                llvm::Value* j = smax(jr, i64c(0));
+                llvm::Value* cols = b_.CreateSub(smin(b_.CreateAdd(jr, i64c(NR)), t.nc), j);
+                llvm::Value* b_tile =
+                    cfg_.pack_b ? gep_ab(w.b, b_.CreateMul(jr, packed_depth(kc)))
+                                : gep_ab(t.b_src, b_.CreateAdd(b_.CreateMul(p0, bm.rs), b_.CreateAdd(t.j0, j)));
+                llvm::Value* acc_index = b_.CreateAdd(acc_row, b_.CreateSDiv(b_.CreateSub(jr, t.jr_begin), i64c(NR)));
+                const std::vector<llvm::Value*> call_args{a_tile,
+                                                          a.rs,
+                                                          a.cs,
+                                                          b_tile,
+                                                          bm.rs,
+                                                          kc,
+                                                          gep(w.acc, b_.CreateMul(acc_index, i64c(MR * NR))),
+                                                          first,
+                                                          last,
+                                                          b_.CreateAdd(t.i0, ir),
+                                                          b_.CreateAdd(t.j0, j),
+                                                          smin(i64c(MR), b_.CreateSub(t.mc, ir)),
+                                                          cols,
+                                                          t.batch,
+                                                          args};
+                // A full tile calls the full kernel; an edge tile the smallest kernel that covers its vectors (an
+                // indirect call, predictable per slab).
+                if (micro.edges.size() == 1 && micro.edges[0].second == micro.full) {
+                  full_tile_calls_.push_back(b_.CreateCall(micro.full, call_args));
+                } else {
+                  emit_if_else(
+                      b_, b_.CreateICmpEQ(cols, i64c(NR)),
+                      [&] { full_tile_calls_.push_back(b_.CreateCall(micro.full, call_args)); },
+                      [&] {
+                        llvm::Value* vectors = b_.CreateSDiv(b_.CreateAdd(cols, i64c(lanes_ - 1)), i64c(lanes_));
+                        llvm::Value* callee = micro.edges.back().second;
+                        for (auto e = micro.edges.rbegin() + 1; e != micro.edges.rend(); ++e)
+                          callee = b_.CreateSelect(b_.CreateICmpSLE(vectors, i64c(e->first)), e->second, callee);
+                        b_.CreateCall(micro.full->getFunctionType(), callee, call_args);
+                      },
+                      "tile");
+                }
+              },
+              "jr");
+        },
+        "ir");
+  }
+
+  // The dot tile: acc[r][c] += A[row r, p : p+lanes] · B[p : p+lanes, col c] over kc, lanes along K; between K
+  // slabs the partial sums are saved as vectors; on the last slab each accumulator is summed across its lanes into
+  // lane c of row r's result, which the epilogue stores like a micro-tile of one vector per row (cols ≤ NR ≤ lanes).
+  // Arguments as the micro-kernel's, with B's column stride where that has B's row stride.
+  llvm::Function* emit_dot_kernel() {
+    llvm::Function* fn = make_function(
+        "dot_kernel", b_.getVoidTy(),
+        {ptr_, i64_, i64_, ptr_, i64_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, i64_, i64_, ptr_},
+        false);
+    auto arg = fn->arg_begin();
+    llvm::Value *ap = arg++, *a_rs = arg++;
+    ++arg;  // A's column stride: 1 (row-major A is required)
+    llvm::Value *bp = arg++, *b_cs = arg++, *kc = arg++, *acc_tile = arg++, *first = arg++, *last = arg++,
+                *row0 = arg++, *col0 = arg++, *rows = arg++, *cols = arg++, *batch = arg++, *args = arg++;
+    const int mr = cfg_.mr, nr = cfg_.nr;
+    // Rows past the edge read the last valid row, columns the last valid column: their sums are never stored.
+    std::vector<llvm::Value*> a_rows, b_cols;
+    for (int r = 0; r < mr; ++r)
+      a_rows.push_back(gep(ap, b_.CreateMul(smin(i64c(r), b_.CreateSub(rows, i64c(1))), a_rs)));
+    for (int c = 0; c < nr; ++c)
+      b_cols.push_back(gep(bp, b_.CreateMul(smin(i64c(c), b_.CreateSub(cols, i64c(1))), b_cs)));
+    const auto tile_ptr = [&](int i) { return gep(acc_tile, i64c(static_cast<std::int64_t>(i) * lanes_)); };
+
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    llvm::BasicBlock* resume = llvm::BasicBlock::Create(ctx_, "resume", fn);
+    llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+    b_.CreateCondBr(first, start, resume);
+    b_.SetInsertPoint(resume);
+    LoopValues saved;
+    for (int i = 0; i < mr * nr; ++i) saved.push_back(b_.CreateAlignedLoad(vec_, tile_ptr(i), llvm::Align(4)));
+    b_.CreateBr(start);
+    b_.SetInsertPoint(start);
+    LoopValues acc;
+    for (llvm::Value* value : saved) {
+      llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
+      phi->addIncoming(llvm::Constant::getNullValue(vec_), entry);
+      phi->addIncoming(value, resume);
+      acc.push_back(phi);
+    }
+    const auto step = [&](llvm::Value* p, LoopValues values, llvm::Value* mask) {
+      std::vector<llvm::Value*> av;
+      for (int r = 0; r < mr; ++r) av.push_back(load_masked(gep(a_rows[r], p), mask));
+      for (int c = 0; c < nr; ++c) {
+        llvm::Value* bv = load_masked(gep(b_cols[c], p), mask);
+        for (int r = 0; r < mr; ++r) {
+          auto& slot = values[static_cast<std::size_t>(r * nr + c)];
+          slot = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {av[r], bv, slot});
+        }
+      }
+      return values;
+    };
+    llvm::Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_));
+    const std::int64_t unrolled = static_cast<std::int64_t>(lanes_) * cfg_.k_unroll;
+    llvm::Value* k_unrolled = b_.CreateAnd(kc, i64c(~(unrolled - 1)));
+    llvm::Value* k_vectors = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(lanes_ - 1)));
+    acc = emit_for(
+        b_, i64c(0), k_unrolled, i64c(unrolled), acc,
+        [&](llvm::Value* p, const LoopValues& carried) {
+          LoopValues values = carried;
+          for (int u = 0; u < cfg_.k_unroll; ++u) values = step(b_.CreateAdd(p, i64c(u * lanes_)), values, all);
+          return values;
+        },
+        "k");
+    acc = emit_for(
+        b_, k_unrolled, k_vectors, i64c(lanes_), acc,
+        [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried, all); }, "k.vectors");
+    // The last K % lanes: one masked step, or none.
+    acc = emit_for(
+        b_, k_vectors, kc, i64c(lanes_), acc,
+        [&](llvm::Value* p, const LoopValues& carried) {
+          return step(p, carried, lane_mask(lanes_, b_.CreateSub(kc, p)));
+        },
+        "k.tail");
+
+    llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
+    llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
+    b_.CreateCondBr(last, epilogue, save);
+    b_.SetInsertPoint(save);
+    for (int i = 0; i < mr * nr; ++i)
+      b_.CreateAlignedStore(acc[static_cast<std::size_t>(i)], tile_ptr(i), llvm::Align(4));
+    b_.CreateRetVoid();
+
+    b_.SetInsertPoint(epilogue);
+    LoopValues sums;
+    for (int r = 0; r < mr; ++r) {
+      llvm::Value* row = llvm::Constant::getNullValue(vec_);
+      for (int c = 0; c < nr; ++c) {
+        auto* sum = llvm::cast<llvm::Instruction>(
+            b_.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(f32_), acc[static_cast<std::size_t>(r * nr + c)]));
+        sum->setHasAllowReassoc(true);  // a tree across lanes, not lane 0 + lane 1 + ...
+        row = b_.CreateInsertElement(row, sum, static_cast<std::uint64_t>(c));
+      }
+      sums.push_back(row);
+    }
+    emit_epilogue(args, sums, row0, col0, rows, cols, batch);
+    b_.CreateRetVoid();
+    return fn;
+  }
+
+  // A KC slab of a dot kernel's macro-tile. Columns outer: the KC-deep sliver of NR columns of B stays in L1 while
+  // every row of the tile passes over it (B, the large operand of x·Wᵀ, streams from memory once per slab).
+  void emit_dot_slab(const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
+                     llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args,
+                     llvm::Function* dot) {
+    const std::int64_t MR = cfg_.mr, NR = cfg_.nr, tiles_per_column = cfg_.mc / MR;
+    emit_for(
+        b_, i64c(0), t.nc, i64c(NR),
+        [&](llvm::Value* jr) {
+          llvm::Value* j = b_.CreateAdd(t.j0, jr);
+          llvm::Value* b_tile = gep_ab(t.b_src, b_.CreateAdd(b_.CreateMul(j, bm.cs), b_.CreateMul(p0, bm.rs)));
+          llvm::Value* acc_column = b_.CreateMul(b_.CreateSDiv(jr, i64c(NR)), i64c(tiles_per_column));
+          emit_for(
+              b_, i64c(0), t.mc, i64c(MR),
+              [&](llvm::Value* ir) {
+                llvm::Value* i = b_.CreateAdd(t.i0, ir);
+                llvm::Value* a_tile = gep_ab(t.a_src, b_.CreateAdd(b_.CreateMul(i, a.rs), b_.CreateMul(p0, a.cs)));
+                llvm::Value* acc_index = b_.CreateAdd(acc_column, b_.CreateSDiv(ir, i64c(MR)));
+                b_.CreateCall(dot, {a_tile, a.rs, a.cs, b_tile, bm.cs, kc,
+                                    gep(w.acc, b_.CreateMul(acc_index, i64c(MR * NR * lanes_))), first, last, i, j,
+                                    smin(i64c(MR), b_.CreateSub(t.mc, ir)), smin(i64c(NR), b_.CreateSub(t.nc, jr)),
+                                    t.batch, args});
+              },
+              "ir");
+        },
+        "jr");
+  }
+
+  const CpuGemmSpec& spec_;
+  const std::string name_;
+  const GemmSignature& sig_;
+  const CpuGemmConfig& cfg_;
+  const int lanes_;
+  llvm::LLVMContext& ctx_;
+  std::unique_ptr<llvm::Module> module_;
+  llvm::IRBuilder<> b_;
+  llvm::Type *f32_, *i64_, *ptr_;
+  bool bf16_ = false;  // A and B are bf16 pairs along K, multiplied by vdpbf16ps
+  // Set while a fixed-size kernel's dense branch is emitted: C's and D's leading dimensions are the constants of
+  // contiguous M×N matrices (see emit_fixed_entry).
+  bool dense_cd_ = false;
+  llvm::Type* ab_elem_ = nullptr;  // element type of A and B in memory
+  llvm::FixedVectorType* vec_;
+  llvm::StructType *tensor_ty_, *args_ty_;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> emit_llvm(const CpuGemmSpec& spec, llvm::LLVMContext& context) {
+  validate(spec.signature, spec.config, spec.target);
+  if (!spec.config.transpose) return CpuGemmEmitter(spec, spec.name(), context).emit();
+  // Dᵀ = Bᵀ·Aᵀ: the kernel of the transposed product, under this spec's name; the caller transposes the arguments.
+  const CpuGemmSpec product{transposed(spec.signature), spec.config.untransposed(), spec.target};
+  return CpuGemmEmitter(product, spec.name(), context).emit();
+}
+
+}  // namespace tessera

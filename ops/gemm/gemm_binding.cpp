@@ -1,0 +1,254 @@
+#include "ops/gemm/gemm_binding.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tessera {
+
+namespace {
+
+// 128-bit so that extents of hostile shapes and strides cannot overflow while they are checked.
+__extension__ typedef __int128 WideInt;
+constexpr WideInt kMaxExtent = WideInt{1} << 60;
+
+// A 2-D or 3-D tensor seen as a (batch of) matrices with element strides.
+struct MatrixView {
+  std::int64_t batch = 1, rows = 0, cols = 0;
+  bool batched = false;
+  TensorArg arg;
+  Layout layout;
+  DType dtype = DType::f32;
+  WideInt extent = 0;  // elements from the first to one past the last reachable element
+
+  const char* begin() const { return static_cast<const char*>(arg.data); }
+  const char* end() const { return begin() + static_cast<std::int64_t>(extent) * dtype_bytes(dtype); }
+};
+
+[[noreturn]] void fail(const std::string& name, const std::string& rule) { throw InvalidArgument(name, rule); }
+
+void check_basics(const Tensor& t, const std::string& name) {
+  if (t.strides.size() != t.shape.size())
+    fail(name, fmt::format("has {} dimensions but {} strides", t.shape.size(), t.strides.size()));
+  for (std::size_t i = 0; i < t.shape.size(); ++i) {
+    if (t.shape[i] < 0) fail(name, fmt::format("shape[{}] = {} is negative", i, t.shape[i]));
+    if (t.strides[i] < 0)
+      fail(name, fmt::format("strides[{}] = {} is negative (views must not run backwards)", i, t.strides[i]));
+  }
+}
+
+WideInt extent_of(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides,
+                  const std::string& name) {
+  WideInt last = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return 0;
+    last += static_cast<WideInt>(shape[i] - 1) * strides[i];
+  }
+  if (last + 1 > kMaxExtent) fail(name, "spans more than 2^60 elements (index overflow)");
+  return last + 1;
+}
+
+MatrixView matrix_view(const Tensor& t, const std::string& name, bool output) {
+  check_basics(t, name);
+  if (t.rank() != 2 && t.rank() != 3)
+    fail(name, fmt::format("must be 2-D [rows, cols] or 3-D [batch, rows, cols], got {}-D", t.rank()));
+  MatrixView v;
+  v.dtype = t.dtype;
+  const std::size_t r = t.rank() - 2;
+  v.batched = t.rank() == 3;
+  v.batch = v.batched ? t.shape[0] : 1;
+  v.rows = t.shape[r];
+  v.cols = t.shape[r + 1];
+  std::int64_t rs = t.strides[r], cs = t.strides[r + 1];
+  v.arg = {t.data, rs, cs, v.batched ? t.strides[0] : 0};
+  v.extent = extent_of(t.shape, t.strides, name);
+  if (v.extent > 0 && t.data == nullptr) fail(name, "data is null");
+
+  // A unit stride along a dimension of size 1 is as good as any: normalise so layouts do not depend on it.
+  if (v.cols <= 1 && rs != 1) cs = 1;
+  if (v.rows <= 1 && cs != 1) rs = 1;
+  if (cs == 1) {
+    if (v.rows > 1 && rs < v.cols)
+      fail(name, fmt::format("row-major leading dimension {} is less than the {} columns", rs, v.cols));
+    v.layout = Layout::row_major();
+  } else if (rs == 1) {
+    if (v.cols > 1 && cs < v.rows)
+      fail(name, fmt::format("column-major leading dimension {} is less than the {} rows", cs, v.rows));
+    v.layout = Layout::col_major();
+  } else {
+    if (output)
+      fail(name, fmt::format("must be row-major (strides [ld >= {1}, 1]) or column-major (strides [1, ld >= {0}]); "
+                             "got strides [{2}, {3}]",
+                             v.rows, v.cols, rs, cs));
+    v.layout = Layout::strided();
+  }
+  v.arg.rs = rs;
+  v.arg.cs = cs;
+  if (output && v.batched && v.batch > 1) {
+    const WideInt one = extent_of({v.rows, v.cols}, {rs, cs}, name);
+    if (v.arg.bs < one)
+      fail(name, fmt::format("batch stride {} makes batches overlap (each spans {} elements)", v.arg.bs,
+                             static_cast<std::int64_t>(one)));
+  }
+  return v;
+}
+
+// bias[n] is a row [N] or [batch, N]; scale[m] a column [M] or [batch, M].
+MatrixView vector_view(const Tensor& t, const std::string& name, IndexForm form, std::int64_t length) {
+  check_basics(t, name);
+  const char* what = form == IndexForm::N ? "N" : "M";
+  if (t.rank() != 1 && t.rank() != 2)
+    fail(name, fmt::format("is indexed [{}], so it must be 1-D [{}] or 2-D [batch, {}], got {}-D",
+                           form == IndexForm::N ? "n" : "m", what, what, t.rank()));
+  MatrixView v;
+  v.dtype = t.dtype;
+  v.batched = t.rank() == 2;
+  v.batch = v.batched ? t.shape[0] : 1;
+  const std::int64_t size = t.shape.back(), stride = t.strides.back();
+  if (size != length) fail(name, fmt::format("has {} elements, the output has {} = {}", size, what, length));
+  v.extent = extent_of(t.shape, t.strides, name);
+  if (v.extent > 0 && t.data == nullptr) fail(name, "data is null");
+  const std::int64_t bs = v.batched ? t.strides[0] : 0;
+  const bool unit = stride == 1 || size <= 1;
+  if (form == IndexForm::N) {
+    v.rows = 1;
+    v.cols = size;
+    v.layout = unit ? Layout::row_major() : Layout::strided();
+    v.arg = {t.data, 0, unit ? 1 : stride, bs};
+  } else {
+    v.rows = size;
+    v.cols = 1;
+    v.layout = unit ? Layout::col_major() : Layout::strided();
+    v.arg = {t.data, unit ? 1 : stride, 0, bs};
+  }
+  return v;
+}
+
+bool overlaps(const MatrixView& x, const MatrixView& y) {
+  if (x.extent == 0 || y.extent == 0) return false;
+  return x.begin() < y.end() && y.begin() < x.end();
+}
+
+bool same_view(const MatrixView& x, const MatrixView& y) {
+  return x.arg.data == y.arg.data && x.arg.rs == y.arg.rs && x.arg.cs == y.arg.cs && x.arg.bs == y.arg.bs &&
+         x.layout == y.layout;
+}
+
+}  // namespace
+
+GemmBinding bind_gemm(const GemmArgs& g) {
+  GemmBinding bound;
+  GemmProblem& p = bound.problem;
+  GemmSignature& s = p.signature;
+  s.epilogue = g.epilogue;
+  p.threads = g.threads;
+
+  if (g.a.empty()) fail("a", "is required");
+  if (g.b.empty()) fail("b", "is required");
+  if (g.d.empty()) fail("d", "is required");
+  const MatrixView a = matrix_view(g.a, "a", false);
+  const MatrixView b = matrix_view(g.b, "b", false);
+  const MatrixView d = matrix_view(g.d, "d", true);
+  p.m = a.rows;
+  p.k = a.cols;
+  p.n = b.cols;
+  if (b.rows != p.k) fail("b", fmt::format("has {} rows, but a has K = {} columns", b.rows, p.k));
+  if (d.rows != p.m || d.cols != p.n)
+    fail("d", fmt::format("is {}x{}, the product a·b is {}x{}", d.rows, d.cols, p.m, p.n));
+
+  const bool c_read = s.epilogue.reads_c() && !(g.beta == 0 && s.epilogue.c_scaled_by_beta());
+  MatrixView c;
+  if (c_read) {
+    if (g.c.empty()) fail("c", "the epilogue reads c, but no c tensor was given");
+    c = matrix_view(g.c, "c", false);
+    if (c.rows != p.m || c.cols != p.n)
+      fail("c", fmt::format("is {}x{}, the output is {}x{}", c.rows, c.cols, p.m, p.n));
+  } else {
+    c.layout = Layout::zero();
+  }
+
+  // Epilogue tensors, in the signature's (name) order; extra names are typos worth reporting.
+  std::vector<MatrixView> inputs;
+  for (const auto& [name, tensor] : g.inputs) {
+    const auto& wanted = s.epilogue.tensors();
+    if (std::none_of(wanted.begin(), wanted.end(), [&](const auto& t) { return t.name == name; }))
+      fail("inputs." + name, "is not read by the epilogue '" + s.epilogue.text() + "'");
+  }
+  for (const auto& t : s.epilogue.tensors()) {
+    const std::string name = "inputs." + t.name;
+    auto it = g.inputs.find(t.name);
+    if (it == g.inputs.end()) fail(name, "the epilogue reads " + t.name + " but no tensor was bound to it");
+    MatrixView v;
+    if (t.form == IndexForm::MN) {
+      v = matrix_view(it->second, name, false);
+      if (v.rows != p.m || v.cols != p.n)
+        fail(name, fmt::format("is {}x{}, the output is {}x{}", v.rows, v.cols, p.m, p.n));
+    } else {
+      v = vector_view(it->second, name, t.form, t.form == IndexForm::N ? p.n : p.m);
+    }
+    inputs.push_back(v);
+    s.inputs.push_back({t.name, t.form, {v.dtype, v.layout}});
+  }
+
+  // Batch: every batched operand agrees; 2-D operands are shared by all batches.
+  p.batch = d.batch;
+  const auto check_batch = [&](const MatrixView& v, const std::string& name) {
+    if (v.batched && v.batch != p.batch) fail(name, fmt::format("has batch {}, d has batch {}", v.batch, p.batch));
+  };
+  if (!d.batched && ((a.batched && a.batch != 1) || (b.batched && b.batch != 1)))
+    fail("d", "must be 3-D [batch, M, N] when a or b is batched");
+  check_batch(a, "a");
+  check_batch(b, "b");
+  if (c_read) check_batch(c, "c");
+  for (std::size_t i = 0; i < inputs.size(); ++i) check_batch(inputs[i], "inputs." + s.inputs[i].name);
+
+  // D is written while the others are read: elementwise operands may be D itself, nothing may partly overlap it.
+  if (overlaps(d, a)) fail("d", "overlaps a");
+  if (overlaps(d, b)) fail("d", "overlaps b");
+  if (c_read && overlaps(d, c) && !same_view(d, c)) fail("d", "partly overlaps c (in place needs the same view)");
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const bool elementwise = s.inputs[i].form == IndexForm::MN && same_view(d, inputs[i]);
+    if (overlaps(d, inputs[i]) && !elementwise) fail("d", "overlaps inputs." + s.inputs[i].name);
+  }
+
+  s.a = {a.dtype, a.layout};
+  s.b = {b.dtype, b.layout};
+  s.c = {c_read ? c.dtype : DType::f32, c.layout};
+  s.d = {d.dtype, d.layout};
+  s.accumulator = DType::f32;
+  s.check();
+
+  GemmKernelArgs& k = bound.args;
+  k.m = p.m;
+  k.n = p.n;
+  k.k = p.k;
+  k.batch = p.batch;
+  k.a = a.arg;
+  k.b = b.arg;
+  k.c = c_read ? c.arg : TensorArg{};
+  k.d = d.arg;
+  k.alpha = g.alpha;
+  k.beta = g.beta;
+  for (const auto& v : inputs) bound.inputs.push_back(v.arg);
+  return bound;
+}
+
+GemmBinding transposed(const GemmBinding& binding) {
+  const auto flip = [](TensorArg t) {
+    std::swap(t.rs, t.cs);
+    return t;
+  };
+  GemmBinding t = binding;
+  t.problem = transposed(binding.problem);
+  const GemmKernelArgs& k = binding.args;
+  t.args.m = k.n;
+  t.args.n = k.m;
+  t.args.a = flip(k.b);
+  t.args.b = flip(k.a);
+  t.args.c = flip(k.c);
+  t.args.d = flip(k.d);
+  for (TensorArg& in : t.inputs) in = flip(in);
+  return t;
+}
+
+}  // namespace tessera

@@ -1,0 +1,125 @@
+#include "tessera/reference.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "generator/core/expr_eval.hpp"
+
+namespace tessera {
+
+namespace {
+
+double element(const Tensor& t, std::int64_t offset) {
+  switch (t.dtype) {
+    case DType::bf16:
+      return from_bf16(static_cast<const std::uint16_t*>(t.data)[offset]);
+    case DType::f16:
+      return from_f16(static_cast<const std::uint16_t*>(t.data)[offset]);
+    case DType::f32:
+    case DType::tf32:  // stored as f32; the kernel's rounding to tf32 is in the tolerance
+      return static_cast<const float*>(t.data)[offset];
+    default:
+      throw InvalidArgument("reference", "supports f32, tf32, f16 and bf16 tensors");
+  }
+}
+
+// Element (batch, row, col) of a 2-D or 3-D tensor; 2-D tensors are shared across batches.
+double at(const Tensor& t, std::int64_t batch, std::int64_t row, std::int64_t col) {
+  const std::size_t r = t.rank() - 2;
+  std::int64_t offset = row * t.strides[r] + col * t.strides[r + 1];
+  if (t.rank() == 3) offset += batch * t.strides[0];
+  return element(t, offset);
+}
+
+// Element i of a 1-D vector, or of row `batch` of a 2-D [batch, length] one.
+double at(const Tensor& t, std::int64_t batch, std::int64_t i) {
+  std::int64_t offset = i * t.strides.back();
+  if (t.rank() == 2) offset += batch * t.strides[0];
+  return element(t, offset);
+}
+
+}  // namespace
+
+GemmReference reference_gemm(const GemmArgs& g) {
+  GemmReference ref;
+  const std::size_t ra = g.a.rank() - 2, rb = g.b.rank() - 2, rd = g.d.rank() - 2;
+  const std::int64_t m = g.a.shape[ra], k = g.a.shape[ra + 1], n = g.b.shape[rb + 1];
+  ref.batch = g.d.rank() == 3 ? g.d.shape[0] : 1;
+  ref.m = g.d.shape[rd];
+  ref.n = g.d.shape[rd + 1];
+  if (ref.m != m || ref.n != n) throw InvalidArgument("d", "shape does not match a·b");
+  const Epilogue& e = g.epilogue;
+  const bool c_read = e.reads_c() && !(g.beta == 0 && e.c_scaled_by_beta());
+  const double eps = std::ldexp(1.0, -24);
+  // tf32 math rounds each input to 10 mantissa bits, so each product may be off by about 2^-10 of itself.
+  const double product_eps = g.a.dtype == DType::tf32 || g.b.dtype == DType::tf32 ? std::ldexp(1.0, -10) : 0.0;
+  // A 16-bit D rounds the result once more.
+  const double output_eps = g.d.dtype == DType::f16    ? std::ldexp(1.0, -11)
+                            : g.d.dtype == DType::bf16 ? std::ldexp(1.0, -8)
+                                                       : 0.0;
+  ref.values.resize(static_cast<std::size_t>(ref.batch * m * n));
+  ref.tolerance.resize(ref.values.size());
+
+  for (std::int64_t bi = 0; bi < ref.batch; ++bi)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double acc = 0, magnitude = 0;
+        for (std::int64_t p = 0; p < k; ++p) {
+          const double product = at(g.a, bi, i, p) * at(g.b, bi, p, j);
+          acc += product;
+          magnitude += std::fabs(product);
+        }
+        double inputs_magnitude = 0;
+        const double c = c_read ? at(g.c, bi, i, j) : 0.0;
+        const double value = evaluate(e.tree(), [&](const ExprNode& leaf) -> double {
+          if (leaf.op == ExprOp::Var) {
+            if (leaf.name == "acc") return acc;
+            if (leaf.name == "alpha") return g.alpha;
+            if (leaf.name == "beta") return g.beta;
+            return c;
+          }
+          const Tensor& t = g.inputs.at(leaf.name);
+          const double x = leaf.args.size() == 2 ? at(t, bi, i, j) : at(t, bi, leaf.args[0]->name == "m" ? i : j);
+          inputs_magnitude += std::fabs(x);
+          return x;
+        });
+        const std::size_t idx = static_cast<std::size_t>((bi * m + i) * n + j);
+        ref.values[idx] = value;
+        const double scale = magnitude * std::max(1.0, std::fabs(double{g.alpha})) + std::fabs(double{g.beta} * c) +
+                             std::fabs(c) + inputs_magnitude;
+        ref.tolerance[idx] = (1e-5 + output_eps) * std::fabs(value) + 4 * eps * static_cast<double>(k + 16) * scale +
+                             product_eps * magnitude * std::max(1.0, std::fabs(double{g.alpha}));
+      }
+  return ref;
+}
+
+GemmComparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact) {
+  GemmComparison cmp;
+  double max_ref = 0;
+  for (double v : ref.values) max_ref = std::max(max_ref, std::fabs(v));
+  for (std::int64_t bi = 0; bi < ref.batch; ++bi)
+    for (std::int64_t i = 0; i < ref.m; ++i)
+      for (std::int64_t j = 0; j < ref.n; ++j) {
+        const std::size_t idx = static_cast<std::size_t>((bi * ref.m + i) * ref.n + j);
+        const double got = at(d, bi, i, j), want = ref.values[idx];
+        const double err = std::fabs(got - want);
+        const double representable = d.dtype == DType::f16    ? from_f16(to_f16(static_cast<float>(want)))
+                                     : d.dtype == DType::bf16 ? from_bf16(to_bf16(static_cast<float>(want)))
+                                                              : static_cast<double>(static_cast<float>(want));
+        const bool good =
+            exact ? got == representable : (err <= ref.tolerance[idx] || (std::isinf(want) && got == want));
+        if (std::isfinite(err)) cmp.max_abs_err = std::max(cmp.max_abs_err, err);
+        if (!good) {
+          if (cmp.mismatches == 0)
+            cmp.first_mismatch = fmt::format("d[{}, {}, {}] = {}, expected {} ± {:.3g}", bi, i, j, got, want,
+                                             exact ? 0.0 : ref.tolerance[idx]);
+          if (!std::isfinite(err)) cmp.max_abs_err = INFINITY;
+          ++cmp.mismatches;
+        }
+      }
+  cmp.max_rel_err = max_ref > 0 ? cmp.max_abs_err / max_ref : cmp.max_abs_err;
+  return cmp;
+}
+
+}  // namespace tessera

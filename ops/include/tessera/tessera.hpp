@@ -1,0 +1,132 @@
+// tessera's public C++ API: a Runtime that JIT-compiles, caches and runs GEMM kernels described by their parts.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "generator/core/cpu_target.hpp"
+#include "generator/core/epilogue.hpp"
+#include "generator/core/error.hpp"
+#include "generator/gemm/cpu_gemm_config.hpp"
+#include "generator/gemm/cpu_gemm_spec.hpp"
+#include "generator/gemm/gemm_problem.hpp"
+#include "tessera/tensor.hpp"
+
+namespace tessera {
+
+// D[b] = epilogue(A[b]·B[b], C[b], inputs...) for b < batch. A is M×K, B is K×N, C and D are M×N; 2-D operands
+// are shared by every batch. C is not read when the epilogue does not name c, or when beta = 0 and c only
+// appears as beta*c (the BLAS convention, so NaNs in C do not leak).
+struct GemmArgs {
+  Tensor a, b, c, d;
+  float alpha = 1, beta = 0;
+  Epilogue epilogue = Epilogue::linear_combination();
+  std::map<std::string, Tensor> inputs;  // the tensors the epilogue names: bias[n] → inputs["bias"]
+  int threads = 0;                       // 0: every thread of the runtime's pool
+
+  GemmArgs& set_epilogue(std::string_view text) {
+    epilogue = Epilogue::parse(text);
+    return *this;
+  }
+};
+
+// How a Runtime's kernel cache has answered: lookups found, lookups that built, builds done and builds that failed.
+struct CacheStats {
+  std::uint64_t hits = 0, misses = 0, builds = 0, failures = 0;
+};
+
+struct RuntimeOptions {
+  std::string target = "cpu";  // "cpu" (the host's best ISA), "cpu:avx512", "cpu:avx2"
+  int threads = 0;             // pool size; 0: one per hardware thread
+  int ir_opt_level = 0;        // LLVM IR pipeline before the backend: 0 (none, the default), 2 or 3
+  // Move pool workers, per call, to CPUs other than the caller's (a woken worker otherwise may share the caller's
+  // CPU until the scheduler moves it). Turn off when the application manages thread placement itself.
+  bool pin_workers = true;
+  // How compile(problem) picks a config among the problem's variants: "default" (the learned model shipped for this
+  // CPU target; where none was trained, default_for's config first and the analytic model's order after it),
+  // "analytic", "heuristic" (CpuGemmConfig::default_for's rules, no ranking) or the path of a model file (`tessera
+  // model train`).
+  std::string cost_model = "default";
+  // Variants to compile and time the first time a shape is seen, best-ranked first; the fastest is kept for the
+  // shape (0: the model's top choice, untimed).
+  int tuning_budget = 0;
+};
+
+class Runtime;
+
+// Validates GEMM arguments and states the problem they describe (shapes, layouts, epilogue inputs).
+GemmProblem describe_gemm(const GemmArgs& args);
+
+// The code generated for a CPU GEMM spec: its LLVM IR (after the IR pipeline of `ir_opt_level`: 0, 2 or 3), or the
+// host assembly the JIT would run. Validates the spec first.
+std::string gemm_llvm_ir(const CpuGemmSpec& spec, int ir_opt_level = 0);
+std::string gemm_host_assembly(const CpuGemmSpec& spec, int ir_opt_level = 0);
+
+class GemmKernel;
+
+// A call validated and planned once, to be run many times on the same buffers (their contents may change, their
+// addresses, shapes and strides may not). It skips the per-call validation, which for tiny GEMMs costs more than the
+// multiplication. It keeps its kernel and runtime alive.
+class PreparedGemm {
+ public:
+  void run() const;
+
+ private:
+  friend class GemmKernel;
+  struct State;
+  explicit PreparedGemm(std::shared_ptr<const State> state);
+  std::shared_ptr<const State> state_;
+};
+
+// A compiled kernel for one signature; it runs any sizes whose arguments match that signature.
+class GemmKernel {
+ public:
+  const CpuGemmSpec& spec() const;
+  std::string name() const { return spec().name(); }
+  double compile_ms() const;
+  void run(const GemmArgs& args) const;
+  // Validates and plans the call once; PreparedGemm::run repeats it.
+  PreparedGemm prepare(const GemmArgs& args) const;
+
+ private:
+  friend class Runtime;
+  friend class PreparedGemm;
+  struct Compiled;
+  GemmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime);
+  std::shared_ptr<const Compiled> compiled_;
+  std::shared_ptr<void> runtime_;  // keeps the JIT session and the pool alive
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const CpuTarget& target() const;
+  int threads() const;
+
+  GemmProblem describe(const GemmArgs& args) const { return describe_gemm(args); }
+  // A kernel for the problem: the config the cost model (or a timed tuning budget) chose for its shape, from the
+  // cache or compiled now. The choice is remembered per shape.
+  GemmKernel compile(const GemmProblem& problem);
+  // The config compile(problem) uses.
+  CpuGemmConfig choose_config(const GemmProblem& problem);
+  GemmKernel compile(const GemmProblem& problem, const CpuGemmConfig& config);
+  // describe + compile + run.
+  void gemm(const GemmArgs& args);
+
+  CacheStats cache_stats() const;
+
+ private:
+  friend class GemmKernel;
+  friend class PreparedGemm;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

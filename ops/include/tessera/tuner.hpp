@@ -1,0 +1,65 @@
+// The tuner: enumerate a problem's variants → prune (validate) → rank (cost model) → compile the top-k in parallel
+// (with a time limit per compile) → measure them one at a time, in interleaved rounds on fresh operands (median of
+// calibrated samples) → keep the best → record every measurement.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator/cost/cost_model.hpp"
+#include "ops/tuning/tuning_records.hpp"
+#include "tessera/tessera.hpp"
+
+namespace tessera {
+
+struct TuneOptions {
+  int top_k = 8;            // variants compiled and measured, best-ranked first
+  bool exhaustive = false;  // every variant of the space instead
+  int samples = 5;          // rounds; a variant > 4x slower than the fastest calibration gets one sample
+  double sample_ms = 2.0;   // each sample repeats the call for about this long
+  // Rounds more for the variants whose median is within refine_within of the best: which of near-equals wins is
+  // what a single noisy median decides, so they get the samples that settle it.
+  int refine_samples = 0;
+  double refine_within = 0.10;
+  double compile_limit_s = 10;  // a compile slower than this is left out
+  // B evicted from every cache level before each timed call (the call alone is timed), as the weights of a model
+  // too large for the caches are when a layer runs. Times of a B that stays in the shared L3 between calls vary
+  // with where its pages land and with the neighbours' traffic.
+  bool cold_b = false;
+};
+
+struct VariantMeasurement {
+  CpuGemmConfig config;
+  std::string spec_hash;
+  double median_ns = 0, spread = 0;
+  bool from_records = false;  // measured by an earlier run (resumed): its time is the recorded one
+};
+
+struct TuneResult {
+  GemmProblem problem;
+  std::size_t space = 0;                     // variants in the space after pruning
+  std::size_t compiled = 0;                  // compiled now
+  std::vector<VariantMeasurement> measured;  // in rank order
+  std::size_t best = 0;                      // index into measured
+  std::string ranked_by;
+};
+
+class Tuner {
+ public:
+  // `records` may be null (nothing recorded, nothing resumed). The runtime's threads time the calls.
+  Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, TuningRecords* records, TuneOptions options);
+  // `progress(done, total)` is called after each timed sample (total: samples × variants measured now).
+  TuneResult tune(const GemmProblem& problem, const std::string& family,
+                  const std::function<void(int, int)>& progress = {});
+
+ private:
+  Runtime& runtime_;
+  std::shared_ptr<const CpuCostModel> model_;
+  TuningRecords* records_;
+  TuneOptions options_;
+  std::string hardware_;
+};
+
+}  // namespace tessera

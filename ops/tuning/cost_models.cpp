@@ -1,0 +1,53 @@
+#include "tessera/cost_models.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "generator/core/error.hpp"
+#include "generator/cost/learned_model.hpp"
+
+namespace tessera {
+
+// Generated from models/*.json by scripts/embed_models.cmake.
+const std::map<std::string, std::string>& embedded_models();
+
+const std::string& shipped_model_text(const std::string& target) {
+  static const std::string none;
+  const auto& models = embedded_models();
+  const auto it = models.find(target);
+  return it == models.end() ? none : it->second;
+}
+
+LoadedCostModel load_cpu_cost_model(const std::string& which, const CpuTarget& target) {
+  if (which == "heuristic") return {nullptr, ""};
+  if (which == "analytic") return {std::make_shared<AnalyticCpuModel>(), ""};
+  if (which == "default") {
+    const std::string& text = shipped_model_text(target.cost_model_key());
+    if (text.empty())
+      return {std::make_shared<DefaultFirstCpuModel>(), "no learned model was trained for " + target.cost_model_key() +
+                                                            ": the default config first, then the analytic order"};
+    // Parsed once per process and target, and never destroyed: XGBoost's own globals may be gone by then.
+    static std::mutex mutex;
+    static auto* shipped = new std::map<std::string, std::shared_ptr<const LearnedCpuModel>>();
+    std::lock_guard lock(mutex);
+    auto& model = (*shipped)[target.cost_model_key()];
+    if (!model) model = LearnedCpuModel::from_json(text);
+    return {model, ""};
+  }
+  std::ifstream in(which);
+  if (!in) throw InvalidArgument("--model", "cannot read '" + which + "' (default, analytic, heuristic or a file)");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto model = LearnedCpuModel::from_json(text.str());
+  if (model->target() != target.str()) return {model, "trained for " + model->target() + ", used on " + target.str()};
+  if (model->vector_fmas_per_cycle() != 0 && model->vector_fmas_per_cycle() != target.vector_fmas_per_cycle)
+    return {model, fmt::format("trained on a core issuing {} vector FMAs per cycle, used on one issuing {}",
+                               model->vector_fmas_per_cycle(), target.vector_fmas_per_cycle)};
+  return {model, ""};
+}
+
+}  // namespace tessera

@@ -1,0 +1,246 @@
+// The Ampere-class tensor-core GEMM: a block computes a BM×BN tile of D with warps of WM×WN, through a
+// Stages-deep ring of cp.async copies into XOR-swizzled shared memory, ldmatrix fragment loads double-buffered in
+// registers, and mma.sync; the epilogue goes through shared memory so that D is written with coalesced vector
+// stores. Grid: x = rasterised output tiles, z = batch × split_k.
+#pragma once
+
+#include "tessera/arch.cuh"
+#include "tessera/block/epilogue_store.cuh"
+#include "tessera/block/raster.cuh"
+#include "tessera/gemm/gemm_params.cuh"
+#include "tessera/warp/smem_swizzle.cuh"
+#include "tessera/warp/tile_loader.cuh"
+
+namespace tessera {
+
+enum InputKind { kInputF16, kInputBf16, kInputTf32 };
+
+// T supplies: Element (A/B in memory), Out (C/D in memory), kInput, BM, BN, BK, WM, WN, Stages, SplitK, Swizzle,
+// AlignA, AlignB, AlignC, AKMajor (A row-major), BKMajor (B column-major), DRowMajor.
+template <class T>
+struct TensorOpShape {
+  using E = typename T::Element;
+  static constexpr int kElem = static_cast<int>(sizeof(E));
+  static constexpr int kWarpsN = T::BN / T::WN;
+  static constexpr int kThreads = 32 * (T::BM / T::WM) * kWarpsN;
+  static constexpr int kMmaK = T::kInput == kInputTf32 ? 8 : 16;
+  static constexpr int kMI = T::WM / 16;  // m16 tiles per warp
+  static constexpr int kNI = T::WN / 8;   // n8 tiles per warp
+  static constexpr int kKSteps = T::BK / kMmaK;
+  // Shared tiles: K-major operands are kept as rows of K, MN-major ones as rows of M (N).
+  static constexpr int kARows = T::AKMajor ? T::BM : T::BK, kACols = T::AKMajor ? T::BK : T::BM;
+  static constexpr int kBRows = T::BKMajor ? T::BN : T::BK, kBCols = T::BKMajor ? T::BK : T::BN;
+  using ATile = SwizzledTile<kACols * kElem>;
+  using BTile = SwizzledTile<kBCols * kElem>;
+  static constexpr int kABytes = T::BM * T::BK * kElem;
+  static constexpr int kBBytes = T::BN * T::BK * kElem;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kStagePitch = T::WN + 4;  // floats per row of a warp's epilogue slab
+};
+
+// A fragments of k-step ks for every m16 tile of the warp.
+template <class T>
+TESSERA_DEVICE void load_a_fragments(u32 (&fa)[TensorOpShape<T>::kMI][4], u32 tile, int warp_row, int ks, int lane) {
+  using S = TensorOpShape<T>;
+#pragma unroll
+  for (int mi = 0; mi < S::kMI; ++mi) {
+    const int row0 = warp_row + mi * 16;
+    if constexpr (T::AKMajor) {
+      // Lanes 0-15 address rows 0-15 at k 0..7 of the step, lanes 16-31 the same rows at k 8..15 (4 f32 for tf32).
+      ldmatrix_x4(fa[mi], tile + S::ATile::offset(row0 + (lane & 15), ks * S::kMmaK * S::kElem + (lane >> 4) * 16));
+    } else if constexpr (S::kElem == 2) {
+      // Rows of K, M contiguous: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
+      const int j = lane >> 3, r = lane & 7;
+      ldmatrix_x4_trans(fa[mi], tile + S::ATile::offset(ks * 16 + r + (j >> 1) * 8, (row0 + (j & 1) * 8) * 2));
+    } else {
+      // tf32 with M contiguous: ldmatrix.trans moves 16-bit elements only, so 32-bit loads in fragment order.
+      const int g = lane >> 2, t = lane & 3, k = ks * 8 + t;
+      fa[mi][0] = ld_shared<u32>(tile + S::ATile::offset(k, (row0 + g) * 4));
+      fa[mi][1] = ld_shared<u32>(tile + S::ATile::offset(k, (row0 + g + 8) * 4));
+      fa[mi][2] = ld_shared<u32>(tile + S::ATile::offset(k + 4, (row0 + g) * 4));
+      fa[mi][3] = ld_shared<u32>(tile + S::ATile::offset(k + 4, (row0 + g + 8) * 4));
+    }
+    if constexpr (T::kInput == kInputTf32)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) fa[mi][i] = f32_to_tf32(fa[mi][i]);
+  }
+}
+
+// B fragments of k-step ks for every n8 tile of the warp, two tiles per ldmatrix.x4.
+template <class T>
+TESSERA_DEVICE void load_b_fragments(u32 (&fb)[TensorOpShape<T>::kNI][2], u32 tile, int warp_col, int ks, int lane) {
+  using S = TensorOpShape<T>;
+#pragma unroll
+  for (int ni = 0; ni < S::kNI; ni += 2) {
+    const int col0 = warp_col + ni * 8;
+    if constexpr (T::BKMajor || S::kElem == 2) {
+      const int j = lane >> 3, r = lane & 7;
+      u32 q[4];
+      if constexpr (T::BKMajor)  // rows of N, K contiguous: (n 0-7, k lo), (n 0-7, k hi), (n 8-15, k lo), ...
+        ldmatrix_x4(q, tile + S::BTile::offset(col0 + r + (j >> 1) * 8, ks * S::kMmaK * S::kElem + (j & 1) * 16));
+      else  // rows of K, N contiguous, transposed on the way
+        ldmatrix_x4_trans(q, tile + S::BTile::offset(ks * 16 + r + (j & 1) * 8, (col0 + (j >> 1) * 8) * 2));
+      fb[ni][0] = q[0], fb[ni][1] = q[1], fb[ni + 1][0] = q[2], fb[ni + 1][1] = q[3];
+    } else {
+      const int g = lane >> 2, t = lane & 3, k = ks * 8 + t;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        fb[ni + h][0] = ld_shared<u32>(tile + S::BTile::offset(k, (col0 + h * 8 + g) * 4));
+        fb[ni + h][1] = ld_shared<u32>(tile + S::BTile::offset(k + 4, (col0 + h * 8 + g) * 4));
+      }
+    }
+    if constexpr (T::kInput == kInputTf32)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        fb[ni + h][0] = f32_to_tf32(fb[ni + h][0]), fb[ni + h][1] = f32_to_tf32(fb[ni + h][1]);
+  }
+}
+
+template <class T>
+TESSERA_DEVICE void mma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+  if constexpr (T::kInput == kInputF16)
+    mma_m16n8k16_f16(d, a, b);
+  else if constexpr (T::kInput == kInputBf16)
+    mma_m16n8k16_bf16(d, a, b);
+  else
+    mma_m16n8k8_tf32(d, a, b);
+}
+
+template <class T, class Epi>
+TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
+  using S = TensorOpShape<T>;
+  using E = typename S::E;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int warp_row = (warp / S::kWarpsN) * T::WM, warp_col = (warp % S::kWarpsN) * T::WN;
+
+  int tile_m, tile_n;
+  raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
+  const int batch = blockIdx.z / T::SplitK, split = blockIdx.z % T::SplitK;
+  const int m0 = tile_m * T::BM, n0 = tile_n * T::BN;
+  const int k_begin = split * p.k_per_split;
+  const int k_end = p.k < k_begin + p.k_per_split ? p.k : k_begin + p.k_per_split;
+  const int k_tiles = k_end > k_begin ? (k_end - k_begin + T::BK - 1) / T::BK : 0;
+
+  const E* a = static_cast<const E*>(p.a.data) + batch * p.a.bs;
+  const E* b = static_cast<const E*>(p.b.data) + batch * p.b.bs;
+
+  // One stage: A then B, each addressed as (row, contiguous column) of its shared tile.
+  auto load_stage = [&](int stage, int k0) {
+    const u32 tile = stage * S::kStageBytes;
+    const int k_valid = k_end - k0;
+    if constexpr (T::AKMajor)
+      TileLoader<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile>::load(
+          tile, a + m0 * p.a.rs + k0, p.a.rs, p.m - m0, k_valid, tid);
+    else
+      TileLoader<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile>::load(
+          tile, a + k0 * p.a.cs + m0, p.a.cs, k_valid, p.m - m0, tid);
+    if constexpr (T::BKMajor)
+      TileLoader<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile>::load(
+          tile + S::kABytes, b + n0 * p.b.cs + k0, p.b.cs, p.n - n0, k_valid, tid);
+    else
+      TileLoader<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile>::load(
+          tile + S::kABytes, b + k0 * p.b.rs + n0, p.b.rs, k_valid, p.n - n0, tid);
+  };
+
+  float acc[S::kMI][S::kNI][4];
+#pragma unroll
+  for (int mi = 0; mi < S::kMI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < S::kNI; ++ni)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mi][ni][i] = 0.0f;
+
+        // Prologue: Stages-1 tiles in flight. Every slot commits a group, empty or not, so wait_group counts line up.
+#pragma unroll
+  for (int s = 0; s < T::Stages - 1; ++s) {
+    if (s < k_tiles) load_stage(s, k_begin + s * T::BK);
+    cp_async_commit();
+  }
+
+  u32 fa[2][S::kMI][4];
+  u32 fb[2][S::kNI][2];
+  int read_stage = 0, write_stage = T::Stages - 1;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    // Tile kt has landed for this thread; the barrier makes it visible to all and retires reads of the slot
+    // about to be refilled (it held tile kt-1).
+    cp_async_wait<T::Stages - 2>();
+    __syncthreads();
+    if (kt + T::Stages - 1 < k_tiles) load_stage(write_stage, k_begin + (kt + T::Stages - 1) * T::BK);
+    cp_async_commit();
+
+    const u32 a_tile = read_stage * S::kStageBytes, b_tile = a_tile + S::kABytes;
+    load_a_fragments<T>(fa[0], a_tile, warp_row, 0, lane);
+    load_b_fragments<T>(fb[0], b_tile, warp_col, 0, lane);
+#pragma unroll
+    for (int ks = 0; ks < S::kKSteps; ++ks) {
+      // Fetch the next k-step's fragments while this one's mma.sync run.
+      if (ks + 1 < S::kKSteps) {
+        load_a_fragments<T>(fa[(ks + 1) & 1], a_tile, warp_row, ks + 1, lane);
+        load_b_fragments<T>(fb[(ks + 1) & 1], b_tile, warp_col, ks + 1, lane);
+      }
+#pragma unroll
+      for (int mi = 0; mi < S::kMI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < S::kNI; ++ni) mma<T>(acc[mi][ni], fa[ks & 1][mi], fb[ks & 1][ni]);
+    }
+    read_stage = read_stage + 1 == T::Stages ? 0 : read_stage + 1;
+    write_stage = write_stage + 1 == T::Stages ? 0 : write_stage + 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
+
+  // Epilogue: each warp moves one 16-row slab of its accumulators through shared memory at a time, then its lanes
+  // read the slab back along D's contiguous dimension and store kVec elements per lane.
+  const u32 slab = warp * 16 * S::kStagePitch * 4;  // byte offset of this warp's 16 × kStagePitch floats
+  const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * S::kStagePitch + c) * 4); };
+  const int g = lane >> 2, t = lane & 3;
+  constexpr int kVec = T::SplitK > 1 ? 1 : T::AlignC;
+#pragma unroll
+  for (int mi = 0; mi < S::kMI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < S::kNI; ++ni) {
+      st_shared<float>(at(g, ni * 8 + t * 2), acc[mi][ni][0]);
+      st_shared<float>(at(g, ni * 8 + t * 2 + 1), acc[mi][ni][1]);
+      st_shared<float>(at(g + 8, ni * 8 + t * 2), acc[mi][ni][2]);
+      st_shared<float>(at(g + 8, ni * 8 + t * 2 + 1), acc[mi][ni][3]);
+    }
+    syncwarp();
+    const int row_base = m0 + warp_row + mi * 16, col_base = n0 + warp_col;
+    if constexpr (T::SplitK > 1) {
+      for (int s = lane; s < 16 * T::WN; s += 32) {
+        const int r = s / T::WN, c = s % T::WN;
+        if (row_base + r < p.m && col_base + c < p.n)
+          st_global(workspace_element(p, split, row_base + r, col_base + c, batch), ld_shared<float>(at(r, c)));
+      }
+    } else if constexpr (T::DRowMajor) {
+      constexpr int kPerRow = T::WN / kVec;
+      for (int s = lane; s < 16 * kPerRow; s += 32) {
+        const int r = s / kPerRow, c = (s % kPerRow) * kVec;
+        const i64 m = row_base + r, n = col_base + c;
+        if (m >= p.m || n >= p.n) continue;
+        const int valid = p.n - n < kVec ? static_cast<int>(p.n - n) : kVec;
+        float values[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; ++i)
+          values[i] = i < valid ? Epi::apply(ld_shared<float>(at(r, c + i)), m, n + i, batch, p) : 0.0f;
+        store_d<typename T::Out, true, kVec>(p, m, n, batch, values, valid);
+      }
+    } else {
+      constexpr int kPerCol = 16 / kVec;
+      for (int s = lane; s < T::WN * kPerCol; s += 32) {
+        const int c = s / kPerCol, r = (s % kPerCol) * kVec;
+        const i64 m = row_base + r, n = col_base + c;
+        if (m >= p.m || n >= p.n) continue;
+        const int valid = p.m - m < kVec ? static_cast<int>(p.m - m) : kVec;
+        float values[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; ++i)
+          values[i] = i < valid ? Epi::apply(ld_shared<float>(at(r + i, c)), m + i, n, batch, p) : 0.0f;
+        store_d<typename T::Out, false, kVec>(p, m, n, batch, values, valid);
+      }
+    }
+    syncwarp();
+  }
+}
+
+}  // namespace tessera
