@@ -1,14 +1,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "generator/core/arith.hpp"
 #include "jit/cuda_driver.hpp"
 #include "jit/cuda_gemm_build.hpp"
+#include "jit/kernel_cache.hpp"
 #include "ops/cuda/cuda_backend.hpp"
 #include "ops/gemm/cuda_gemm_launch.hpp"
 #include "ops/gemm/gemm_binding.hpp"
@@ -18,8 +17,7 @@ namespace tessera {
 
 struct CudaRuntime::Impl {
   std::shared_ptr<const CudaBackend> backend;
-  std::mutex mutex;
-  std::map<std::string, std::shared_ptr<const CudaProgram>> programs;  // canonical spec → program
+  KernelCache<CudaProgram> programs;  // spec hash → program, each built once however many threads ask
 };
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
@@ -62,19 +60,17 @@ const CudaTarget& CudaRuntime::target() const { return impl_->backend->target();
 std::string CudaRuntime::device_name() const { return impl_->backend->device_name(); }
 bool CudaRuntime::emulated() const { return impl_->backend->target().emulated; }
 
+CacheStats CudaRuntime::cache_stats() const {
+  const KernelCacheStats s = impl_->programs.stats();
+  return {s.hits, s.misses, s.builds, s.failures};
+}
+
 CudaGemmKernel CudaRuntime::compile(const GemmProblem& problem, std::optional<CudaGemmConfig> config) {
   const CudaTarget& target = impl_->backend->target();
   const CudaGemmSpec spec{problem.signature, config ? *config : CudaGemmConfig::default_for(problem, target), target};
   validate(spec.signature, spec.config, spec.target);
-  const std::string key = spec.canonical_json();
-  {
-    std::lock_guard lock(impl_->mutex);
-    if (auto it = impl_->programs.find(key); it != impl_->programs.end())
-      return CudaGemmKernel(it->second, impl_->backend);
-  }
-  std::shared_ptr<const CudaProgram> program = impl_->backend->load(spec);
-  std::lock_guard lock(impl_->mutex);
-  return CudaGemmKernel(impl_->programs.emplace(key, std::move(program)).first->second, impl_->backend);
+  return CudaGemmKernel(impl_->programs.get_or_build(spec.hash(), [&] { return impl_->backend->load(spec); }),
+                        impl_->backend);
 }
 
 CudaGemmConfig CudaRuntime::default_config(const GemmArgs& device_args) const {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
@@ -87,6 +88,24 @@ TEST_P(EmulatedMatrix, MatchesTheReferenceOnEdgeShapes) {
 
 INSTANTIATE_TEST_SUITE_P(Cuda, EmulatedMatrix, ::testing::ValuesIn(matrix()),
                          [](const auto& param_info) { return param_info.param.label(); });
+
+// Threads asking for the same CUDA spec at once get one build (the runtime's kernels live in the shared KernelCache).
+TEST(EmulatedGemm, ConcurrentRequestsForOneSpecBuildOnce) {
+  CudaRuntime rt("cuda-emu:sm_80");
+  GemmProblem problem;
+  problem.m = problem.n = problem.k = 64;
+  problem.signature.a.dtype = problem.signature.b.dtype = DType::f16;
+  std::vector<std::thread> threads;
+  std::vector<std::string> names(4);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    threads.emplace_back([&, i] { names[i] = rt.compile(problem).name(); });
+  for (auto& t : threads) t.join();
+  const CacheStats stats = rt.cache_stats();
+  EXPECT_EQ(1u, stats.builds);
+  EXPECT_EQ(1u, stats.misses);
+  EXPECT_EQ(3u, stats.hits);
+  for (const auto& name : names) EXPECT_EQ(names[0], name);
+}
 
 TEST(EmulatedGemm, UnalignedOperandsAndSixteenBitOutput) {
   // K = 255 with packed rows: 2-byte rows, synchronous copies; f16 D with the linear epilogue.

@@ -91,6 +91,8 @@ class CudaRuntime {
   std::int64_t l2_bytes() const;
 
   bool emulated() const;
+  // How the runtime's kernel cache has answered compile().
+  CacheStats cache_stats() const;
 
   // Empty when a CUDA device can be used here, else why not.
   static std::string unavailable_reason();
