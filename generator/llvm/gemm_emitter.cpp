@@ -16,6 +16,7 @@
 #include "generator/gemm/gemm_epilogue_binding.hpp"
 #include "generator/llvm/expr_llvm.hpp"
 #include "generator/llvm/loops.hpp"
+#include "generator/llvm/panel_packing.hpp"
 
 namespace tessera {
 
@@ -28,42 +29,23 @@ static_assert(offsetof(GemmKernelArgs, tile_n) == 40 && offsetof(GemmKernelArgs,
               offsetof(GemmKernelArgs, beta) == 188);
 enum ArgsField : unsigned { kM, kN, kK, kBatch, kTileM, kTileN, kA, kB, kC, kD, kInputs, kAlpha, kBeta };
 
-// How many source rows ahead packing prefetches (a pack reading B row by row).
-constexpr int kPackAhead = 8;
-// Source rows a pack of unit-stride rows copies into each sliver per pass.
-constexpr int kPackDepthBlock = 8;
 // The FMAs up to which a micro-kernel of constant K is emitted without a K loop (1 thread, 16³×256, GFLOP/s: A·Bᵀ
 // 89-92 -> 102, A·B 145 -> 147; at 32³ (512 FMAs) the loop was 1-4% faster).
 constexpr int kFullUnrollFmas = 256;
 
-struct TensorFields {
-  llvm::Value* data;
-  llvm::Value* rs;
-  llvm::Value* cs;
-  llvm::Value* bs;
-};
-
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-class CpuGemmEmitter {
+class CpuGemmEmitter : PanelPacking {
  public:
   // `name` is the entry point's symbol: the requested spec's name, also when `spec` is its transposed product.
   CpuGemmEmitter(const CpuGemmSpec& spec, std::string name, llvm::LLVMContext& ctx)
-      : spec_(spec),
+      : PanelPacking(ctx, name, spec.target, spec.signature.a.dtype == DType::bf16 ? "+avx512bf16" : ""),
+        spec_(spec),
         name_(std::move(name)),
         sig_(spec.signature),
-        cfg_(spec.config),
-        lanes_(spec.target.vector_lanes()),
-        ctx_(ctx),
-        module_(std::make_unique<llvm::Module>(name_, ctx)),
-        b_(ctx) {
-    f32_ = b_.getFloatTy();
-    i64_ = b_.getInt64Ty();
+        cfg_(spec.config) {
     bf16_ = sig_.a.dtype == DType::bf16;
     ab_elem_ = bf16_ ? static_cast<llvm::Type*>(b_.getInt16Ty()) : f32_;
-    ptr_ = b_.getPtrTy();
-    vec_ = llvm::FixedVectorType::get(f32_, lanes_);
-    tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_}, "tessera.TensorArg");
     args_ty_ = llvm::StructType::create(
         ctx, {i64_, i64_, i64_, i64_, i64_, i64_, tensor_ty_, tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_},
         "tessera.GemmKernelArgs");
@@ -108,249 +90,15 @@ class CpuGemmEmitter {
   }
 
  private:
-  llvm::Function* make_function(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
-                                bool external) {
-    auto* fn = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
-                                      external ? llvm::Function::ExternalLinkage : llvm::Function::InternalLinkage,
-                                      name, module_.get());
-    const bool avx512 = spec_.target.isa == CpuIsa::Avx512;
-    fn->addFnAttr("target-cpu", avx512 ? "x86-64-v4" : "x86-64-v3");
-    fn->addFnAttr("tune-cpu", llvm::sys::getHostCPUName());
-    fn->addFnAttr("min-legal-vector-width", avx512 ? "512" : "256");
-    fn->addFnAttr("prefer-vector-width", avx512 ? "512" : "256");
-    if (sig_.a.dtype == DType::bf16) fn->addFnAttr("target-features", "+avx512bf16");
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    llvm::BasicBlock::Create(ctx_, "entry", fn);
-    b_.SetInsertPoint(&fn->getEntryBlock());
-    return fn;
-  }
-
-  llvm::Value* i64c(std::int64_t v) { return b_.getInt64(v); }
-  llvm::Value* gep(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(f32_, base, index); }
   // Addresses into A, B and the packed B panel, in their element type.
   llvm::Value* gep_ab(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(ab_elem_, base, index); }
   // Elements of one packed B row sliver per K step: bf16 packs K in pairs, so an odd slab is padded to even.
   llvm::Value* packed_depth(llvm::Value* kc) {
     return bf16_ ? b_.CreateAnd(b_.CreateAdd(kc, i64c(1)), i64c(~std::int64_t{1})) : kc;
   }
-  // `value` through an empty inline asm: the same register, but no longer an expression loop strength reduction
-  // can see through (it would fold a stepped pointer back into a base + index from the loop counter).
-  llvm::Value* opaque(llvm::Value* value) {
-    auto* type = llvm::FunctionType::get(value->getType(), {value->getType()}, false);
-    return b_.CreateCall(llvm::InlineAsm::get(type, "", "=r,0", false), {value});
-  }
-  llvm::Value* smin(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y); }
-  llvm::Value* smax(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), y, x); }
-
-  // Masked vector accesses become plain ones when the mask is all true at generation time (full tiles): a masked
-  // load of B read in place cost 15-20% of a GEMV's time.
-  static bool all_true(llvm::Value* mask) {
-    auto* c = llvm::dyn_cast<llvm::Constant>(mask);
-    return c && c->isAllOnesValue();
-  }
-  llvm::Value* load_masked(llvm::Value* ptr, llvm::Value* mask) {
-    if (all_true(mask)) return b_.CreateAlignedLoad(vec_, ptr, llvm::Align(4));
-    return b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vec_));
-  }
-  void store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask) {
-    if (all_true(mask))
-      b_.CreateAlignedStore(value, ptr, llvm::Align(4));
-    else
-      b_.CreateMaskedStore(value, ptr, llvm::Align(4), mask);
-  }
-
-  llvm::Constant* lane_indices(int n) {
-    std::vector<llvm::Constant*> v;
-    for (int i = 0; i < n; ++i) v.push_back(b_.getInt64(i));
-    return llvm::ConstantVector::get(v);
-  }
-
-  // Lanes i with i + first < limit.
-  llvm::Value* lane_mask(int n, llvm::Value* limit, std::int64_t first = 0) {
-    llvm::Value* lanes = b_.CreateAdd(lane_indices(n), b_.CreateVectorSplat(n, i64c(first)));
-    return b_.CreateICmpSLT(lanes, b_.CreateVectorSplat(n, limit));
-  }
-
-  TensorFields load_tensor(llvm::Value* tensor_ptr) {
-    const auto field = [&](unsigned i, llvm::Type* t) {
-      return b_.CreateLoad(t, b_.CreateStructGEP(tensor_ty_, tensor_ptr, i));
-    };
-    return {field(0, ptr_), field(1, i64_), field(2, i64_), field(3, i64_)};
-  }
-
-  // A fixed-size matrix of `rows`×`cols` stored contiguously in its layout: its leading dimension as a constant.
-  TensorFields dense(TensorFields t, const Layout& l, std::int64_t rows, std::int64_t cols) {
-    if (l.kind() == LayoutKind::RowMajor) t.rs = i64c(cols);
-    if (l.kind() == LayoutKind::ColMajor) t.cs = i64c(rows);
-    return t;
-  }
-
-  // Whether t's leading dimension is the one dense() assumes (true for the layouts it leaves alone).
-  llvm::Value* is_dense(const TensorFields& t, const Layout& l, std::int64_t rows, std::int64_t cols) {
-    if (l.kind() == LayoutKind::RowMajor) return b_.CreateICmpEQ(t.rs, i64c(cols));
-    if (l.kind() == LayoutKind::ColMajor) return b_.CreateICmpEQ(t.cs, i64c(rows));
-    return b_.getTrue();
-  }
 
   llvm::Value* args_field(llvm::Value* args, unsigned field, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args, field));
-  }
-
-  // Packs an nrows×depth block (element (r, p) at (r0 + r)·rs + (c0 + p)·cs) into slivers of R rows:
-  // dst[s·R·depth + p·R + r], zero-filled past nrows, so the micro-kernel never tests edges.
-  llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride, bool cs_is_one = false) {
-    llvm::Function* fn = make_function(name, b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
-    auto arg = fn->arg_begin();
-    PackArgs a;
-    a.src = arg++;
-    a.r0 = arg++;
-    a.c0 = arg++;
-    a.nrows = arg++;
-    llvm::Value* depth = arg++;
-    a.rs = arg++;
-    llvm::Value* cs = arg++;
-    llvm::Value* dst = arg++;
-    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.nrows, i64c(R - 1)), i64c(R));
-    if (!unit_row_stride) {
-      // Slivers outer, depth inner: R rows read along their length (R lines in L1 serve 16 steps of depth),
-      // the destination written in order. Depth outer would touch a new line of every row per step: packing a
-      // row-major A that way made 2048³ run at half speed.
-      emit_for(
-          b_, i64c(0), slivers, i64c(1),
-          [&](llvm::Value* sl) {
-            llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
-            llvm::Value* sliver_dst = gep(dst, b_.CreateMul(first_row, depth));
-            llvm::Value* whole = b_.CreateAnd(depth, i64c(~static_cast<std::int64_t>(lanes_ - 1)));
-            if (cs_is_one)
-              emit_for(
-                  b_, i64c(0), whole, i64c(lanes_),
-                  [&](llvm::Value* p) { emit_pack_transposed(a, R, first_row, p, sliver_dst); }, "pack.block");
-            emit_for(
-                b_, cs_is_one ? whole : i64c(0), depth, i64c(1),
-                [&](llvm::Value* p) {
-                  a.col_offset = b_.CreateMul(b_.CreateAdd(a.c0, p), cs);
-                  emit_pack_sliver(a, R, unit_row_stride, first_row, gep(sliver_dst, b_.CreateMul(p, i64c(R))));
-                },
-                "pack.k");
-          },
-          "pack.sliver");
-      b_.CreateRetVoid();
-      return fn;
-    }
-    // Blocks of kPackDepthBlock source rows outer, slivers, then the block's rows: the source is walked along its
-    // rows (one page at a time for B), and each sliver gets whole lines at a time. (One row per pass wrote R values
-    // into every sliver, whose starts lie depth·R floats apart, often a multiple of 4 KiB: all in one L1 set. A
-    // column-major A packed into 8-row slivers that way ran 256³ Aᵀ·B at 144-150 GFLOP/s against 158 for the
-    // row-major A's packing, on an Intel Xeon.)
-    emit_for(
-        b_, i64c(0), depth, i64c(kPackDepthBlock),
-        [&](llvm::Value* p0) {
-          llvm::Value* p_end = smin(b_.CreateAdd(p0, i64c(kPackDepthBlock)), depth);
-          emit_for(
-              b_, i64c(0), slivers, i64c(1),
-              [&](llvm::Value* sl) {
-                llvm::Value* first_row = b_.CreateMul(sl, i64c(R));
-                llvm::Value* sliver_start = gep(dst, b_.CreateMul(first_row, depth));
-                emit_for(
-                    b_, p0, p_end, i64c(1),
-                    [&](llvm::Value* p) {
-                      a.col_offset = b_.CreateMul(b_.CreateAdd(a.c0, p), cs);
-                      emit_pack_sliver(a, R, unit_row_stride, first_row, gep(sliver_start, b_.CreateMul(p, i64c(R))));
-                      // The same columns kPackAhead source rows further on, into L1: each source row is a new stream
-                      // (a new page, for N ≥ 1024), which the hardware prefetcher learns too late to hide DRAM's
-                      // latency. A prefetch never faults, so rows past the block (or the matrix) need no test.
-                      llvm::Value* ahead = b_.CreateAdd(a.r0, first_row);
-                      ahead =
-                          b_.CreateAdd(ahead, b_.CreateMul(b_.CreateAdd(a.c0, b_.CreateAdd(p, i64c(kPackAhead))), cs));
-                      for (int line = 0; line < R; line += 16)
-                        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
-                                           {gep(a.src, b_.CreateAdd(ahead, i64c(line))), b_.getInt32(0), b_.getInt32(3),
-                                            b_.getInt32(1)});
-                    },
-                    "pack.k");
-              },
-              "pack.sliver");
-        },
-        "pack.block");
-    b_.CreateRetVoid();
-    return fn;
-  }
-
-  struct PackArgs {
-    llvm::Value *src, *r0, *c0, *nrows, *rs, *col_offset;
-  };
-
-  // R rows × `lanes_` columns (from depth p) of a source with unit column stride, transposed in registers into
-  // the sliver: per chunk of at most `lanes_` rows, one vector load per row and one shuffle; rows past nrows read
-  // as zeros. A chunk that is the whole sliver is stored in one piece, else one piece per column.
-  void emit_pack_transposed(const PackArgs& a, int R, llvm::Value* first_row, llvm::Value* p, llvm::Value* dst) {
-    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
-    llvm::Value* col = b_.CreateAdd(a.c0, p);
-    llvm::Value* out = gep(dst, b_.CreateMul(p, i64c(R)));
-    const int chunk = 8;  // 256-bit pieces: 16-row chunks compiled 30% slower for the same speed
-    for (int r0 = 0; r0 < R; r0 += chunk) {
-      const int rows_here = std::min(chunk, R - r0);
-      std::vector<llvm::Value*> rows;
-      for (int r = r0; r < r0 + rows_here; ++r) {
-        llvm::Value* row = b_.CreateAdd(first_row, i64c(r));
-        llvm::Value* valid = b_.CreateICmpSLT(row, a.nrows);
-        llvm::Value* offset = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(a.r0, row), a.rs), col);
-        rows.push_back(
-            b_.CreateMaskedLoad(vec_, gep(a.src, offset), llvm::Align(4), b_.CreateVectorSplat(lanes_, valid), zero));
-      }
-      llvm::Value* columns = transpose_rows(std::move(rows), rows_here);
-      if (rows_here == R) {
-        b_.CreateAlignedStore(columns, out, llvm::Align(4));
-        continue;
-      }
-      std::vector<int> piece(static_cast<std::size_t>(rows_here));
-      for (int q = 0; q < lanes_; ++q) {
-        for (int r = 0; r < rows_here; ++r) piece[static_cast<std::size_t>(r)] = q * rows_here + r;
-        b_.CreateAlignedStore(b_.CreateShuffleVector(columns, piece), gep(out, i64c(q * R + r0)), llvm::Align(4));
-      }
-    }
-  }
-
-  // Rows of `lanes_` values (at most `lanes_` of them, the first `rows_here` real) as columns: element q·rows_here + r
-  // of the result is element q of row r. Concatenated pairwise (padded with zero vectors to a power of two), then
-  // one shuffle picks element (r, q) for (q, r).
-  llvm::Value* transpose_rows(std::vector<llvm::Value*> rows, int rows_here) {
-    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
-    while (rows.size() & (rows.size() - 1)) rows.push_back(zero);
-    for (int width = lanes_; rows.size() > 1; width *= 2) {
-      std::vector<int> concat(2 * static_cast<std::size_t>(width));
-      for (int i = 0; i < 2 * width; ++i) concat[static_cast<std::size_t>(i)] = i;
-      std::vector<llvm::Value*> next;
-      for (std::size_t i = 0; i < rows.size(); i += 2)
-        next.push_back(b_.CreateShuffleVector(rows[i], rows[i + 1], concat));
-      rows = std::move(next);
-    }
-    std::vector<int> transpose;
-    for (int q = 0; q < lanes_; ++q)
-      for (int r = 0; r < rows_here; ++r) transpose.push_back(r * lanes_ + q);
-    return b_.CreateShuffleVector(rows[0], transpose);
-  }
-
-  // Copies R consecutive rows of one column into dst, zero past nrows. Contiguous slivers move in pieces of one
-  // vector register (a <96 x float> masked load would be scalarised); strided ones are gathered.
-  void emit_pack_sliver(const PackArgs& a, int R, bool unit_row_stride, llvm::Value* first_row, llvm::Value* dst) {
-    const int piece = unit_row_stride && R % lanes_ == 0 ? lanes_ : R;
-    auto* piece_ty = llvm::FixedVectorType::get(f32_, piece);
-    llvm::Value* zero = llvm::Constant::getNullValue(piece_ty);
-    for (int first = 0; first < R; first += piece) {
-      llvm::Value* mask = lane_mask(piece, b_.CreateSub(a.nrows, first_row), first);
-      llvm::Value* row = b_.CreateAdd(a.r0, b_.CreateAdd(first_row, i64c(first)));
-      llvm::Value* offset = b_.CreateAdd(b_.CreateMul(row, a.rs), a.col_offset);
-      llvm::Value* values;
-      if (unit_row_stride) {
-        values = b_.CreateMaskedLoad(piece_ty, gep(a.src, offset), llvm::Align(4), mask, zero);
-      } else {
-        llvm::Value* lanes = b_.CreateMul(lane_indices(piece), b_.CreateVectorSplat(piece, a.rs));
-        llvm::Value* ptrs = gep(a.src, b_.CreateAdd(b_.CreateVectorSplat(piece, offset), lanes));
-        values = b_.CreateMaskedGather(piece_ty, ptrs, llvm::Align(4), mask, zero);
-      }
-      b_.CreateAlignedStore(values, gep(dst, i64c(first)), llvm::Align(4));
-    }
   }
 
   // bf16 B panel: per K pair q and sliver of NR columns, the two rows interleaved so that each 32-bit lane holds
@@ -631,21 +379,6 @@ class CpuGemmEmitter {
     return fn;
   }
 
-  // Loads `lanes_` values of a tensor along the output row: lane i at offset(row, col + i).
-  llvm::Value* load_lanes(const TensorFields& t, llvm::Value* offset, const Expr& col_stride, llvm::Value* stride,
-                          llvm::Value* mask) {
-    llvm::Value* zero = llvm::Constant::getNullValue(vec_);
-    if (is_constant(col_stride, 0))
-      return b_.CreateVectorSplat(lanes_, b_.CreateAlignedLoad(f32_, gep(t.data, offset), llvm::Align(4)));
-    if (is_constant(col_stride, 1)) return load_masked(gep(t.data, offset), mask);
-    return b_.CreateMaskedGather(vec_, lane_pointers(t.data, offset, stride), llvm::Align(4), mask, zero);
-  }
-
-  llvm::Value* lane_pointers(llvm::Value* base, llvm::Value* offset, llvm::Value* stride) {
-    return gep(base, b_.CreateAdd(b_.CreateVectorSplat(lanes_, offset),
-                                  b_.CreateMul(lane_indices(lanes_), b_.CreateVectorSplat(lanes_, stride))));
-  }
-
   void emit_epilogue(llvm::Value* args, const LoopValues& acc, llvm::Value* row0, llvm::Value* col0, llvm::Value* rows,
                      llvm::Value* cols, llvm::Value* batch) {
     const int nv = static_cast<int>(acc.size()) / cfg_.mr;
@@ -802,61 +535,6 @@ class CpuGemmEmitter {
                                b_.CreateAnd(row_mask, col_valid));
         }
       }
-  }
-
-  // At most 8 vectors of `lanes_` values (rows) as their `lanes_` columns, each of 4 values (up to 4 rows) or 8
-  // (up to 8), the rows past the given ones zero. Staged two-source shuffles that each match one instruction:
-  // unpacks of 32-bit and 64-bit pairs within 128-bit lanes leave, in 128-bit lane L of u[i], column 4L + i of
-  // rows 0-3 (u[4 + i]: of rows 4-7); one more shuffle joins the two halves of 8-row columns. A 6×64 tile of a
-  // column-major D in one shuffle per chunk (LLVM expanded it to ~2,500 instructions) ran a fixed 64³×64 at 116
-  // GFLOP/s against 155 with a row-major D.
-  std::vector<llvm::Value*> columns_of_rows(std::vector<llvm::Value*> rows) {
-    const int height = rows.size() <= 4 ? 4 : 8;
-    while (static_cast<int>(rows.size()) < height) rows.push_back(llvm::Constant::getNullValue(vec_));
-    const auto shuffle = [&](llvm::Value* x, llvm::Value* y, int width,
-                             const std::function<int(int lane, int e)>& pick) {
-      std::vector<int> mask;
-      for (int lane = 0; lane < width / 4; ++lane)
-        for (int e = 0; e < 4; ++e) mask.push_back(pick(lane, e));
-      return b_.CreateShuffleVector(x, y, mask);
-    };
-    const int n = lanes_;
-    std::vector<llvm::Value*> t(static_cast<std::size_t>(height)), u(t.size());
-    for (int i = 0; i < height; i += 2)
-      for (int half = 0; half < 2; ++half)
-        t[static_cast<std::size_t>(i + half)] =
-            shuffle(rows[static_cast<std::size_t>(i)], rows[static_cast<std::size_t>(i + 1)], n,
-                    [=](int l, int e) { return (e % 2 ? n : 0) + 4 * l + 2 * half + e / 2; });
-    for (int g = 0; g < height; g += 4)
-      for (int j = 0; j < 2; ++j)
-        for (int half = 0; half < 2; ++half)
-          u[static_cast<std::size_t>(g + 2 * j + half)] =
-              shuffle(t[static_cast<std::size_t>(g + j)], t[static_cast<std::size_t>(g + j + 2)], n,
-                      [=](int l, int e) { return (e / 2 ? n : 0) + 4 * l + 2 * half + e % 2; });
-    std::vector<llvm::Value*> columns(static_cast<std::size_t>(n));
-    std::vector<int> part;
-    const auto take = [&](llvm::Value* x, int first, int count) {
-      part.resize(static_cast<std::size_t>(count));
-      for (int e = 0; e < count; ++e) part[static_cast<std::size_t>(e)] = first + e;
-      return b_.CreateShuffleVector(x, part);
-    };
-    for (int i = 0; i < 4; ++i)
-      for (int lane = 0; lane < n / 4; ++lane) {
-        llvm::Value*& column = columns[static_cast<std::size_t>(4 * lane + i)];
-        if (height == 4) {
-          column = take(u[static_cast<std::size_t>(i)], 4 * lane, 4);
-        } else if (n == 16 && lane % 2 == 0) {
-          // Lanes (L, L + 1) of both halves in one 512-bit shuffle (vpermt2ps), then its 256-bit halves.
-          llvm::Value* pair = shuffle(u[static_cast<std::size_t>(i)], u[static_cast<std::size_t>(4 + i)], n,
-                                      [=](int l, int e) { return (l % 2 ? n : 0) + 4 * (lane + l / 2) + e; });
-          column = take(pair, 0, 8);
-          columns[static_cast<std::size_t>(4 * (lane + 1) + i)] = take(pair, 8, 8);
-        } else if (n != 16) {
-          column = shuffle(u[static_cast<std::size_t>(i)], u[static_cast<std::size_t>(4 + i)], 8,
-                           [=](int l, int e) { return (l ? n : 0) + 4 * lane + e; });
-        }
-      }
-    return columns;
   }
 
   // The micro-kernels of a runtime-sized kernel. A packed B panel is zero-padded, so one kernel serves every tile
@@ -1197,49 +875,6 @@ class CpuGemmEmitter {
     }
   }
 
-  // 16 vectors of 16 floats as their 16 columns, in four rounds of two-source shuffles that each match one
-  // instruction: unpack of 32-bit and of 64-bit pairs within 128-bit lanes, then two rounds of 128-bit lane
-  // selects (vshuff32x4). 64 shuffles, no constant vectors.
-  std::vector<llvm::Value*> transpose16(const std::vector<llvm::Value*>& rows) {
-    const auto shuffle = [&](llvm::Value* x, llvm::Value* y, const std::function<int(int lane, int e)>& pick) {
-      std::vector<int> mask;
-      for (int lane = 0; lane < 4; ++lane)
-        for (int e = 0; e < 4; ++e) mask.push_back(pick(lane, e));
-      return b_.CreateShuffleVector(x, y, mask);
-    };
-    // Element e of 128-bit lane L: unpack takes 32-bit (or 64-bit) pairs from x and y alternately, low or high half.
-    const auto unpack32 = [&](llvm::Value* x, llvm::Value* y, int half) {
-      return shuffle(x, y, [=](int l, int e) { return (e % 2 ? 16 : 0) + 4 * l + 2 * half + e / 2; });
-    };
-    const auto unpack64 = [&](llvm::Value* x, llvm::Value* y, int half) {
-      return shuffle(x, y, [=](int l, int e) { return (e / 2 ? 16 : 0) + 4 * l + 2 * half + e % 2; });
-    };
-    // Lanes {first, first + 2} of x, then of y.
-    const auto lanes = [&](llvm::Value* x, llvm::Value* y, int first) {
-      return shuffle(x, y, [=](int l, int e) { return (l / 2 ? 16 : 0) + 4 * (first + 2 * (l % 2)) + e; });
-    };
-    std::vector<llvm::Value*> t(16), r(16), out(16);
-    for (std::size_t i = 0; i < 16; i += 2) {
-      t[i] = unpack32(rows[i], rows[i + 1], 0);
-      t[i + 1] = unpack32(rows[i], rows[i + 1], 1);
-    }
-    for (std::size_t g = 0; g < 16; g += 4)
-      for (std::size_t j = 0; j < 2; ++j) {
-        r[g + 2 * j] = unpack64(t[g + j], t[g + j + 2], 0);
-        r[g + 2 * j + 1] = unpack64(t[g + j], t[g + j + 2], 1);
-      }
-    for (std::size_t h : {0, 8})
-      for (std::size_t j = 0; j < 4; ++j) {
-        t[h + j] = lanes(r[h + j], r[h + 4 + j], 0);
-        t[h + 4 + j] = lanes(r[h + j], r[h + 4 + j], 1);
-      }
-    for (std::size_t j = 0; j < 8; ++j) {
-      out[j] = lanes(t[j], t[8 + j], 0);
-      out[8 + j] = lanes(t[j], t[8 + j], 1);
-    }
-    return out;
-  }
-
   struct Workspace {
     llvm::Value *a, *b, *acc;
   };
@@ -1440,18 +1075,12 @@ class CpuGemmEmitter {
   const std::string name_;
   const GemmSignature& sig_;
   const CpuGemmConfig& cfg_;
-  const int lanes_;
-  llvm::LLVMContext& ctx_;
-  std::unique_ptr<llvm::Module> module_;
-  llvm::IRBuilder<> b_;
-  llvm::Type *f32_, *i64_, *ptr_;
   bool bf16_ = false;  // A and B are bf16 pairs along K, multiplied by vdpbf16ps
   // Set while a fixed-size kernel's dense branch is emitted: C's and D's leading dimensions are the constants of
   // contiguous M×N matrices (see emit_fixed_entry).
   bool dense_cd_ = false;
   llvm::Type* ab_elem_ = nullptr;  // element type of A and B in memory
-  llvm::FixedVectorType* vec_;
-  llvm::StructType *tensor_ty_, *args_ty_;
+  llvm::StructType* args_ty_;      // the ABI's GemmKernelArgs
 };
 
 }  // namespace

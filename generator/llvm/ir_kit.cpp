@@ -1,0 +1,221 @@
+#include "generator/llvm/ir_kit.hpp"
+
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <functional>
+
+namespace tessera {
+
+IrKit::IrKit(llvm::LLVMContext& ctx, const std::string& module_name, const CpuTarget& target,
+             std::string target_features)
+    : target_(target),
+      target_features_(std::move(target_features)),
+      lanes_(target.vector_lanes()),
+      ctx_(ctx),
+      module_(std::make_unique<llvm::Module>(module_name, ctx)),
+      b_(ctx) {
+  f32_ = b_.getFloatTy();
+  i64_ = b_.getInt64Ty();
+  ptr_ = b_.getPtrTy();
+  vec_ = llvm::FixedVectorType::get(f32_, lanes_);
+  tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_}, "tessera.TensorArg");
+}
+
+llvm::Function* IrKit::make_function(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
+                                     bool external) {
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
+                                    external ? llvm::Function::ExternalLinkage : llvm::Function::InternalLinkage, name,
+                                    module_.get());
+  const bool avx512 = target_.isa == CpuIsa::Avx512;
+  fn->addFnAttr("target-cpu", avx512 ? "x86-64-v4" : "x86-64-v3");
+  fn->addFnAttr("tune-cpu", llvm::sys::getHostCPUName());
+  fn->addFnAttr("min-legal-vector-width", avx512 ? "512" : "256");
+  fn->addFnAttr("prefer-vector-width", avx512 ? "512" : "256");
+  if (!target_features_.empty()) fn->addFnAttr("target-features", target_features_);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::BasicBlock::Create(ctx_, "entry", fn);
+  b_.SetInsertPoint(&fn->getEntryBlock());
+  return fn;
+}
+
+llvm::Value* IrKit::i64c(std::int64_t v) { return b_.getInt64(v); }
+
+llvm::Value* IrKit::gep(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(f32_, base, index); }
+
+llvm::Value* IrKit::opaque(llvm::Value* value) {
+  auto* type = llvm::FunctionType::get(value->getType(), {value->getType()}, false);
+  return b_.CreateCall(llvm::InlineAsm::get(type, "", "=r,0", false), {value});
+}
+
+llvm::Value* IrKit::smin(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y); }
+
+llvm::Value* IrKit::smax(llvm::Value* x, llvm::Value* y) { return b_.CreateSelect(b_.CreateICmpSLT(x, y), y, x); }
+
+bool IrKit::all_true(llvm::Value* mask) {
+  auto* c = llvm::dyn_cast<llvm::Constant>(mask);
+  return c && c->isAllOnesValue();
+}
+
+llvm::Value* IrKit::load_masked(llvm::Value* ptr, llvm::Value* mask) {
+  if (all_true(mask)) return b_.CreateAlignedLoad(vec_, ptr, llvm::Align(4));
+  return b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vec_));
+}
+
+void IrKit::store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask) {
+  if (all_true(mask))
+    b_.CreateAlignedStore(value, ptr, llvm::Align(4));
+  else
+    b_.CreateMaskedStore(value, ptr, llvm::Align(4), mask);
+}
+
+llvm::Constant* IrKit::lane_indices(int n) {
+  std::vector<llvm::Constant*> v;
+  for (int i = 0; i < n; ++i) v.push_back(b_.getInt64(i));
+  return llvm::ConstantVector::get(v);
+}
+
+llvm::Value* IrKit::lane_mask(int n, llvm::Value* limit, std::int64_t first) {
+  llvm::Value* lanes = b_.CreateAdd(lane_indices(n), b_.CreateVectorSplat(n, i64c(first)));
+  return b_.CreateICmpSLT(lanes, b_.CreateVectorSplat(n, limit));
+}
+
+TensorFields IrKit::load_tensor(llvm::Value* tensor_ptr) {
+  const auto field = [&](unsigned i, llvm::Type* t) {
+    return b_.CreateLoad(t, b_.CreateStructGEP(tensor_ty_, tensor_ptr, i));
+  };
+  return {field(0, ptr_), field(1, i64_), field(2, i64_), field(3, i64_)};
+}
+
+TensorFields IrKit::dense(TensorFields t, const Layout& l, std::int64_t rows, std::int64_t cols) {
+  if (l.kind() == LayoutKind::RowMajor) t.rs = i64c(cols);
+  if (l.kind() == LayoutKind::ColMajor) t.cs = i64c(rows);
+  return t;
+}
+
+llvm::Value* IrKit::is_dense(const TensorFields& t, const Layout& l, std::int64_t rows, std::int64_t cols) {
+  if (l.kind() == LayoutKind::RowMajor) return b_.CreateICmpEQ(t.rs, i64c(cols));
+  if (l.kind() == LayoutKind::ColMajor) return b_.CreateICmpEQ(t.cs, i64c(rows));
+  return b_.getTrue();
+}
+
+llvm::Value* IrKit::transpose_rows(std::vector<llvm::Value*> rows, int rows_here) {
+  llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+  while (rows.size() & (rows.size() - 1)) rows.push_back(zero);
+  for (int width = lanes_; rows.size() > 1; width *= 2) {
+    std::vector<int> concat(2 * static_cast<std::size_t>(width));
+    for (int i = 0; i < 2 * width; ++i) concat[static_cast<std::size_t>(i)] = i;
+    std::vector<llvm::Value*> next;
+    for (std::size_t i = 0; i < rows.size(); i += 2)
+      next.push_back(b_.CreateShuffleVector(rows[i], rows[i + 1], concat));
+    rows = std::move(next);
+  }
+  std::vector<int> transpose;
+  for (int q = 0; q < lanes_; ++q)
+    for (int r = 0; r < rows_here; ++r) transpose.push_back(r * lanes_ + q);
+  return b_.CreateShuffleVector(rows[0], transpose);
+}
+
+llvm::Value* IrKit::load_lanes(const TensorFields& t, llvm::Value* offset, const Expr& col_stride, llvm::Value* stride,
+                               llvm::Value* mask) {
+  llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+  if (is_constant(col_stride, 0))
+    return b_.CreateVectorSplat(lanes_, b_.CreateAlignedLoad(f32_, gep(t.data, offset), llvm::Align(4)));
+  if (is_constant(col_stride, 1)) return load_masked(gep(t.data, offset), mask);
+  return b_.CreateMaskedGather(vec_, lane_pointers(t.data, offset, stride), llvm::Align(4), mask, zero);
+}
+
+llvm::Value* IrKit::lane_pointers(llvm::Value* base, llvm::Value* offset, llvm::Value* stride) {
+  return gep(base, b_.CreateAdd(b_.CreateVectorSplat(lanes_, offset),
+                                b_.CreateMul(lane_indices(lanes_), b_.CreateVectorSplat(lanes_, stride))));
+}
+
+std::vector<llvm::Value*> IrKit::columns_of_rows(std::vector<llvm::Value*> rows) {
+  const int height = rows.size() <= 4 ? 4 : 8;
+  while (static_cast<int>(rows.size()) < height) rows.push_back(llvm::Constant::getNullValue(vec_));
+  const auto shuffle = [&](llvm::Value* x, llvm::Value* y, int width, const std::function<int(int lane, int e)>& pick) {
+    std::vector<int> mask;
+    for (int lane = 0; lane < width / 4; ++lane)
+      for (int e = 0; e < 4; ++e) mask.push_back(pick(lane, e));
+    return b_.CreateShuffleVector(x, y, mask);
+  };
+  const int n = lanes_;
+  std::vector<llvm::Value*> t(static_cast<std::size_t>(height)), u(t.size());
+  for (int i = 0; i < height; i += 2)
+    for (int half = 0; half < 2; ++half)
+      t[static_cast<std::size_t>(i + half)] =
+          shuffle(rows[static_cast<std::size_t>(i)], rows[static_cast<std::size_t>(i + 1)], n,
+                  [=](int l, int e) { return (e % 2 ? n : 0) + 4 * l + 2 * half + e / 2; });
+  for (int g = 0; g < height; g += 4)
+    for (int j = 0; j < 2; ++j)
+      for (int half = 0; half < 2; ++half)
+        u[static_cast<std::size_t>(g + 2 * j + half)] =
+            shuffle(t[static_cast<std::size_t>(g + j)], t[static_cast<std::size_t>(g + j + 2)], n,
+                    [=](int l, int e) { return (e / 2 ? n : 0) + 4 * l + 2 * half + e % 2; });
+  std::vector<llvm::Value*> columns(static_cast<std::size_t>(n));
+  std::vector<int> part;
+  const auto take = [&](llvm::Value* x, int first, int count) {
+    part.resize(static_cast<std::size_t>(count));
+    for (int e = 0; e < count; ++e) part[static_cast<std::size_t>(e)] = first + e;
+    return b_.CreateShuffleVector(x, part);
+  };
+  for (int i = 0; i < 4; ++i)
+    for (int lane = 0; lane < n / 4; ++lane) {
+      llvm::Value*& column = columns[static_cast<std::size_t>(4 * lane + i)];
+      if (height == 4) {
+        column = take(u[static_cast<std::size_t>(i)], 4 * lane, 4);
+      } else if (n == 16 && lane % 2 == 0) {
+        // Lanes (L, L + 1) of both halves in one 512-bit shuffle (vpermt2ps), then its 256-bit halves.
+        llvm::Value* pair = shuffle(u[static_cast<std::size_t>(i)], u[static_cast<std::size_t>(4 + i)], n,
+                                    [=](int l, int e) { return (l % 2 ? n : 0) + 4 * (lane + l / 2) + e; });
+        column = take(pair, 0, 8);
+        columns[static_cast<std::size_t>(4 * (lane + 1) + i)] = take(pair, 8, 8);
+      } else if (n != 16) {
+        column = shuffle(u[static_cast<std::size_t>(i)], u[static_cast<std::size_t>(4 + i)], 8,
+                         [=](int l, int e) { return (l ? n : 0) + 4 * lane + e; });
+      }
+    }
+  return columns;
+}
+
+std::vector<llvm::Value*> IrKit::transpose16(const std::vector<llvm::Value*>& rows) {
+  const auto shuffle = [&](llvm::Value* x, llvm::Value* y, const std::function<int(int lane, int e)>& pick) {
+    std::vector<int> mask;
+    for (int lane = 0; lane < 4; ++lane)
+      for (int e = 0; e < 4; ++e) mask.push_back(pick(lane, e));
+    return b_.CreateShuffleVector(x, y, mask);
+  };
+  // Element e of 128-bit lane L: unpack takes 32-bit (or 64-bit) pairs from x and y alternately, low or high half.
+  const auto unpack32 = [&](llvm::Value* x, llvm::Value* y, int half) {
+    return shuffle(x, y, [=](int l, int e) { return (e % 2 ? 16 : 0) + 4 * l + 2 * half + e / 2; });
+  };
+  const auto unpack64 = [&](llvm::Value* x, llvm::Value* y, int half) {
+    return shuffle(x, y, [=](int l, int e) { return (e / 2 ? 16 : 0) + 4 * l + 2 * half + e % 2; });
+  };
+  // Lanes {first, first + 2} of x, then of y.
+  const auto lanes = [&](llvm::Value* x, llvm::Value* y, int first) {
+    return shuffle(x, y, [=](int l, int e) { return (l / 2 ? 16 : 0) + 4 * (first + 2 * (l % 2)) + e; });
+  };
+  std::vector<llvm::Value*> t(16), r(16), out(16);
+  for (std::size_t i = 0; i < 16; i += 2) {
+    t[i] = unpack32(rows[i], rows[i + 1], 0);
+    t[i + 1] = unpack32(rows[i], rows[i + 1], 1);
+  }
+  for (std::size_t g = 0; g < 16; g += 4)
+    for (std::size_t j = 0; j < 2; ++j) {
+      r[g + 2 * j] = unpack64(t[g + j], t[g + j + 2], 0);
+      r[g + 2 * j + 1] = unpack64(t[g + j], t[g + j + 2], 1);
+    }
+  for (std::size_t h : {0, 8})
+    for (std::size_t j = 0; j < 4; ++j) {
+      t[h + j] = lanes(r[h + j], r[h + 4 + j], 0);
+      t[h + 4 + j] = lanes(r[h + j], r[h + 4 + j], 1);
+    }
+  for (std::size_t j = 0; j < 8; ++j) {
+    out[j] = lanes(t[j], t[8 + j], 0);
+    out[8 + j] = lanes(t[j], t[8 + j], 1);
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,36 @@
+// Packing a strided block of a matrix into contiguous, zero-padded slivers of R rows (dst[s·R·depth + p·R + r]), the
+// layout register-tiled micro-kernels read: by rows, by gathered columns, or through in-register transposes where
+// the source's columns are contiguous. GEMM packs A and B with it; any kernel that streams an operand through a
+// register tile (attention's K and V, a block-sparse operand) can.
+#pragma once
+
+#include <string>
+
+#include "generator/llvm/ir_kit.hpp"
+
+namespace tessera {
+
+class PanelPacking : protected IrKit {
+ protected:
+  using IrKit::IrKit;
+
+  // A pack function's source: element (r, p) of the block at (r0 + r)·rs + col_offset(p).
+  struct PackArgs {
+    llvm::Value *src, *r0, *c0, *nrows, *rs, *col_offset;
+  };
+
+  // Packs an nrows×depth block (element (r, p) at (r0 + r)·rs + (c0 + p)·cs) into slivers of R rows:
+  // dst[s·R·depth + p·R + r], zero-filled past nrows, so the micro-kernel never tests edges.
+  llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride, bool cs_is_one = false);
+
+  // R rows × `lanes_` columns (from depth p) of a source with unit column stride, transposed in registers into
+  // the sliver: per chunk of at most `lanes_` rows, one vector load per row and one shuffle; rows past nrows read
+  // as zeros. A chunk that is the whole sliver is stored in one piece, else one piece per column.
+  void emit_pack_transposed(const PackArgs& a, int R, llvm::Value* first_row, llvm::Value* p, llvm::Value* dst);
+
+  // Copies R consecutive rows of one column into dst, zero past nrows. Contiguous slivers move in pieces of one
+  // vector register (a <96 x float> masked load would be scalarised); strided ones are gathered.
+  void emit_pack_sliver(const PackArgs& a, int R, bool unit_row_stride, llvm::Value* first_row, llvm::Value* dst);
+};
+
+}  // namespace tessera
