@@ -16,7 +16,7 @@
 #include "generator/gemm/gemm_epilogue_binding.hpp"
 #include "generator/llvm/expr_llvm.hpp"
 #include "generator/llvm/loops.hpp"
-#include "generator/llvm/panel_packing.hpp"
+#include "generator/llvm/register_tile.hpp"
 
 namespace tessera {
 
@@ -35,11 +35,11 @@ constexpr int kFullUnrollFmas = 256;
 
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-class CpuGemmEmitter : PanelPacking {
+class CpuGemmEmitter : RegisterTiles {
  public:
   // `name` is the entry point's symbol: the requested spec's name, also when `spec` is its transposed product.
   CpuGemmEmitter(const CpuGemmSpec& spec, std::string name, llvm::LLVMContext& ctx)
-      : PanelPacking(ctx, name, spec.target, spec.signature.a.dtype == DType::bf16 ? "+avx512bf16" : ""),
+      : RegisterTiles(ctx, name, spec.target, spec.signature.a.dtype == DType::bf16 ? "+avx512bf16" : ""),
         spec_(spec),
         name_(std::move(name)),
         sig_(spec.signature),
@@ -292,15 +292,10 @@ class CpuGemmEmitter : PanelPacking {
         for (int v = 0; v < nv; ++v) bv.push_back(load_masked(gep(b_row, i64c(v * lanes_)), b_masks[v]));
       }
       llvm::Value* a_col = cfg_.pack_a ? gep(ap, b_.CreateMul(p, i64c(mr))) : nullptr;
-      for (int r = 0; r < live_rows; ++r) {
+      outer_product_step(values, static_cast<std::size_t>(set) * set_size, live_rows, bv, [&](int r) {
         llvm::Value* a_ptr = cfg_.pack_a ? gep(a_col, i64c(r)) : gep(a_column, a_row_offsets[r]);
-        llvm::Value* a = b_.CreateAlignedLoad(f32_, a_ptr, llvm::Align(4));
-        llvm::Value* splat = b_.CreateVectorSplat(lanes_, a);
-        for (int v = 0; v < nv; ++v) {
-          const std::size_t i = static_cast<std::size_t>(set) * set_size + acc_index(r, v);
-          values[i] = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {splat, bv[v], values[i]});
-        }
-      }
+        return b_.CreateAlignedLoad(f32_, a_ptr, llvm::Align(4));
+      });
       return values;
     };
     if (bf16_) {
@@ -983,40 +978,7 @@ class CpuGemmEmitter : PanelPacking {
       phi->addIncoming(value, resume);
       acc.push_back(phi);
     }
-    const auto step = [&](llvm::Value* p, LoopValues values, llvm::Value* mask) {
-      std::vector<llvm::Value*> av;
-      for (int r = 0; r < mr; ++r) av.push_back(load_masked(gep(a_rows[r], p), mask));
-      for (int c = 0; c < nr; ++c) {
-        llvm::Value* bv = load_masked(gep(b_cols[c], p), mask);
-        for (int r = 0; r < mr; ++r) {
-          auto& slot = values[static_cast<std::size_t>(r * nr + c)];
-          slot = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {av[r], bv, slot});
-        }
-      }
-      return values;
-    };
-    llvm::Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_));
-    const std::int64_t unrolled = static_cast<std::int64_t>(lanes_) * cfg_.k_unroll;
-    llvm::Value* k_unrolled = b_.CreateAnd(kc, i64c(~(unrolled - 1)));
-    llvm::Value* k_vectors = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(lanes_ - 1)));
-    acc = emit_for(
-        b_, i64c(0), k_unrolled, i64c(unrolled), acc,
-        [&](llvm::Value* p, const LoopValues& carried) {
-          LoopValues values = carried;
-          for (int u = 0; u < cfg_.k_unroll; ++u) values = step(b_.CreateAdd(p, i64c(u * lanes_)), values, all);
-          return values;
-        },
-        "k");
-    acc = emit_for(
-        b_, k_unrolled, k_vectors, i64c(lanes_), acc,
-        [&](llvm::Value* p, const LoopValues& carried) { return step(p, carried, all); }, "k.vectors");
-    // The last K % lanes: one masked step, or none.
-    acc = emit_for(
-        b_, k_vectors, kc, i64c(lanes_), acc,
-        [&](llvm::Value* p, const LoopValues& carried) {
-          return step(p, carried, lane_mask(lanes_, b_.CreateSub(kc, p)));
-        },
-        "k.tail");
+    acc = dot_k_loop(acc, a_rows, b_cols, kc, cfg_.k_unroll);
 
     llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
     llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
@@ -1027,17 +989,7 @@ class CpuGemmEmitter : PanelPacking {
     b_.CreateRetVoid();
 
     b_.SetInsertPoint(epilogue);
-    LoopValues sums;
-    for (int r = 0; r < mr; ++r) {
-      llvm::Value* row = llvm::Constant::getNullValue(vec_);
-      for (int c = 0; c < nr; ++c) {
-        auto* sum = llvm::cast<llvm::Instruction>(
-            b_.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(f32_), acc[static_cast<std::size_t>(r * nr + c)]));
-        sum->setHasAllowReassoc(true);  // a tree across lanes, not lane 0 + lane 1 + ...
-        row = b_.CreateInsertElement(row, sum, static_cast<std::uint64_t>(c));
-      }
-      sums.push_back(row);
-    }
+    const LoopValues sums = dot_lane_sums(acc, mr, nr);
     emit_epilogue(args, sums, row0, col0, rows, cols, batch);
     b_.CreateRetVoid();
     return fn;
