@@ -12,7 +12,6 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "generator/core/error.hpp"
-#include "generator/llvm/gemm_emitter.hpp"
 
 namespace tessera {
 
@@ -56,9 +55,9 @@ void optimise(llvm::Module& module, llvm::TargetMachine* tm, int level) {
 }
 
 // The module with the host's triple and data layout, optimised at the requested level.
-std::unique_ptr<llvm::Module> host_module(const CpuGemmSpec& spec, llvm::LLVMContext& ctx, llvm::TargetMachine& tm,
-                                          int ir_opt_level) {
-  auto module = emit_llvm(spec, ctx);
+std::unique_ptr<llvm::Module> host_module(const CpuModuleSource& source, llvm::LLVMContext& ctx,
+                                          llvm::TargetMachine& tm, int ir_opt_level) {
+  auto module = source.emit(ctx);
   module->setDataLayout(tm.createDataLayout());
   module->setTargetTriple(tm.getTargetTriple().str());
   optimise(*module, &tm, ir_opt_level);
@@ -85,12 +84,12 @@ OrcSession::OrcSession(OrcOptions options) : options_(options) {
 
 OrcSession::~OrcSession() = default;
 
-void* OrcSession::compile(const CpuGemmSpec& spec) {
+void* OrcSession::compile(const CpuModuleSource& source) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto module = emit_llvm(spec, *ctx);
+  auto module = source.emit(*ctx);
   module->setDataLayout(jit_->getDataLayout());
   module->setTargetTriple(jit_->getTargetTriple().str());
-  const std::string name = spec.name();
+  const std::string& name = source.entry;
   std::lock_guard lock(mutex_);
   if (auto sym = jit_->lookup(name))
     return sym->toPtr<void*>();
@@ -102,22 +101,22 @@ void* OrcSession::compile(const CpuGemmSpec& spec) {
   return sym.toPtr<void*>();
 }
 
-std::string OrcSession::ir_text(const CpuGemmSpec& spec, int ir_opt_level) {
+std::string OrcSession::ir_text(const CpuModuleSource& source, int ir_opt_level) {
   initialise_llvm();
   auto tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
   llvm::LLVMContext ctx;
-  auto module = host_module(spec, ctx, *tm, ir_opt_level);
+  auto module = host_module(source, ctx, *tm, ir_opt_level);
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os, nullptr);
   return text;
 }
 
-std::string OrcSession::assembly(const CpuGemmSpec& spec, int ir_opt_level) {
+std::string OrcSession::assembly(const CpuModuleSource& source, int ir_opt_level) {
   initialise_llvm();
   auto tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
   llvm::LLVMContext ctx;
-  auto module = host_module(spec, ctx, *tm, ir_opt_level);
+  auto module = host_module(source, ctx, *tm, ir_opt_level);
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "generator/gemm/cpu_gemm_spec.hpp"
+#include "generator/llvm/cpu_module_source.hpp"
 
 namespace llvm::orc {
 class LLJIT;
@@ -26,12 +26,13 @@ class OrcSession {
   OrcSession(const OrcSession&) = delete;
   OrcSession& operator=(const OrcSession&) = delete;
 
-  // Emits, compiles and links the kernel; returns its entry (a GemmKernelFn). Thread-safe.
-  void* compile(const CpuGemmSpec& spec);
+  // Emits, compiles and links the module; returns its entry's address (whose signature only the caller knows).
+  // Thread-safe.
+  void* compile(const CpuModuleSource& source);
 
-  // The kernel's LLVM IR, or the host assembly the JIT would run.
-  static std::string ir_text(const CpuGemmSpec& spec, int ir_opt_level = 0);
-  static std::string assembly(const CpuGemmSpec& spec, int ir_opt_level = 0);
+  // The module's LLVM IR, or the host assembly the JIT would run.
+  static std::string ir_text(const CpuModuleSource& source, int ir_opt_level = 0);
+  static std::string assembly(const CpuModuleSource& source, int ir_opt_level = 0);
 
   // The LLVM version string, part of every cache key.
   static std::string llvm_version();

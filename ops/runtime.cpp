@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "generator/gemm/gemm_variants.hpp"
+#include "generator/llvm/gemm_emitter.hpp"
 #include "ops/gemm/gemm_binding.hpp"
 #include "ops/runtime_impl.hpp"
 #include "tessera/cost_models.hpp"
@@ -113,7 +114,7 @@ GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& con
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<GemmKernel::Compiled>();
     c->spec = spec;
-    c->fn = reinterpret_cast<GemmKernelFn>(impl_->orc.compile(spec));
+    c->fn = reinterpret_cast<GemmKernelFn>(impl_->orc.compile(cpu_module_source(spec)));
     c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return std::shared_ptr<const GemmKernel::Compiled>(std::move(c));
   });
@@ -127,13 +128,11 @@ void Runtime::gemm(const GemmArgs& args) {
 }
 
 std::string gemm_llvm_ir(const CpuGemmSpec& spec, int ir_opt_level) {
-  validate(spec.signature, spec.config, spec.target);
-  return OrcSession::ir_text(spec, checked_ir_opt_level(ir_opt_level));
+  return OrcSession::ir_text(cpu_module_source(spec), checked_ir_opt_level(ir_opt_level));
 }
 
 std::string gemm_host_assembly(const CpuGemmSpec& spec, int ir_opt_level) {
-  validate(spec.signature, spec.config, spec.target);
-  return OrcSession::assembly(spec, checked_ir_opt_level(ir_opt_level));
+  return OrcSession::assembly(cpu_module_source(spec), checked_ir_opt_level(ir_opt_level));
 }
 
 }  // namespace tessera

@@ -1045,4 +1045,9 @@ std::unique_ptr<llvm::Module> emit_llvm(const CpuGemmSpec& spec, llvm::LLVMConte
   return CpuGemmEmitter(product, spec.name(), context).emit();
 }
 
+CpuModuleSource cpu_module_source(const CpuGemmSpec& spec) {
+  validate(spec.signature, spec.config, spec.target);
+  return {spec.name(), [spec](llvm::LLVMContext& context) { return emit_llvm(spec, context); }};
+}
+
 }  // namespace tessera

@@ -7,7 +7,6 @@
 #include <regex>
 
 #include "generator/core/expr_eval.hpp"
-#include "jit/orc_session.hpp"
 #include "tessera/reference.hpp"
 #include "tests/test_util.hpp"
 
@@ -799,11 +798,11 @@ TEST(GemmAssembly, UsesTheWidestFmaOfTheIsa) {
   p.m = p.n = p.k = 256;
   if (CpuTarget::host_supports(CpuIsa::Avx512)) {
     const CpuTarget t = CpuTarget::parse("cpu:avx512");
-    const std::string s = OrcSession::assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
+    const std::string s = gemm_host_assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
     EXPECT_GE(count_matches(s, R"(vfmadd\d+ps\s+[^\n]*%zmm)"), 16u) << "expected 512-bit FMAs";
   }
   const CpuTarget t = CpuTarget::parse("cpu:avx2");
-  const std::string s = OrcSession::assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
+  const std::string s = gemm_host_assembly({p.signature, CpuGemmConfig::default_for(p, t), t});
   EXPECT_GE(count_matches(s, R"(vfmadd\d+ps\s+[^\n]*%ymm)"), 12u);
   EXPECT_EQ(count_matches(s, "%zmm"), 0u) << "the AVX2 kernel must not use AVX-512 registers";
 }
