@@ -173,14 +173,6 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
   for (int i = 0; i < options.slowdown_rounds; ++i)
     check(XGBoosterUpdateOneIter(slowdown.handle, i, slowdowns.handle), "XGBoosterUpdateOneIter");
 
-  const Matrix times(set.features, columns);
-  check(XGDMatrixSetFloatInfo(times.handle, "label", set.log_time.data(), set.rows()), "XGDMatrixSetFloatInfo");
-  // The time regression only has to be roughly right (it estimates, it does not choose): a smaller forest.
-  const Booster regressor(times);
-  common(regressor.handle, std::min(options.max_depth, 6));
-  check(XGBoosterSetParam(regressor.handle, "objective", "reg:squarederror"), "XGBoosterSetParam");
-  for (int i = 0; i < std::max(1, options.rounds / 3); ++i)
-    check(XGBoosterUpdateOneIter(regressor.handle, i, times.handle), "XGBoosterUpdateOneIter");
   // The boosters' trees in tessera's compact form; the model is what reading its own document gives, so a trained
   // model and the same model loaded from its file score alike.
   const std::size_t features = cpu_feature_names().size();
@@ -200,7 +192,6 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
                                 {"ranker_weight", options.ranker_weight},
                                 {"ranker", forest(ranker.handle, "ranker")},
                                 {"slowdown", forest(slowdown.handle, "slowdown")},
-                                {"regressor", forest(regressor.handle, "regressor")},
                                 {"measured_best", measured}};
   // The forests' scales: the median over the training problems of each forest's spread of predictions within one
   // problem. Scores divided by them mean the same whatever else is ranked in the same call.
@@ -226,7 +217,6 @@ void LearnedCpuModel::read_forests(const nlohmann::json& document) {
   ranker_scale_ = document.value("ranker_scale", 0.0);
   ranker_ = TreeEnsemble::from_json(document.at("ranker"), columns, "model ranker");
   slowdown_ = TreeEnsemble::from_json(document.at("slowdown"), columns, "model slowdown");
-  regressor_ = TreeEnsemble::from_json(document.at("regressor"), columns, "model regressor");
 }
 
 std::string LearnedCpuModel::to_json() const { return document_; }
@@ -327,14 +317,6 @@ std::vector<double> LearnedCpuModel::score(const GemmProblem& problem, const std
       if (configs[i] == best->second) scores[i] = first;
   }
   return scores;
-}
-
-std::vector<double> LearnedCpuModel::predict_log_time(const GemmProblem& problem,
-                                                      const std::vector<CpuGemmConfig>& configs,
-                                                      const CpuTarget& target) const {
-  if (configs.empty()) return {};
-  const std::vector<float> rows = cpu_feature_rows(problem, configs, target);
-  return regressor_.predict(rows.data(), configs.size());
 }
 
 }  // namespace tessera

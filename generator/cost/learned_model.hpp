@@ -1,8 +1,8 @@
 // The learned CPU cost model: gradient-boosted trees (XGBoost C API) on cpu_features. Two models pick the variants,
 // their scores scaled by each forest's spread over the training problems and summed: a regression on each variant's
 // slowdown behind the best of its problem, weighted towards the near-best (it chooses the top), and a pairwise ranker
-// within each problem (it orders the rest). A third, a regression on log time, predicts how long they take. Stored as
-// one JSON document holding the boosters, the feature names and the target it was trained for.
+// within each problem (it orders the rest). Stored as one JSON document holding the boosters, the feature names and
+// the target it was trained for.
 #pragma once
 
 #include <map>
@@ -87,9 +87,6 @@ class LearnedCpuModel : public CpuCostModel {
   // they put 256³'s fastest, 6×64 in place over KC 384, behind a packed one 3% slower).
   std::vector<double> score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                             const CpuTarget& target) const override;
-  // Predicted log2 of the time in nanoseconds.
-  std::vector<double> predict_log_time(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
-                                       const CpuTarget& target) const;
   const std::string& target() const { return target_; }
   // 512-bit FMAs per cycle of the machine that recorded the training set (AVX-512 models; 0 when not said).
   int vector_fmas_per_cycle() const { return vector_fmas_per_cycle_; }
@@ -104,7 +101,7 @@ class LearnedCpuModel : public CpuCostModel {
   LearnedCpuModel() = default;
   // The forests and the ranker's weight from a model document.
   void read_forests(const nlohmann::json& document);
-  TreeEnsemble ranker_, slowdown_, regressor_;
+  TreeEnsemble ranker_, slowdown_;
   double ranker_weight_ = 1.0;
   // Fixed scales of the two forests' scores (0: standardise over each call's candidates, as models before them did).
   double slowdown_scale_ = 0, ranker_scale_ = 0;
