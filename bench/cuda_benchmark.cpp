@@ -1,5 +1,4 @@
 #include "bench/cuda_benchmark.hpp"
-#include "generator/core/arith.hpp"
 
 #include <fmt/format.h>
 
@@ -9,6 +8,7 @@
 #include <random>
 
 #include "bench/peers/cublas_peer.hpp"
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "tessera/cuda.hpp"
 

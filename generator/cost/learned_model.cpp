@@ -1,5 +1,4 @@
 #include "generator/cost/learned_model.hpp"
-#include "generator/core/arith.hpp"
 
 #include <xgboost/c_api.h>
 
@@ -11,6 +10,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_features.hpp"
 

@@ -1,11 +1,11 @@
 #include "generator/gemm/cpu_gemm_config.hpp"
-#include "generator/core/arith.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
 
@@ -30,13 +30,10 @@ bool dot_kernel_fits(const GemmProblem& problem) {
 bool transpose_pays(const GemmProblem& problem) {
   const GemmSignature& s = problem.signature;
   if (s.a.dtype != DType::f32 || s.b.layout.kind() != LayoutKind::ColMajor) return false;
-  // x·Wᵀ: W (B) read once in place and x (A) packed, where the plain product packs all of W transposed
-  // (rc, ×4096×4096, 1 thread on Zen 4, GFLOP/s: M = 16 81 vs 58 (dot), 32 86 vs 74 (dot), 64 94 vs 74 (dot),
-  // 128 102 vs 89 (packed)). Below 12 rows the dot kernel wins (M = 8: 46 vs 42).
+  // x·Wᵀ: W read once in place and x packed beats packing all of W (rc ×4096², Zen 4: M = 16 81 vs 58 GFLOP/s); the dot
+  // kernel below 12 rows.
   if (s.a.layout.kind() == LayoutKind::RowMajor) return problem.m >= 12 && problem.m < problem.n;
-  // Both column-major: the transposed product is row-major × row-major (1024³ 99 vs 80-94; ×4096×4096: M = 2 10.3
-  // vs 6.4, 8 38 vs 26, 64 98 vs 76; 777×333×555 90-98 vs 86-98, 1024×512×1024 98-101 vs 90), except against few
-  // columns, where the product's few rows would share each packed panel (4096×64×4096: 69 vs 78-94).
+  // Both column-major: the transposed product is row-major × row-major (1024³ 99 vs 80-94), except against few columns.
   return s.a.layout.kind() == LayoutKind::ColMajor && (problem.m <= problem.n || problem.n >= 256);
 }
 
@@ -62,68 +59,45 @@ TwoUnitTile few_row_tile(std::int64_t m, int lanes, bool streamed) {
   return best;
 }
 
-// B packed, the general case, on AVX-512 cores with two full-width FMA units: 6x64, 24 accumulators fed by 10 loads
-// per 24 FMAs, not 8x32's 10 per 16. On an idle core the two time alike (the Xeon records, M >= 256 and B beyond L2:
-// 6x64 1-3% behind 8x32), but when another tenant of the host shares the core's load ports (this VM, for hours at a
-// time, its FMA peak unchanged), 8x32 loses a third of its speed and 6x64 a fifth. 1 thread, medians of 6-25
-// alternated runs, GFLOP/s, 8x32 at KC 512 / 6x64 at KC 384: 1024³ 106 / 121, 2048³ 105 / 120; 8x48 at KC 512
-// 116 / 119, 12x32 102, 4x96 109 (1024³); B column-major 105 / 110, A column-major (packed) 97 / 112. On the idle
-// VM 6x64 is about 2% behind (1024³ 158.5 vs 155.8, 2048³ 160.6 vs 158.0, 4096x1024x4096 159.5 vs 161.4). K in
-// balanced slabs of up to 512, as for 8x32 before: idle, KC 512 / NC 512 against 352 / 704, 1024³ 155.8 vs 154.3,
-// 2048³ 158.0 vs 156.1, 4096x1024x4096 161.4 vs 159.3; in the slow state 119.7 vs 120.6 (1024³, 25 runs).
+// B packed on two full-width FMA units: 6x64 (10 loads per 24 FMAs) in balanced K slabs of up to 512; it keeps its
+// speed when a neighbour shares the load ports (1024³ 121 vs 8x32's 106 GFLOP/s), 2% behind on an idle core.
 TwoUnitTile packed_two_unit_tile(std::int64_t k, int lanes) {
   const std::int64_t slabs = std::max<std::int64_t>(1, (k + 511) / 512);
   const int kc = static_cast<int>(std::clamp<std::int64_t>(((k + slabs - 1) / slabs + 15) / 16 * 16, 64, 512));
   return {6, 4 * lanes, kc, true};
 }
 
-// Fitted to the exhaustive tuning records of such a core (an Intel Xeon, bench/records/cpu_avx512_fma2.sqlite,
-// 1 thread: 420 problems, ~170 variants each). Its mean top-1 regret there went from 11.0% with the rules measured
-// on AMD cores to 3.5% with these (per branch below: the regret of the rule's pick / of the AMD rules' pick).
+// Fitted to the Xeon's exhaustive records (bench/records/cpu_avx512_fma2.sqlite): top-1 regret 11.0% -> 3.5%.
 TwoUnitTile two_unit_tile(const GemmProblem& problem, const CpuTarget& target) {
   const int lanes = target.vector_lanes();
   const std::int64_t m = problem.m, b_bytes = 4 * problem.k * problem.n;
   const std::int64_t vectors = (problem.n + lanes - 1) / lanes;
-  // Up to 32 rows against a B larger than L2, B is taken as streamed from memory, as a model's weights are: short
-  // slabs as wide as N, 4x96 up to 4 rows, above that the 8x48, 12x32 or 6x64 tile that pads M least (B-cold records,
-  // M = 3-12: the best measured; the best at KC >= 64 is 10-42% slower. B warm in L3, ×4096×4096, 1 / 2 threads,
-  // GFLOP/s, against the AMD rules' 2×160 or 4×96: M = 4 53 vs 41; M = 8 90 / 166 vs 54 / 115; M = 12 95 vs 57;
-  // M = 16 96 / 192 vs 66 / 141; M = 32 99 / 204 vs 70 / 158). With a smaller B warm in L3 the deep slabs below
-  // win by 15-40%, which the learned model or the tuner recovers.
+  // Up to 32 rows against a B beyond L2, B streams as a model's weights do: short slabs as wide as N, the tile padding
+  // M least (×4096², M = 8: 90 vs 54 GFLOP/s).
   if (m <= 32 && b_bytes > target.l2_bytes)
     return m <= 2 ? TwoUnitTile{1, 4 * lanes, 0, false, true} : few_row_tile(m, lanes, true);
-  // Few columns (up to 4 vectors) under many rows: the narrowest tile over a packed B, whose loads are then whole
-  // vectors (M > 32, N <= 64: 2-4% vs 15-40% for 8x32 / 8x48 read in place).
+  // Few columns under many rows: the narrowest tile over a packed B (N <= 64: within 2-4% of the best).
   if (vectors <= 4 && m > 32) {
     constexpr int kRows[] = {0, 12, 8, 8, 6};  // 12-24 accumulators
     return {kRows[vectors], static_cast<int>(vectors) * lanes, 256, true};
   }
-  // B in L2 (or L3 if it outgrows it), read in place: 1-2 rows against 4 vectors; otherwise 24 accumulators over a
-  // deep slab (LLM projections at 3-32 tokens with K x N <= 512K floats: 8x48 / 12x32 / 6x64 at KC 384 within 2% of
-  // the best on average, the AMD rules' 4x96 / 8x48 at KC 16 20-50% slower).
+  // B in L2, read in place: 1-2 rows against 4 vectors, else 24 accumulators over a deep slab (LLM projections: within
+  // 2%).
   if (m <= 2) return {static_cast<int>(m), 4 * lanes, 128, false};
   if (m <= 32) return few_row_tile(m, lanes, false);
-  // 33-64 rows against a B larger than L2: short slabs of B in place (48 x 2048 x 2048: 8x48 at KC 64 the best,
-  // 8x32 packed 25% slower).
+  // 33-64 rows against a B beyond L2: short slabs of B in place (48×2048²: 8x48 at KC 64 the best).
   if (m <= 64 && b_bytes > target.l2_bytes) return {8, 3 * lanes, 64, false};
-  // Hundreds of rows over a B from a quarter of L2 to L2: packed, whose panel the many rows repay (M >= 256, 33
-  // problems: 8x32 at KC 384 1.4% behind the best on average, 8x48 in place 2.8%; 512³, 1 thread, two alternated
-  // runs: 8x32 packed at KC 256 166 / 163 GFLOP/s, 8x48 in place at KC 384 156 / 156).
+  // Hundreds of rows over a B from a quarter of L2 to L2: packed (512³: 166 vs 156 GFLOP/s in place).
   if (m >= 256 && b_bytes > target.l2_bytes / 4 && b_bytes <= target.l2_bytes) return {8, 2 * lanes, 384, true};
-  // B within L2: 8x48 in place at KC 384 (the other 88 problems of M > 64: 3.2% behind the best on average; 8x32 in
-  // place at KC 288, the AMD rule up to a quarter of L2, 10.6% where it was measured).
+  // B within L2: 8x48 in place at KC 384 (3.2% behind the best on average over 88 problems).
   if (b_bytes <= target.l2_bytes) return {8, 3 * lanes, 384, false};
   return packed_two_unit_tile(problem.k, lanes);
 }
 }  // namespace
 
 namespace {
-// Both column-major on two-unit AVX-512, at least as many rows as columns and N ≥ 1024: packing both directly (A in
-// 8×32 slivers, B transposed) beats the transposed product, whose column-major D takes 8-float pieces a leading
-// dimension apart (Intel Xeon, interleaved in one process, GFLOP/s, direct vs transposed, 1 thread: 1024³ 156-158 vs
-// 139-144, 2048³ 153-155 vs 146-148, even at 4096×1024×4096 and 4096³; 2 threads: 2048³ 300 vs 290, 4096³ 310 vs
-// 301, 1024³ 292-294 vs 264-304). Behind where M < N (256×1024×1024 140 vs 158, 128×4096×4096 115 vs 144) and, on
-// two threads, at N = 512 (512³ 298-300 vs 307-314, 1024×512×1024 276-281 vs 289-290).
+// Both column-major on two-unit AVX-512 with M >= N >= 1024: packing both directly beats the transposed product, whose
+// column-major D is stored in pieces (1024³ 156-158 vs 139-144 GFLOP/s).
 bool direct_beats_transposed(const GemmProblem& p, const CpuTarget& t) {
   const GemmSignature& s = p.signature;
   return t.isa == CpuIsa::Avx512 && t.vector_fmas_per_cycle >= 2 && s.a.layout.kind() == LayoutKind::ColMajor &&
@@ -143,8 +117,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
   const bool avx512 = target.isa == CpuIsa::Avx512;
   c.mr = avx512 ? 8 : 6;
   c.nr = 2 * lanes;
-  // Measured on a Zen 5 core, 1 thread (tessera gemm --config ...): in-place A beats packed A everywhere
-  // (1024³: 246-267 vs 201-233 GFLOP/s); packed B wins from M ≈ 16 up, in-place B below that and for tiny problems.
+  // In-place A beats packed A on a Zen 5 (1024³: 246-267 vs 201-233 GFLOP/s); packed B wins from M ≈ 16 up.
   c.pack_a = false;
   c.pack_b = true;
   const bool b_rows_contiguous = problem.signature.b.layout.kind() == LayoutKind::RowMajor;
@@ -152,23 +125,17 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
   bool skinny = false;            // few rows of A against a B streamed in place
   bool short_wide_slabs = false;  // few rows of A against a packed B: KC 128, NC up to N
   int slab_kc = 0;                // a measured K slab in place of the one derived from L1
-  // A dot tile sums its accumulators across lanes once per tile, which a short K does not repay (1 thread, Zen 4,
-  // dot vs packed GFLOP/s: 8×4096×64 32 vs 46-56, 8×4096×128 52-65 vs 46-57, 48×32×256 66 vs 96, 64×64×1024 99 vs
-  // 92-95).
+  // A dot tile sums across lanes once per tile, which a short K does not repay (8×4096×64: 32 vs 46-56 GFLOP/s).
   if (dot_kernel_fits(problem) && problem.k >= (problem.m < 12 ? 128 : 1024)) {
-    // x·Wᵀ with few rows: dot products along K beat packing B's columns into rows up to M = 64 (1 thread,
-    // ×4096×4096, GFLOP/s: M = 16 88 vs 63, 32 121 vs 47, 64 146 vs 129; M = 128 126 vs 136). From 12 rows the
-    // transposed product is faster still where M < N (transpose_pays).
+    // x·Wᵀ with few rows: dot products along K beat packing B's columns up to M = 64 (M = 32: 121 vs 47 GFLOP/s).
     c.dot = true;
     c.pack_a = c.pack_b = false;
-    // M = 32: 4×6 121, 3×8 121, 5×5 108, 4×4 97, 2×8 97, 2×12 84, 8×2 62 at KC 4096; M = 8: 2×8 71, 1×8 51.
-    // Two full-width FMA units take the 24-accumulator tile from 4 rows (Intel Xeon, ×4096×4096, 4×6 vs 2×8, 1 / 2
-    // threads: M = 8 63 / 125 vs 42 / 84 GFLOP/s; M = 4 50 vs 37).
+    // 24-accumulator tiles from 12 rows (from 4 on two full-width FMA units: M = 8 63 vs 42 GFLOP/s).
     const bool wide = avx512 && (problem.m >= 12 || (target.vector_fmas_per_cycle >= 2 && problem.m >= 4));
     c.mr = wide ? 4 : problem.m >= 2 ? 2 : 1;
     c.nr = wide ? 6 : problem.m >= 2 && !avx512 ? 5 : 8;  // AVX2 has 16 registers
     c.k_unroll = 2;
-    // Up to M = 8, B streams once whatever KC; a deeper slab saves the partial sums (1×4096²: 14.2 vs 9.8).
+    // Up to M = 8 B streams once whatever KC; a deeper slab saves the partial sums (1×4096²: 14.2 vs 9.8 GFLOP/s).
     c.kc = problem.m <= 8 ? 4096 : 1024;
     c.mc = static_cast<int>((problem.m + c.mr - 1) / c.mr * c.mr);
     c.nc = 240;  // a multiple of 6 and 8; 17 column tiles for N = 4096 to share among threads
@@ -184,17 +151,14 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
       slab_kc = t.kc;
     }
   } else if (small) {
-    // Small: sizes compiled in, A and B read in place (16³×1024: 183 vs 112 GFLOP/s; 64³: 257 vs 199). A B without
-    // contiguous rows is packed whole per matrix, still faster than the general kernel (Intel Xeon, 1 thread,
-    // A·Bᵀ, GFLOP/s: 16³×256 64 vs 54, 32³×256 103 vs 92, 32³ 113 vs 100, 64³×64 124 vs 115).
+    // Small: sizes compiled in, A and B in place (16³×1024: 183 vs 112 GFLOP/s); a B without contiguous rows packed
+    // whole.
     c.pack_b = !b_rows_contiguous;
     if (problem.n <= lanes) {
       c.nr = lanes;
       c.mr = avx512 ? 16 : 8;
     } else if (avx512 && problem.signature.d.layout.kind() == LayoutKind::ColMajor) {
-      // D stored by columns (the transposed kernel of Aᵀ·Bᵀ, or asked for): 4-row tiles transpose into 4-float
-      // columns cheaply (1 thread, GFLOP/s, 4×64 vs 8×32: Aᵀ·Bᵀ 64³ 101 vs 90, 32³ 72 vs 64, 48³ 93 vs 88,
-      // 64×64×16 72 vs 66; A·B with D column-major 64³ 102 vs 92; A·B row-major D 64³ 111 vs 110).
+      // D stored by columns: 4-row tiles transpose into 4-float columns cheaply (Aᵀ·Bᵀ 64³: 101 vs 90 GFLOP/s).
       c.mr = 4;
       c.nr = 4 * lanes;
     }
@@ -207,13 +171,11 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
     skinny = t.streamed;
     slab_kc = t.kc;
   } else if (problem.k * problem.n * 4 <= target.l2_bytes / 4 && problem.m > 8) {
-    // B small enough to stay in L2 read in place: packing it is pure overhead (256³: 277 vs 268 GFLOP/s;
-    // 1024×256×256: 273 vs 270), while from 384² on the packed panel wins (768³: 267 vs 251).
+    // B that stays in L2 read in place: packing it is overhead (256³: 277 vs 268 GFLOP/s); from 384² packing wins.
     c.pack_b = false;
   } else if (problem.m <= 2) {
-    // GEMV-like: one row of A against wide rows of B streamed once (1×4096×4096: 11.3 vs 5.7 GFLOP/s). Four
-    // vectors of each of the KC rows per tile keep the KC streams of B advancing together (Zen 4, 1×4096×4096,
-    // 1 thread, tessera / BLIS over three interleaved runs: 1.04, 0.90, 1.04 vs 15 vectors 1.09, 0.83, 0.79).
+    // GEMV-like: one row of A against wide rows of B streamed once, four vectors per row of the slab (1×4096²: 11.3
+    // vs 5.7).
     c.mr = 1;
     c.nr = (avx512 ? 4 : 7) * lanes;
     c.pack_b = false;
@@ -224,50 +186,33 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
     c.pack_b = false;
     skinny = true;
   } else if (problem.m <= 8) {
-    // AVX2: 12 accumulators in whichever of 4×24 and 6×16 pads M least, over B streamed in N-wide slabs (Zen 3,
-    // 1 thread, ×4096×4096, GFLOP/s, medians of 4-5 interleaved runs: M = 8 4×24 38.3, 8×8 31.1, 2×40 29.5; M = 4
-    // 4×24 26.7 vs 2×40 19.1; M = 6 6×16 31.2, 4×24 25.2, 2×40 23.6; M = 8 on 2 threads 4×24 54.9 vs 2×40 47.0).
+    // AVX2: 12 accumulators in whichever of 4×24 and 6×16 pads M least, B streamed in N-wide slabs (M = 8: 38.3
+    // vs 29.5).
     const bool six = (problem.m + 5) / 6 * 6 < (problem.m + 3) / 4 * 4;
     c.mr = six ? 6 : 4;
     c.nr = (six ? 2 : 3) * lanes;
     c.pack_b = false;
     skinny = true;
   } else if (problem.m <= 32 && avx512) {
-    // Once full tiles of B read in place load unmasked, streaming B beats packing it up to M = 32 as well
-    // (32×4096×4096, 1 thread: 107-114 vs 62-92 GFLOP/s packed with the 8×32 tile).
+    // AVX-512: streaming B beats packing it up to M = 32 (32×4096²: 107-114 vs 62-92 GFLOP/s).
     c.mr = 4;
     c.nr = 6 * lanes;
     c.pack_b = false;
     skinny = true;
   } else if (problem.m <= 32) {
-    // AVX2 (Zen 3, 1 thread, ×4096×4096, GFLOP/s): B packed in short slabs as wide as N beats B read in place
-    // (M = 24: 49.8 vs 34.4; M = 32: 51-57 vs 32-38; M = 16: 39-41 vs 34), in 4×24 tiles (M = 32: 4×16 48,
-    // 6×16 50, with a third of its last row tile idle).
+    // AVX2: B packed in short slabs as wide as N beats B in place up to M = 32 (M = 32: 51-57 vs 32-38 GFLOP/s).
     c.mr = 4;
     c.nr = 3 * lanes;
     short_wide_slabs = true;
   }
   if ((!avx512 || target.vector_fmas_per_cycle >= 2) && !c.fixed() &&
       problem.signature.a.layout.kind() == LayoutKind::ColMajor) {
-    // AVX2: a column-major A read in place costs a cache line per K step of each 4-6-row sliver, which its 12-16
-    // FMAs per step do not hide; packed, the sliver is contiguous (Zen 3, 1 thread, Aᵀ·B GFLOP/s, in place vs
-    // packed: 1024³ 50 vs 89, 777×333×555 68 vs 84, 4096×128×4096 43 vs 70, 256³ 50 vs 69, 32×4096² 47 vs 58,
-    // 8×4096² 29 vs 30). AVX-512 with two full-width FMA units packs it too: its 16 FMAs per K step take half the
-    // cycles, so the sliver's line per step shows (Intel Xeon, 1 thread, Aᵀ·B GFLOP/s, in place vs packed: 1024³
-    // 118-124 vs 147-152, 256³ 111 vs 146, 4096×128×4096 101 vs 122; 2 threads 1024³ 240 vs 299, 4096×128×4096 205
-    // vs 241). A Zen 4 keeps A in place: its 8×32 tiles ran Aᵀ·B 1024³ at 100 GFLOP/s (0.98 of the best peer).
+    // A column-major A is packed on AVX2 and two-unit AVX-512: in place, each K step of a sliver costs a cache line
+    // (Aᵀ·B 1024³: Zen 3 50 vs 89, Xeon 118-124 vs 147-152 GFLOP/s); a Zen 4 keeps it in place.
     c.pack_a = true;
     if (avx512 && c.pack_b && !skinny && !short_wide_slabs) {
-      // (Where B is read in place, its slabs stay as the tile chose them: 64 deep to stream a large B, as for
-      // 64×4096×4096, 8×48 KC 64 101 GFLOP/s vs 76 with these.)
-      // A is packed once per macro-tile column: a 256-deep slab makes B's panel in half of L2 1024 columns wide,
-      // so A is packed half as often as with 512×512 panels, and 8×32 tiles read the packed sliver best
-      // (exhaustive tuning, 1 thread, Aᵀ·B 1024³: 6×64 KC 512 NC 512 140, 8×32 KC 256 NC 1024 155 GFLOP/s).
-      // Interleaved in one process, GFLOP/s, 6×64 KC 512 (or the model's choice) vs 8×32 KC 256, 1 / 2 threads:
-      // 2048³ 144 / 285 vs 150 / 296, 1024³ 145 / 292 vs 151 / 296, 128×4096×4096 124 / 249 vs 133 / 265,
-      // 4096×128×4096 126 / 260 vs 129 / 264, 777×333×555 136 vs 138-140.
-      // Three vectors where they pad N less (777×333×555: 8×48 147-148 vs 8×32 141, 2 threads 304 vs 289; 1000³ 156
-      // vs 155; 500×700×600, where 48 pads more, 150 vs 154).
+      // With B packed: 8×32 (or 8×48 where three vectors pad N less) over 256-deep slabs, so B's panel is 1024 columns
+      // wide and A packed half as often (Aᵀ·B 1024³: 155 vs 140 GFLOP/s); a B in place keeps the tile's slabs.
       const auto padded = [&](std::int64_t nr) { return (problem.n + nr - 1) / nr * nr; };
       c.mr = 8;
       c.nr = padded(3 * lanes) < padded(2 * lanes) ? 3 * lanes : 2 * lanes;
@@ -275,48 +220,34 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
     }
   }
   if (!skinny && !c.fixed() && problem.signature.a.dtype == DType::f32) {
-    // Few columns (the transposed product of x·Wᵀ has the tokens as N): a packed panel is zero-padded to NR, so take
-    // the narrowest tile that covers N (rc, ×4096×4096 transposed, 1 thread: M = 16 8×16 81 vs 8×32 44; M = 48
-    // 8×48 93 vs 8×32 71). B read in place then runs the unrolled kernel, not the 1-vector edge one (cc 8×4096²
-    // transposed: 38 vs 26).
+    // Few columns (the transposed x·Wᵀ): the narrowest tile covering N, since packed panels are zero-padded to NR.
     const int vectors = static_cast<int>((problem.n + lanes - 1) / lanes);
     if (c.pack_b ? vectors < c.nr / lanes || (avx512 && vectors == 3) : vectors == 1) c.nr = vectors * lanes;
   }
-  // A KC×NR sliver of B shares L1 with A's MR×KC sliver; the KC×NC panel of B lives in half of L2 and MC rows of
-  // micro-tiles reuse it (A is read in place, so MC only bounds the partial-sum tile).
+  // A KC×NR sliver of B shares L1 with A's MR×KC sliver; the KC×NC panel of B lives in half of L2.
   c.kc = std::clamp(round_down_positive(target.l1d_bytes / (4 * (std::min(c.nr, 2 * lanes) + c.mr)), 32), 64, 512);
   if (slab_kc > 0) c.kc = slab_kc;
   c.nc = std::clamp(round_down_positive(target.l2_bytes / 2 / (4 * c.kc), c.nr), c.nr, 32 * c.nr);
   // One or two rows: panels as wide as N (up to 64 tiles), as the variant space gives them.
   if (slab_kc > 0 && c.mr <= 2)
     c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, 64 * c.nr));
-  // AVX2 (measured on a Zen 3, whose 512 KB L2 makes that panel 176 columns wide): panels of 1024 columns, from
-  // L2 and L3, cost fewer packing phases and thread hand-overs (KC 352, GFLOP/s, NC 176 vs 1024, two runs each:
-  // 128×4096×4096 on 2 threads 105, 68 vs 149, 159; 2048³ on 2 threads 147, 133 vs 155, 100(noisy) and 159 at
-  // 2048; 1024³ on 1 thread 88, 73 vs 89, 87; 512³ 87, 88 vs 88, 72).
+  // AVX2: panels of 1024 columns from L2 and L3 cost fewer packing phases and hand-overs (2048³, 2 threads: 155 vs
+  // 147).
   if (!avx512) c.nc = std::max(c.nc, round_down_positive(1024, c.nr));
-  // MC bounds how many rows reuse one packed B panel; larger is better until the partial-sum tile (MC×NC) outgrows
-  // the caches (2048³, 1 thread: MC 256 → 244, 512 → 250, 1024 → 256 GFLOP/s).
+  // MC bounds how many rows reuse one packed B panel, until the MC×NC partial sums outgrow the caches.
   c.mc = std::max(c.mr, 1024 / c.mr * c.mr);
   c.k_unroll = 4;
   if (skinny) {
-    // Skinny: short K slabs over tiles as wide as N, so each row of B is read whole and B streams from memory in
-    // order, while the partial sums (a row of N) stay in L1. Measured on 1 thread, ×4096×4096 (GFLOP/s):
-    // M = 1: NC 3840 → N-wide 15.5 → 17.2 at KC 8 (16.8 at 16, 16.0 at 32); M = 2: 22.8 → 28 at KC 8;
-    // M = 8: 64.0 → 66.7 at KC 16 (58 at KC 8); M = 32 at KC 16 above.
+    // Skinny: short K slabs over tiles as wide as N, so B streams from memory in order and the partial sums stay in L1.
     c.kc = problem.m <= 2 ? 8 : 16;
-    // Up to 2 rows the partial sums are at most 2 × 16384 floats, and a tile as wide as N splits evenly between
-    // threads (1×11008×4096 on 2 threads, tessera / BLIS: 1.18-1.26 vs 0.77-0.97 with NC 4096 and 3 tiles).
-    // AVX2's 12-accumulator tiles of 3 < M <= 8 rows: panels as wide as N (M = 8, 4×24: NC 4008 34.7 vs 1536 30.6).
-    // Two-unit AVX-512 tiles: as wide as N up to 16384 too, so two threads split the columns evenly (32×4096², 8×48,
-    // 2 threads: NC 4128 204 vs 3072 134 GFLOP/s).
+    // Up to 2 rows (and for two-unit AVX-512 tiles) panels as wide as N, so two threads split the columns evenly.
     const bool two_units = avx512 && target.vector_fmas_per_cycle >= 2;
     const int widest = problem.m <= 2 || two_units ? 16384 / c.nr : avx512 ? 64 : 4096 / c.nr + 1;
     c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, widest * c.nr));
     c.mc = 32 / c.mr * c.mr;
   }
   if (short_wide_slabs) {
-    // (M = 32, NC 504 / 2016 / 4008: 41 / 48-57 / 51 GFLOP/s; KC 64 / 128 / 256: 46 / 48-57 / 53.)
+    // (M = 32: NC 2016 and KC 128 measured best.)
     c.kc = 128;
     c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, 167 * c.nr));
     c.mc = static_cast<int>((problem.m + c.mr - 1) / c.mr * c.mr);

@@ -1,10 +1,10 @@
 #include "generator/gemm/cuda_gemm_config.hpp"
-#include "generator/core/arith.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
 

@@ -1,9 +1,9 @@
 #include "ops/gemm/grid_plan.hpp"
-#include "generator/core/arith.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
+#include "generator/core/arith.hpp"
 
 namespace tessera {
 

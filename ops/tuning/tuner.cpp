@@ -1,5 +1,4 @@
 #include "tessera/tuner.hpp"
-#include "generator/core/arith.hpp"
 
 #include <fmt/format.h>
 
@@ -11,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "jit/cache_eviction.hpp"

@@ -1,5 +1,4 @@
 #include "ops/tuning/tuning_runs.hpp"
-#include "generator/core/arith.hpp"
 
 #include <fmt/format.h>
 
@@ -8,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 
 namespace tessera {
