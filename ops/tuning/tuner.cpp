@@ -13,7 +13,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_variants.hpp"
-#include "jit/cache_eviction.hpp"
+#include "ops/tuning/interleaved_timing.hpp"
 
 namespace tessera {
 
@@ -48,12 +48,6 @@ struct Operands {
   const void* b_data() const { return b16.empty() ? static_cast<const void*>(b.data()) : b16.data(); }
   std::size_t b_bytes() const { return b16.empty() ? b.size() * sizeof(float) : b16.size() * sizeof(std::uint16_t); }
 };
-
-double seconds(const std::function<void()>& call, int calls) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) call();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -124,89 +118,32 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
     ready[i] = candidates[i].recorded_ns >= 0 ||
                candidates[i].kernel.wait_until(deadline) == std::future_status::ready;  // late ones are left out
 
-  // Measure in interleaved rounds, each on a fresh allocation of the operands: a round times every candidate once,
-  // in a new random order, so a slow spell of the shared machine lands on all candidates alike; and the median
-  // over rounds is a median over physical page placements. Reading B in place, some variants' times depend on
-  // where B's pages land in the physically indexed L2 and L3: a skinny 7x1024x3072 variant took 342 µs in one
-  // process and 1805 µs in the next (the fastest of 7 samples each), so a single allocation decided its rank.
-  struct Timed {
-    GemmKernel kernel;
-    int calls = 1;
-    double once = 0;  // seconds per call, from calibration
-    std::vector<double> samples;
-  };
-  std::vector<Timed> timed;
-  {
-    const Operands ops(problem, 17u);
-    // The fastest of three calls: a single call of a short kernel hit by an interrupt or a slow spell of the VM
-    // looked 4x slower and dropped the variant with that one time (a 251x13x193 variant was recorded at 5.6x
-    // its twin, whose KC also covers all of K).
-    const auto calibrate = [&](Timed& t) {
-      const PreparedGemm prepared = t.kernel.prepare(ops.args);
-      const auto call = [&] { prepared.run(); };
-      for (int call_index = 0; call_index < 3; ++call_index)
-        t.once = std::min(t.once,
-                          options_.cold_b ? cold_call_seconds(call, 1, ops.b_data(), ops.b_bytes()) : seconds(call, 1));
-      t.calls = static_cast<int>(std::clamp(options_.sample_ms / 1e3 / std::max(t.once, 1e-9), 1.0, 1e6));
+  // Measured in interleaved rounds on fresh operands (interleaved_timing): where B's pages land in the physically
+  // indexed L2 and L3 decided some variants' times (a skinny 7x1024x3072 variant took 342 µs in one process and
+  // 1805 µs in the next), so no single allocation may decide a rank.
+  std::vector<GemmKernel> kernels;
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (ready[i] && candidates[i].recorded_ns < 0) kernels.push_back(candidates[i].kernel.get());
+  const auto make_round = [&](unsigned seed) {
+    auto ops = std::make_shared<const Operands>(problem, seed);
+    TimingRound round;
+    round.operands = ops;
+    round.prepare = [&kernels, ops](std::size_t i) -> std::function<void()> {
+      return [prepared = kernels[i].prepare(ops->args)] { prepared.run(); };
     };
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (!ready[i] || candidates[i].recorded_ns >= 0) continue;
-      Timed t{candidates[i].kernel.get(), 1, INFINITY, {}};
-      seconds([&] { t.kernel.prepare(ops.args).run(); }, 1);  // warm-up
-      calibrate(t);
-      timed.push_back(std::move(t));
-    }
-    // A variant more than 4x slower than the fastest is calibrated once more, later, before it is dropped: three
-    // calls in a row can all land in one slow spell (B cold, a 6x6144x768 variant calibrated at 8.1 ms against
-    // 2.1 ms for its median, 5.8x the fastest).
-    double fastest = INFINITY;
-    for (const Timed& t : timed) fastest = std::min(fastest, t.once);
-    for (Timed& t : timed)
-      if (t.once > 4 * fastest) calibrate(t);
-  }
-  // A variant still more than 4x slower than the fastest calibration keeps its calibration as its one sample: its
-  // rank is not in doubt, and timing it fully cost most of an exhaustive run.
-  double fastest = INFINITY;
-  for (const Timed& t : timed) fastest = std::min(fastest, t.once);
-  std::vector<std::size_t> contenders;
-  for (std::size_t j = 0; j < timed.size(); ++j) {
-    if (timed[j].once > 4 * fastest)
-      timed[j].samples.push_back(timed[j].once * 1e9);
-    else
-      contenders.push_back(j);
-  }
-  std::mt19937_64 shuffle(static_cast<std::uint64_t>(problem.m * 7919 + problem.n * 104729 + problem.k));
-  // Interleaved rounds over `who`, on operands allocated afresh per round (seeds from `first_seed`).
-  int done = 0, total = static_cast<int>(contenders.size()) * options_.samples;
-  const auto measure_rounds = [&](std::vector<std::size_t> who, int rounds, unsigned first_seed) {
-    for (int round = 0; round < rounds && !who.empty(); ++round) {
-      const Operands ops(problem, first_seed + static_cast<unsigned>(round));
-      std::shuffle(who.begin(), who.end(), shuffle);
-      timed[who[0]].kernel.prepare(ops.args).run();  // the fresh operands into the caches
-      for (std::size_t j : who) {
-        Timed& t = timed[j];
-        const PreparedGemm prepared = t.kernel.prepare(ops.args);
-        const auto call = [&] { prepared.run(); };
-        const double s =
-            options_.cold_b ? cold_call_seconds(call, t.calls, ops.b_data(), ops.b_bytes()) : seconds(call, t.calls);
-        t.samples.push_back(s / t.calls * 1e9);
-        if (progress) progress(++done, total);
-      }
-    }
+    round.cold_data = ops->b_data();
+    round.cold_bytes = ops->b_bytes();
+    return round;
   };
-  measure_rounds(contenders, options_.samples, 18u);
-  // The near-best get more rounds (their medians are over all their samples), when there is a choice among them.
-  if (options_.refine_samples > 0 && contenders.size() > 1) {
-    double best_median = INFINITY;
-    for (std::size_t j : contenders) best_median = std::min(best_median, median(timed[j].samples));
-    std::vector<std::size_t> close;
-    for (std::size_t j : contenders)
-      if (median(timed[j].samples) <= best_median * (1.0 + options_.refine_within)) close.push_back(j);
-    if (close.size() > 1) {
-      total += static_cast<int>(close.size()) * options_.refine_samples;
-      measure_rounds(close, options_.refine_samples, 18u + static_cast<unsigned>(options_.samples));
-    }
-  }
+  TimingOptions timing;
+  timing.samples = options_.samples;
+  timing.sample_ms = options_.sample_ms;
+  timing.refine_samples = options_.refine_samples;
+  timing.refine_within = options_.refine_within;
+  timing.cold = options_.cold_b;
+  const std::vector<std::vector<double>> timed =
+      time_interleaved(kernels.size(), make_round, timing,
+                       static_cast<std::uint64_t>(problem.m * 7919 + problem.n * 104729 + problem.k), progress);
   std::size_t next_timed = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
@@ -219,7 +156,7 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
       m.median_ns = c.recorded_ns;
     } else {
       ++result.compiled;
-      const std::vector<double>& samples = timed[next_timed++].samples;
+      const std::vector<double>& samples = timed[next_timed++];
       m.median_ns = median(samples);
       std::vector<double> deviations;
       for (double x : samples) deviations.push_back(std::fabs(x - m.median_ns));
