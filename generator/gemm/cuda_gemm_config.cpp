@@ -7,6 +7,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
+#include "generator/core/tile_grid.hpp"
 
 namespace tessera {
 
@@ -65,14 +66,14 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
   const int elem = input_bytes(s);
   if (c.math == CudaMath::Simt) {
     c.block_m = 128, c.block_n = 128, c.block_k = 8, c.warp_m = 64, c.warp_n = 32, c.stages = 2;
-    if (ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch < target.sm_count)
+    if (TileGrid{p.m, p.n, 128, 128, p.batch}.count() < target.sm_count)
       c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
   } else {
     // 128-byte rows of K per stage (CUTLASS's sm80 defaults): 32 f16/bf16 or 16 tf32 elements.
     c.block_k = 64 / elem;
     const bool big_smem = target.max_shared_per_block > 160 * 1024;
     c.stages = big_smem ? 4 : 3;
-    const std::int64_t tiles128 = ceil_div(p.m, 128) * ceil_div(p.n, 128) * p.batch;
+    const std::int64_t tiles128 = TileGrid{p.m, p.n, 128, 128, p.batch}.count();
     if (tiles128 < target.sm_count / 2) {
       c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
     } else if (big_smem && tiles128 >= 2 * target.sm_count && p.n >= 256) {
@@ -80,13 +81,13 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
     }
   }
   // Split K when the output grid leaves most SMs idle and K is deep enough to share.
-  const std::int64_t tiles = ceil_div(p.m, c.block_m) * ceil_div(p.n, c.block_n) * p.batch;
+  const std::int64_t tiles = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count();
   if (tiles * 2 <= target.sm_count && p.k >= 8 * c.block_k) {
     const std::int64_t by_sms = ceil_div(target.sm_count, tiles);
     const std::int64_t by_k = p.k / (4 * c.block_k);
     c.split_k = static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, 16));
   }
-  c.swizzle = ceil_div(p.m, c.block_m) >= 8 ? 8 : 1;
+  c.swizzle = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.rows() >= 8 ? 8 : 1;
   c.align_a = natural_alignment(k_contiguous(s.a.layout, true) ? p.k : p.m, elem);
   c.align_b = natural_alignment(k_contiguous(s.b.layout, false) ? p.k : p.n, elem);
   const int out_elem = dtype_bytes(s.d.dtype);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "generator/core/tile_grid.hpp"
 #include "generator/gemm/cpu_gemm_config.hpp"
 
 namespace tessera {
@@ -29,7 +30,7 @@ using GemmKernelFn = void (*)(const GemmKernelArgs* args, void* workspace, std::
                               std::int64_t tile_end);
 
 inline std::int64_t gemm_tile_count(const GemmKernelArgs& a) {
-  return a.batch * ((a.m + a.tile_m - 1) / a.tile_m) * ((a.n + a.tile_n - 1) / a.tile_n);
+  return TileGrid{a.m, a.n, a.tile_m, a.tile_n, a.batch}.count();
 }
 
 }  // namespace tessera

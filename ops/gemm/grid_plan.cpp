@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 #include "generator/core/arith.hpp"
+#include "generator/core/tile_grid.hpp"
 
 namespace tessera {
 
@@ -103,7 +104,7 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   const std::vector<std::int64_t> tms = tile_sizes(m, c.mc, c.mr, threads), tns = tile_sizes(n, c.nc, c.nr, threads);
   if (threads <= 1) {
     // One thread: the largest tiles (fewest B panels packed); nothing to balance.
-    return {tms[0], tns[0], batch * ceil_div(m, tms[0]) * ceil_div(n, tns[0]), 1};
+    return {tms[0], tns[0], TileGrid{m, n, tms[0], tns[0], batch}.count(), 1};
   }
   // Between equal estimates: a B read in place from the caches by many rows (not streamed into a few, as by the
   // skinny kernels, mc <= 32) is best kept whole per thread and the rows split (256³ on 2 threads, interleaved
@@ -123,7 +124,8 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   for (std::size_t i = 0; i < (rows_first ? tns.size() : tms.size()); ++i)
     for (std::size_t j = 0; j < (rows_first ? tms.size() : tns.size()); ++j) {
       const std::int64_t tm = rows_first ? tms[j] : tms[i], tn = rows_first ? tns[i] : tns[j];
-      const std::int64_t tiles = batch * ceil_div(m, tm) * ceil_div(n, tn);
+      const TileGrid grid{m, n, tm, tn, batch};
+      const std::int64_t tiles = grid.count();
       const int p = static_cast<int>(std::min<std::int64_t>(threads, tiles));
       // A packed B panel costs its packing per tile; a B streamed in place into a few rows (the skinny kernels)
       // costs as much from memory, so that two threads stream halves of it rather than all of it each (2 threads,
@@ -140,7 +142,7 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       // many (then claimed in chunks): their mean cost, as stealing evens them out.
       double busiest = 0;
       if (tiles < kPlayedOutTiles * p) {
-        const std::int64_t tiles_m = ceil_div(m, tm), tiles_n = ceil_div(n, tn);
+        const std::int64_t tiles_m = grid.rows(), tiles_n = grid.cols();
         costs.resize(static_cast<std::size_t>(tiles));
         for (std::int64_t t = 0; t < tiles; ++t)
           costs[static_cast<std::size_t>(t)] =
@@ -149,8 +151,8 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
         busiest = pool_makespan(costs, p);
       } else {
         busiest = static_cast<double>(ceil_div(tiles, p)) *
-                  tile_cost(static_cast<double>(m) / static_cast<double>(ceil_div(m, tm)),
-                            static_cast<double>(n) / static_cast<double>(ceil_div(n, tn)));
+                  tile_cost(static_cast<double>(m) / static_cast<double>(grid.rows()),
+                            static_cast<double>(n) / static_cast<double>(grid.cols()));
       }
       const bool splits_b = rows_first && tn < round_up(n, c.nr);
       const double cost = (busiest + kPerThread * (p - 1)) * (splits_b ? kSplitInPlaceB : 1.0);
