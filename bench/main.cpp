@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       cuda.target = target;
       cuda.repeat = options.repeat;
       const auto parsed = tessera::parse_dtype(dtype);
-      if (!parsed || *parsed == tessera::DType::i8 || *parsed == tessera::DType::i32)
+      if (!parsed || !tessera::dtype_info(*parsed).is_float)
         throw tessera::InvalidArgument("--dtype", "must be f16, bf16, tf32 or f32");
       cuda.dtype = *parsed;
       for (auto [a_col, b_col] : layout_pairs(layouts_text)) {

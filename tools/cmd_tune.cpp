@@ -33,8 +33,7 @@ struct TuneCommand {
   int run_cuda(const std::vector<SuiteShape>& list) const {
     const CudaTarget t = CudaTarget::parse(target);
     const auto dt = parse_dtype(dtype);
-    if (!dt || *dt == DType::i8 || *dt == DType::i32)
-      throw InvalidArgument("--dtype", "must be f16, bf16, tf32 or f32");
+    if (!dt || !dtype_info(*dt).is_float) throw InvalidArgument("--dtype", "must be f16, bf16, tf32 or f32");
     std::cerr << fmt::format(
         "tessera tune: {} is ranked by the analytic model: there are no measurements for it (no "
         "GPU here), so nothing is timed\n",

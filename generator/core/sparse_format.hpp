@@ -1,0 +1,32 @@
+// A sparse operand as generated code sees it: its storage format, block shape, index and value types. Sizes, the
+// number of non-zeros and the pattern itself are runtime data (and, through an inspector's statistics, cost-model
+// features), not part of the code. CSR stores row offsets (rows + 1), column indices and values per non-zero; BSR
+// the same per block_rows × block_cols block, each block's values row-major.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/core/dtype.hpp"
+
+namespace tessera {
+
+enum class SparseFormat : unsigned char { Csr, Bsr };
+
+struct SparseSignature {
+  SparseFormat format = SparseFormat::Csr;
+  int block_rows = 1, block_cols = 1;  // 1×1 for CSR
+  int index_bits = 32;                 // 32 or 64, for row offsets and column indices alike
+  DType value = DType::f32;            // f32, bf16 or f16
+
+  // Throws InvalidArgument naming the field and the rule.
+  void check() const;
+  // "csr_i32_f32", "bsr4x4_i64_bf16": a symbol-safe tag for kernel names.
+  std::string tag() const;
+  nlohmann::json to_json() const;
+  static SparseSignature from_json(const nlohmann::json& j);
+  friend bool operator==(const SparseSignature&, const SparseSignature&) = default;
+};
+
+}  // namespace tessera
