@@ -14,6 +14,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -113,7 +114,18 @@ std::string tessera_cache_dir() {
   return dir.string();
 }
 
-HostKernelLibrary compile_host_kernel(const std::string& source, const std::string& name) {
+std::string with_emulator_entries(const std::string& source) {
+  static const std::regex kernel(
+      R"(extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\()");
+  std::string out = source + "\n// Emulator entries: the parameter block as bytes (tessera/emu/prelude.cuh).\n";
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), kernel); it != std::sregex_iterator(); ++it)
+    out += fmt::format("extern \"C\" void {0}{1}(const void* params) {{ tessera_emu_invoke({0}, params); }}\n",
+                       (*it)[1].str(), kEmulatorEntrySuffix);
+  return out;
+}
+
+HostKernelLibrary compile_host_kernel(const std::string& kernel_source, const std::string& name) {
+  const std::string source = with_emulator_entries(kernel_source);
   const fs::path root = fs::path(tessera_cache_dir()) / "emu";
   fs::create_directories(root);
   const fs::path includes = templates_dir(root);

@@ -19,4 +19,8 @@ std::string tessera_cache_dir();
 // Throws CompileError with the compiler's output when the source does not compile.
 HostKernelLibrary compile_host_kernel(const std::string& source, const std::string& name);
 
+// The symbol suffix of the entry the host compiler adds for each extern "C" __global__ kernel of a source:
+// `void <kernel><suffix>(const void* params)` calls the kernel with the parameter block the bytes hold.
+inline constexpr const char* kEmulatorEntrySuffix = "__emu_entry";
+
 }  // namespace tessera

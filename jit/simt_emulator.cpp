@@ -23,7 +23,7 @@ namespace tessera {
 namespace {
 namespace ctx = boost::context::detail;
 using tessera_emu::Dim3;
-using Entry = void (*)(GemmParams);
+using Entry = void (*)(const void* params);
 
 constexpr std::size_t kStackBytes = 128 << 10;
 constexpr std::size_t kGuardBytes = 4096;
@@ -525,7 +525,7 @@ void fiber_entry(ctx::transfer_t transfer) {
   Block& b = *t_block;
   Thread& t = b.me();
   t.scheduler = transfer.fctx;
-  b.entry(b.launch->params);
+  b.entry(b.launch->params.data());
   if (!t.open_group.empty() || !t.groups.empty()) {
     // Copies still in flight when a thread exits land eventually on hardware; here they land now.
     api_cp_async_commit();
@@ -600,7 +600,7 @@ std::shared_ptr<const EmuModule> EmuModule::compile(const std::string& source, c
 void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const {
   if (launch.block == 0 || launch.block % 32 || launch.block > 1024)
     throw InvalidArgument("block", fmt::format("{} threads: must be a multiple of 32 up to 1024", launch.block));
-  const auto entry = reinterpret_cast<Entry>(dlsym(handle_, launch.kernel.c_str()));
+  const auto entry = reinterpret_cast<Entry>(dlsym(handle_, (launch.kernel + kEmulatorEntrySuffix).c_str()));
   if (!entry) throw InvalidArgument("kernel", "no kernel named " + launch.kernel + " in " + path_);
   const std::uint64_t blocks = std::uint64_t{launch.grid_x} * launch.grid_y * launch.grid_z;
   if (blocks == 0) return;

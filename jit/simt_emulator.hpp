@@ -6,13 +6,13 @@
 // barriers, and cp.async copies land only when a cp.async.wait_group retires them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "generator/core/error.hpp"
-#include "tessera/gemm/gemm_params.cuh"
 
 #include "generator/core/emulation_options.hpp"
 
@@ -34,7 +34,8 @@ struct EmuLaunch {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned block = 32;  // threads per block (x), a multiple of 32
   unsigned shared_bytes = 0;
-  GemmParams params{};
+  // The kernel's parameter block, opaque here: the bytes of the struct its one parameter takes by value.
+  std::vector<std::byte> params;
   std::vector<EmuMemoryRange> global;  // every global byte the kernel may touch; anything else is out of bounds
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <span>
+
 #include "generator/gemm/cuda_gemm_spec.hpp"
 #include "jit/cuda_gemm_build.hpp"
 #include "jit/simt_emulator.hpp"
@@ -21,7 +23,7 @@ class CudaProgram {
   virtual ~CudaProgram() = default;
   // `extents` are the bytes the launch may touch (the emulator checks every access against them).
   virtual void launch(const std::string& kernel, unsigned grid_x, unsigned grid_z, unsigned block,
-                      unsigned shared_bytes, const GemmParams& params,
+                      unsigned shared_bytes, std::span<const std::byte> params,
                       const std::vector<EmuMemoryRange>& extents) const = 0;
   CudaGemmBuild build;
   CudaKernelReport report;

@@ -116,10 +116,10 @@ void CudaGemmKernel::run(const GemmArgs& device_args) const {
   }
   const CudaSource& source = program_->build.source;
   try {
-    program_->launch(source.kernel, launch.grid_x, launch.grid_z, launch.block, launch.shared_bytes, launch.params,
-                     extents);
+    const auto params = std::as_bytes(std::span(&launch.params, 1));
+    program_->launch(source.kernel, launch.grid_x, launch.grid_z, launch.block, launch.shared_bytes, params, extents);
     if (launch.reduce_grid)
-      program_->launch(source.reduce_kernel, launch.reduce_grid, 1, launch.reduce_block, 0, launch.params, extents);
+      program_->launch(source.reduce_kernel, launch.reduce_grid, 1, launch.reduce_block, 0, params, extents);
   } catch (...) {
     if (workspace) backend_->free(workspace);
     throw;

@@ -20,14 +20,14 @@ class EmulatedProgram : public CudaProgram {
     report.compile_ms = module_->compile_ms();
   }
   void launch(const std::string& kernel, unsigned grid_x, unsigned grid_z, unsigned block, unsigned shared_bytes,
-              const GemmParams& params, const std::vector<EmuMemoryRange>& extents) const override {
+              std::span<const std::byte> params, const std::vector<EmuMemoryRange>& extents) const override {
     EmuLaunch launch;
     launch.kernel = kernel;
     launch.grid_x = grid_x;
     launch.grid_z = grid_z;
     launch.block = block;
     launch.shared_bytes = shared_bytes;
-    launch.params = params;
+    launch.params.assign(params.begin(), params.end());
     launch.global = extents;
     module_->launch(launch, options_);
   }

@@ -17,8 +17,8 @@ class GpuProgram : public CudaProgram {
     module_ = driver_->load_module(build.binary.cubin);
   }
   void launch(const std::string& kernel, unsigned grid_x, unsigned grid_z, unsigned block, unsigned shared_bytes,
-              const GemmParams& params, const std::vector<EmuMemoryRange>&) const override {
-    module_->launch(kernel, grid_x, 1, grid_z, block, shared_bytes, &params, sizeof params);
+              std::span<const std::byte> params, const std::vector<EmuMemoryRange>&) const override {
+    module_->launch(kernel, grid_x, 1, grid_z, block, shared_bytes, params.data(), params.size());
   }
 
  private:

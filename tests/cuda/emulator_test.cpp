@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "generator/core/dtype.hpp"
 #include "jit/simt_emulator.hpp"
+#include "tessera/gemm/gemm_params.cuh"
 
 namespace tessera {
 namespace {
@@ -19,6 +21,12 @@ using namespace tessera;
 #define IN static_cast<const float*>(p.a.data)
 )";
 
+// A launch's parameter block: the bytes of the struct the kernel takes by value.
+std::vector<std::byte> bytes_of(const GemmParams& params) {
+  const auto bytes = std::as_bytes(std::span(&params, 1));
+  return {bytes.begin(), bytes.end()};
+}
+
 std::shared_ptr<const EmuModule> module(const std::string& body, const std::string& name) {
   return EmuModule::compile(std::string(kPrologue) + body, name);
 }
@@ -30,8 +38,10 @@ void launch(const EmuModule& m, const std::string& kernel, unsigned block, unsig
   l.kernel = kernel;
   l.block = block;
   l.shared_bytes = shared;
-  l.params.a.data = in.data();
-  l.params.d.data = out.data();
+  GemmParams p{};
+  p.a.data = in.data();
+  p.d.data = out.data();
+  l.params = bytes_of(p);
   l.global = {{in.data(), in.size() * 4}, {out.data(), out.size() * 4}};
   m.launch(l, options);
 }
@@ -206,9 +216,11 @@ std::vector<float> run_mma(bool correct, const std::vector<std::uint16_t>& a, co
   EmuLaunch l;
   l.kernel = "one_mma";
   l.block = 32;
-  l.params.a.data = a.data();
-  l.params.b.data = b.data();
-  l.params.d.data = d.data();
+  GemmParams p{};
+  p.a.data = a.data();
+  p.b.data = b.data();
+  p.d.data = d.data();
+  l.params = bytes_of(p);
   l.global = {{a.data(), a.size() * 2}, {b.data(), b.size() * 2}, {d.data(), d.size() * 4}};
   m->launch(l);
   return d;

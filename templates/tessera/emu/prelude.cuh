@@ -22,6 +22,13 @@ extern "C" {
 __attribute__((visibility("default"))) tessera_emu::Api* tessera_emu_api = nullptr;
 }
 
+// The emulator enters a kernel through a trampoline the host compiler adds for it ("<kernel>__emu_entry"): the
+// launch's parameter block, opaque bytes to the emulator, passed on by value as a CUDA launch passes it.
+template <class Params>
+inline void tessera_emu_invoke(void (*kernel)(Params), const void* params) {
+  kernel(*static_cast<const Params*>(params));
+}
+
 #define threadIdx (tessera_emu_api->index()->thread_idx)
 #define blockIdx (tessera_emu_api->index()->block_idx)
 #define blockDim (tessera_emu_api->index()->block_dim)
