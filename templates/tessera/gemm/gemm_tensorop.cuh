@@ -8,12 +8,11 @@
 #include "tessera/block/epilogue_store.cuh"
 #include "tessera/block/raster.cuh"
 #include "tessera/gemm/gemm_params.cuh"
+#include "tessera/warp/mma_fragments.cuh"
 #include "tessera/warp/smem_swizzle.cuh"
 #include "tessera/warp/tile_loader.cuh"
 
 namespace tessera {
-
-enum InputKind { kInputF16, kInputBf16, kInputTf32 };
 
 // T supplies: Element (A/B in memory), Out (C/D in memory), kInput, BM, BN, BK, WM, WN, Stages, SplitK, Swizzle,
 // AlignA, AlignB, AlignC, AKMajor (A row-major), BKMajor (B column-major), DRowMajor.
@@ -23,7 +22,7 @@ struct TensorOpShape {
   static constexpr int kElem = static_cast<int>(sizeof(E));
   static constexpr int kWarpsN = T::BN / T::WN;
   static constexpr int kThreads = 32 * (T::BM / T::WM) * kWarpsN;
-  static constexpr int kMmaK = T::kInput == kInputTf32 ? 8 : 16;
+  static constexpr int kMmaK = kMmaKOf<T::kInput>;
   static constexpr int kMI = T::WM / 16;  // m16 tiles per warp
   static constexpr int kNI = T::WN / 8;   // n8 tiles per warp
   static constexpr int kKSteps = T::BK / kMmaK;
@@ -37,74 +36,6 @@ struct TensorOpShape {
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kStagePitch = T::WN + 4;  // floats per row of a warp's epilogue slab
 };
-
-// A fragments of k-step ks for every m16 tile of the warp.
-template <class T>
-TESSERA_DEVICE void load_a_fragments(u32 (&fa)[TensorOpShape<T>::kMI][4], u32 tile, int warp_row, int ks, int lane) {
-  using S = TensorOpShape<T>;
-#pragma unroll
-  for (int mi = 0; mi < S::kMI; ++mi) {
-    const int row0 = warp_row + mi * 16;
-    if constexpr (T::AKMajor) {
-      // Lanes 0-15 address rows 0-15 at k 0..7 of the step, lanes 16-31 the same rows at k 8..15 (4 f32 for tf32).
-      ldmatrix_x4(fa[mi], tile + S::ATile::offset(row0 + (lane & 15), ks * S::kMmaK * S::kElem + (lane >> 4) * 16));
-    } else if constexpr (S::kElem == 2) {
-      // Rows of K, M contiguous: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
-      const int j = lane >> 3, r = lane & 7;
-      ldmatrix_x4_trans(fa[mi], tile + S::ATile::offset(ks * 16 + r + (j >> 1) * 8, (row0 + (j & 1) * 8) * 2));
-    } else {
-      // tf32 with M contiguous: ldmatrix.trans moves 16-bit elements only, so 32-bit loads in fragment order.
-      const int g = lane >> 2, t = lane & 3, k = ks * 8 + t;
-      fa[mi][0] = ld_shared<u32>(tile + S::ATile::offset(k, (row0 + g) * 4));
-      fa[mi][1] = ld_shared<u32>(tile + S::ATile::offset(k, (row0 + g + 8) * 4));
-      fa[mi][2] = ld_shared<u32>(tile + S::ATile::offset(k + 4, (row0 + g) * 4));
-      fa[mi][3] = ld_shared<u32>(tile + S::ATile::offset(k + 4, (row0 + g + 8) * 4));
-    }
-    if constexpr (T::kInput == kInputTf32)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) fa[mi][i] = f32_to_tf32(fa[mi][i]);
-  }
-}
-
-// B fragments of k-step ks for every n8 tile of the warp, two tiles per ldmatrix.x4.
-template <class T>
-TESSERA_DEVICE void load_b_fragments(u32 (&fb)[TensorOpShape<T>::kNI][2], u32 tile, int warp_col, int ks, int lane) {
-  using S = TensorOpShape<T>;
-#pragma unroll
-  for (int ni = 0; ni < S::kNI; ni += 2) {
-    const int col0 = warp_col + ni * 8;
-    if constexpr (T::BKMajor || S::kElem == 2) {
-      const int j = lane >> 3, r = lane & 7;
-      u32 q[4];
-      if constexpr (T::BKMajor)  // rows of N, K contiguous: (n 0-7, k lo), (n 0-7, k hi), (n 8-15, k lo), ...
-        ldmatrix_x4(q, tile + S::BTile::offset(col0 + r + (j >> 1) * 8, ks * S::kMmaK * S::kElem + (j & 1) * 16));
-      else  // rows of K, N contiguous, transposed on the way
-        ldmatrix_x4_trans(q, tile + S::BTile::offset(ks * 16 + r + (j & 1) * 8, (col0 + (j >> 1) * 8) * 2));
-      fb[ni][0] = q[0], fb[ni][1] = q[1], fb[ni + 1][0] = q[2], fb[ni + 1][1] = q[3];
-    } else {
-      const int g = lane >> 2, t = lane & 3, k = ks * 8 + t;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        fb[ni + h][0] = ld_shared<u32>(tile + S::BTile::offset(k, (col0 + h * 8 + g) * 4));
-        fb[ni + h][1] = ld_shared<u32>(tile + S::BTile::offset(k + 4, (col0 + h * 8 + g) * 4));
-      }
-    }
-    if constexpr (T::kInput == kInputTf32)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        fb[ni + h][0] = f32_to_tf32(fb[ni + h][0]), fb[ni + h][1] = f32_to_tf32(fb[ni + h][1]);
-  }
-}
-
-template <class T>
-TESSERA_DEVICE void mma(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
-  if constexpr (T::kInput == kInputF16)
-    mma_m16n8k16_f16(d, a, b);
-  else if constexpr (T::kInput == kInputBf16)
-    mma_m16n8k16_bf16(d, a, b);
-  else
-    mma_m16n8k8_tf32(d, a, b);
-}
 
 template <class T, class Epi>
 TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
@@ -169,19 +100,19 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
     cp_async_commit();
 
     const u32 a_tile = read_stage * S::kStageBytes, b_tile = a_tile + S::kABytes;
-    load_a_fragments<T>(fa[0], a_tile, warp_row, 0, lane);
-    load_b_fragments<T>(fb[0], b_tile, warp_col, 0, lane);
+    load_a_fragments<T::kInput, T::AKMajor, typename S::ATile>(fa[0], a_tile, warp_row, 0, lane);
+    load_b_fragments<T::kInput, T::BKMajor, typename S::BTile>(fb[0], b_tile, warp_col, 0, lane);
 #pragma unroll
     for (int ks = 0; ks < S::kKSteps; ++ks) {
       // Fetch the next k-step's fragments while this one's mma.sync run.
       if (ks + 1 < S::kKSteps) {
-        load_a_fragments<T>(fa[(ks + 1) & 1], a_tile, warp_row, ks + 1, lane);
-        load_b_fragments<T>(fb[(ks + 1) & 1], b_tile, warp_col, ks + 1, lane);
+        load_a_fragments<T::kInput, T::AKMajor, typename S::ATile>(fa[(ks + 1) & 1], a_tile, warp_row, ks + 1, lane);
+        load_b_fragments<T::kInput, T::BKMajor, typename S::BTile>(fb[(ks + 1) & 1], b_tile, warp_col, ks + 1, lane);
       }
 #pragma unroll
       for (int mi = 0; mi < S::kMI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < S::kNI; ++ni) mma<T>(acc[mi][ni], fa[ks & 1][mi], fb[ks & 1][ni]);
+        for (int ni = 0; ni < S::kNI; ++ni) mma<T::kInput>(acc[mi][ni], fa[ks & 1][mi], fb[ks & 1][ni]);
     }
     read_stage = read_stage + 1 == T::Stages ? 0 : read_stage + 1;
     write_stage = write_stage + 1 == T::Stages ? 0 : write_stage + 1;
