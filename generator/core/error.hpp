@@ -30,16 +30,24 @@ class ConfigError : public Error {
 };
 
 // Epilogue text that does not parse; column is 1-based.
-class EpilogueError : public Error {
+// Expression text a user wrote (an epilogue, a score modifier) that does not parse: the argument, the column and
+// the text with a caret under it.
+class ExprTextError : public Error {
  public:
-  EpilogueError(const std::string& text, std::size_t column, const std::string& what)
-      : Error("epilogue: column " + std::to_string(column) + ": " + what + "\n  " + text + "\n  " +
+  ExprTextError(const std::string& argument, const std::string& text, std::size_t column, const std::string& what)
+      : Error(argument + ": column " + std::to_string(column) + ": " + what + "\n  " + text + "\n  " +
               std::string(column > 0 ? column - 1 : 0, ' ') + "^"),
         column_(column) {}
   std::size_t column() const { return column_; }
 
  private:
   std::size_t column_;
+};
+
+class EpilogueError : public ExprTextError {
+ public:
+  EpilogueError(const std::string& text, std::size_t column, const std::string& what)
+      : ExprTextError("epilogue", text, column, what) {}
 };
 
 // A back-end compiler rejected generated code (a tessera bug, or an unsupported host).

@@ -40,6 +40,17 @@ Expr binary(ExprOp op, const Expr& a, const Expr& b) {
 
 int precedence(const ExprNode& e) {
   switch (e.op) {
+    case ExprOp::Select:
+      return -1;
+    case ExprOp::Lt:
+    case ExprOp::Le:
+    case ExprOp::Gt:
+    case ExprOp::Ge:
+    case ExprOp::Eq:
+    case ExprOp::Ne:
+      return 0;
+    case ExprOp::ToFloat:
+      return precedence(*e.args[0]);
     case ExprOp::Add:
     case ExprOp::Sub:
       return 1;
@@ -55,6 +66,18 @@ int precedence(const ExprNode& e) {
 
 std::string_view infix(ExprOp op) {
   switch (op) {
+    case ExprOp::Lt:
+      return " < ";
+    case ExprOp::Le:
+      return " <= ";
+    case ExprOp::Gt:
+      return " > ";
+    case ExprOp::Ge:
+      return " >= ";
+    case ExprOp::Eq:
+      return " == ";
+    case ExprOp::Ne:
+      return " != ";
     case ExprOp::Add:
       return " + ";
     case ExprOp::Sub:
@@ -95,6 +118,22 @@ void print(const Expr& e, std::string& out) {
       out += '-';
       wrapped(e->args[0], precedence(*e->args[0]) < 3);
       return;
+    case ExprOp::ToFloat:  // implicit in the text: the parser converts where Int meets Float
+      print(e->args[0], out);
+      return;
+    case ExprOp::Select:
+      wrapped(e->args[0], precedence(*e->args[0]) <= -1);
+      out += " ? ";
+      wrapped(e->args[1], precedence(*e->args[1]) <= -1);
+      out += " : ";
+      wrapped(e->args[2], false);
+      return;
+    case ExprOp::Lt:
+    case ExprOp::Le:
+    case ExprOp::Gt:
+    case ExprOp::Ge:
+    case ExprOp::Eq:
+    case ExprOp::Ne:
     case ExprOp::Add:
     case ExprOp::Sub:
     case ExprOp::Mul:
@@ -162,6 +201,29 @@ Expr operator/(const Expr& a, const Expr& b) { return binary(ExprOp::Div, a, b);
 Expr operator-(const Expr& a) {
   if (a->type == ExprType::Int && a->op == ExprOp::Const) return int_constant(-static_cast<long long>(a->value));
   return make(ExprOp::Neg, a->type, {a});
+}
+
+Expr to_float(const Expr& e) {
+  if (e->type == ExprType::Float) return e;
+  if (e->type != ExprType::Int) throw std::logic_error("expr: only an Int converts to Float");
+  if (e->op == ExprOp::Const) return constant(e->value);
+  return make(ExprOp::ToFloat, ExprType::Float, {e});
+}
+
+Expr compare(ExprOp op, Expr a, Expr b) {
+  if (op < ExprOp::Lt || op > ExprOp::Ne) throw std::logic_error("expr: not a comparison");
+  if (a->type == ExprType::Bool || b->type == ExprType::Bool) throw std::logic_error("expr: comparing conditions");
+  if (a->type != b->type) a = to_float(a), b = to_float(b);
+  return make(op, ExprType::Bool, {std::move(a), std::move(b)});
+}
+
+Expr select(Expr condition, Expr then, Expr otherwise) {
+  if (condition->type != ExprType::Bool) throw std::logic_error("expr: a select needs a condition");
+  if (then->type == ExprType::Bool || otherwise->type == ExprType::Bool)
+    throw std::logic_error("expr: a select chooses values, not conditions");
+  if (then->type != otherwise->type) then = to_float(then), otherwise = to_float(otherwise);
+  const ExprType type = then->type;
+  return make(ExprOp::Select, type, {std::move(condition), std::move(then), std::move(otherwise)});
 }
 
 bool is_constant(const Expr& e, double value) { return e->op == ExprOp::Const && e->value == value; }

@@ -29,10 +29,19 @@ enum class ExprOp : unsigned char {
   Silu,
   Gelu,
   GeluTanh,
+  // Comparisons of two Float or two Int operands, Bool-typed; Select(condition, then, else); an Int as a Float.
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  Select,
+  ToFloat,
 };
 
-// Float expressions are elementwise math; Int expressions are index math (64-bit).
-enum class ExprType : unsigned char { Float, Int };
+// Float expressions are elementwise math; Int expressions are index math (64-bit); Bool ones are conditions.
+enum class ExprType : unsigned char { Float, Int, Bool };
 
 struct ExprNode;
 using Expr = std::shared_ptr<const ExprNode>;
@@ -66,6 +75,12 @@ Expr operator-(const Expr& a, const Expr& b);
 Expr operator*(const Expr& a, const Expr& b);
 Expr operator/(const Expr& a, const Expr& b);
 Expr operator-(const Expr& a);
+// A comparison (op Lt..Ne) of operands of one type; an Int operand beside a Float one is converted.
+Expr compare(ExprOp op, Expr a, Expr b);
+// `then` where the Bool condition holds, else `otherwise` (an Int branch beside a Float one is converted).
+Expr select(Expr condition, Expr then, Expr otherwise);
+// An Int expression as a Float (a Float is returned as it is).
+Expr to_float(const Expr& e);
 
 bool is_constant(const Expr& e, double value);
 bool structurally_equal(const Expr& a, const Expr& b);

@@ -48,6 +48,22 @@ double evaluate(const Expr& e, const std::function<double(const ExprNode& leaf)>
       const double x = arg(0);
       return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
     }
+    case ExprOp::Lt:
+      return arg(0) < arg(1) ? 1.0 : 0.0;
+    case ExprOp::Le:
+      return arg(0) <= arg(1) ? 1.0 : 0.0;
+    case ExprOp::Gt:
+      return arg(0) > arg(1) ? 1.0 : 0.0;
+    case ExprOp::Ge:
+      return arg(0) >= arg(1) ? 1.0 : 0.0;
+    case ExprOp::Eq:
+      return arg(0) == arg(1) ? 1.0 : 0.0;
+    case ExprOp::Ne:
+      return arg(0) != arg(1) ? 1.0 : 0.0;
+    case ExprOp::Select:
+      return arg(0) != 0.0 ? arg(1) : arg(2);
+    case ExprOp::ToFloat:
+      return arg(0);
     case ExprOp::GeluTanh: {
       const double x = arg(0);
       const double k = std::sqrt(2.0 / std::numbers::pi);

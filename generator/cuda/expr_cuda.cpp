@@ -56,6 +56,22 @@ std::string print_cuda(const Expr& e, const std::function<std::string(const Expr
       return fmt::format("tessera::epi::gelu({})", arg(0));
     case ExprOp::GeluTanh:
       return fmt::format("tessera::epi::gelu_tanh({})", arg(0));
+    case ExprOp::Lt:
+      return fmt::format("({} < {})", arg(0), arg(1));
+    case ExprOp::Le:
+      return fmt::format("({} <= {})", arg(0), arg(1));
+    case ExprOp::Gt:
+      return fmt::format("({} > {})", arg(0), arg(1));
+    case ExprOp::Ge:
+      return fmt::format("({} >= {})", arg(0), arg(1));
+    case ExprOp::Eq:
+      return fmt::format("({} == {})", arg(0), arg(1));
+    case ExprOp::Ne:
+      return fmt::format("({} != {})", arg(0), arg(1));
+    case ExprOp::Select:
+      return fmt::format("({} ? {} : {})", arg(0), arg(1), arg(2));
+    case ExprOp::ToFloat:
+      return fmt::format("static_cast<float>({})", arg(0));
   }
   throw std::logic_error("print_cuda: unknown op");
 }

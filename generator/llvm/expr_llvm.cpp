@@ -8,6 +8,31 @@
 
 namespace tessera {
 
+namespace {
+// Both operands of a comparison as one type: a scalar beside a vector is splat.
+llvm::Value* compare(llvm::IRBuilder<>& b, ExprOp op, bool is_int, llvm::Value* x, llvm::Value* y) {
+  if (x->getType()->isVectorTy() != y->getType()->isVectorTy()) {
+    const auto lanes = llvm::cast<llvm::VectorType>((x->getType()->isVectorTy() ? x : y)->getType())->getElementCount();
+    if (!x->getType()->isVectorTy()) x = b.CreateVectorSplat(lanes, x);
+    if (!y->getType()->isVectorTy()) y = b.CreateVectorSplat(lanes, y);
+  }
+  switch (op) {
+    case ExprOp::Lt:
+      return is_int ? b.CreateICmpSLT(x, y) : b.CreateFCmpOLT(x, y);
+    case ExprOp::Le:
+      return is_int ? b.CreateICmpSLE(x, y) : b.CreateFCmpOLE(x, y);
+    case ExprOp::Gt:
+      return is_int ? b.CreateICmpSGT(x, y) : b.CreateFCmpOGT(x, y);
+    case ExprOp::Ge:
+      return is_int ? b.CreateICmpSGE(x, y) : b.CreateFCmpOGE(x, y);
+    case ExprOp::Eq:
+      return is_int ? b.CreateICmpEQ(x, y) : b.CreateFCmpOEQ(x, y);
+    default:
+      return is_int ? b.CreateICmpNE(x, y) : b.CreateFCmpUNE(x, y);
+  }
+}
+}  // namespace
+
 llvm::Value* emit_expr(llvm::IRBuilder<>& b, const Expr& e, llvm::Type* float_type,
                        const std::function<llvm::Value*(const ExprNode& leaf)>& leaf) {
   const bool is_int = e->type == ExprType::Int;
@@ -56,6 +81,32 @@ llvm::Value* emit_expr(llvm::IRBuilder<>& b, const Expr& e, llvm::Type* float_ty
       return emit_gelu(b, arg(0));
     case ExprOp::GeluTanh:
       return emit_gelu_tanh(b, arg(0));
+    case ExprOp::Lt:
+    case ExprOp::Le:
+    case ExprOp::Gt:
+    case ExprOp::Ge:
+    case ExprOp::Eq:
+    case ExprOp::Ne:
+      return compare(b, e->op, e->args[0]->type == ExprType::Int, arg(0), arg(1));
+    case ExprOp::Select: {
+      llvm::Value *c = arg(0), *x = arg(1), *y = arg(2);
+      // A scalar condition (from index math) chooses whole vectors; a vector one chooses lane by lane.
+      if (c->getType()->isVectorTy() && !x->getType()->isVectorTy()) {
+        const auto lanes = llvm::cast<llvm::VectorType>(c->getType())->getElementCount();
+        x = b.CreateVectorSplat(lanes, x), y = b.CreateVectorSplat(lanes, y);
+      }
+      return b.CreateSelect(c, x, y);
+    }
+    case ExprOp::ToFloat: {
+      llvm::Value* x = arg(0);
+      if (x->getType()->isVectorTy())
+        return b.CreateSIToFP(x, llvm::VectorType::get(float_type->getScalarType(),
+                                                       llvm::cast<llvm::VectorType>(x->getType())->getElementCount()));
+      llvm::Value* f = b.CreateSIToFP(x, float_type->getScalarType());
+      return float_type->isVectorTy()
+                 ? b.CreateVectorSplat(llvm::cast<llvm::VectorType>(float_type)->getElementCount(), f)
+                 : f;
+    }
   }
   throw std::logic_error("emit_expr: unknown op");
 }
