@@ -33,6 +33,15 @@ for args in "0 5 5" "5 0 5" "5 5 0 --beta 0.5" "5 5 5 --batch 0" "0 0 0 --thread
   if "$bin" gemm $args --repeat 1 --verify >/dev/null 2>&1; then ok; else bad "gemm $args (zero extent): exit $?"; fi
 done
 
+# Epilogues with comparisons, selects and inf: CPU and the emulator, verified against the reference.
+for target in "cpu" "cuda-emu:sm_80 --dtype f16"; do
+  for epi in "acc > 0 ? acc : 0.1*acc" "acc < bias[n] ? -inf : min(acc, inf)"; do
+    # shellcheck disable=SC2086
+    if "$bin" gemm 65 63 17 --target $target --epilogue "$epi" --repeat 1 --verify >/dev/null 2>&1; then ok; else
+      bad "gemm --target $target --epilogue '$epi' --verify"; fi
+  done
+done
+
 # Bad arguments: exit 2, exactly one line on stderr that names the argument.
 expect_bad() {
   local needle=$1
@@ -57,6 +66,7 @@ expect_bad "ir_opt_level" gemm 10 10 10 --ir-opt 7
 expect_bad "--layout-b" emit gemm 10 10 10 --layout-b x
 expect_bad "subcommand" bogus
 expect_bad "2^31" gemm 100000 100000 100000
+expect_bad "must be a value, not a condition" gemm 10 10 10 --epilogue "acc > 0"
 
 # emit: LLVM IR, and assembly with the ISA's widest FMAs.
 ir=$("$bin" emit gemm 64 64 64 --epilogue "gelu(acc)")

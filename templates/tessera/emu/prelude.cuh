@@ -29,6 +29,9 @@ inline void tessera_emu_invoke(void (*kernel)(Params), const void* params) {
   kernel(*static_cast<const Params*>(params));
 }
 
+// CUDA's bit reinterpretation, which emitted code uses for non-finite float constants.
+inline float __int_as_float(unsigned bits) { return __builtin_bit_cast(float, bits); }
+
 #define threadIdx (tessera_emu_api->index()->thread_idx)
 #define blockIdx (tessera_emu_api->index()->block_idx)
 #define blockDim (tessera_emu_api->index()->block_dim)
