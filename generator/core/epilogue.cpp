@@ -129,6 +129,8 @@ Epilogue Epilogue::parse(std::string_view text) { return Epilogue(EpilogueParser
 
 Epilogue Epilogue::from_tree(Expr tree) {
   if (!tree) throw InvalidArgument("epilogue", "empty expression tree");
+  if (node_count(tree, kMaxExprNodes) > kMaxExprNodes)
+    throw InvalidArgument("epilogue", "expression tree has more than " + std::to_string(kMaxExprNodes) + " nodes");
   // Re-parsing the canonical text applies exactly the rules user text obeys.
   const std::string text = to_string(tree);
   Epilogue parsed = parse(text);

@@ -242,6 +242,18 @@ std::string to_string(const Expr& e) {
   return out;
 }
 
+std::size_t node_count(const Expr& e, std::size_t limit) {
+  std::vector<const ExprNode*> stack{e.get()};
+  std::size_t count = 0;
+  while (!stack.empty() && count <= limit) {
+    const ExprNode* node = stack.back();
+    stack.pop_back();
+    ++count;
+    for (const auto& a : node->args) stack.push_back(a.get());
+  }
+  return count;
+}
+
 void visit(const Expr& e, const std::function<void(const ExprNode&)>& f) {
   f(*e);
   for (const auto& a : e->args) visit(a, f);

@@ -88,6 +88,11 @@ bool structurally_equal(const Expr& a, const Expr& b);
 // Canonical text: re-parses to the same tree, e.g. "gelu(alpha*acc + bias[n])".
 std::string to_string(const Expr& e);
 
+// The nodes of e, counted without recursion and up to limit + 1: the printers and visitors recurse, so a text or a
+// tree of more nodes than kMaxExprNodes is refused before anything walks it.
+std::size_t node_count(const Expr& e, std::size_t limit);
+inline constexpr std::size_t kMaxExprNodes = 4096;
+
 // Calls f on every node, parents before children.
 void visit(const Expr& e, const std::function<void(const ExprNode&)>& f);
 

@@ -111,12 +111,18 @@ Expr ExprParser::comparison() {
   return compare(op, std::move(e), std::move(right));
 }
 
+void ExprParser::count_node(std::size_t at) {
+  if (++nodes_ > kMaxExprNodes)
+    fail(at, "expression too long: more than " + std::to_string(kMaxExprNodes) + " operations and values");
+}
+
 Expr ExprParser::value(std::size_t at, Expr e) {
   if (e->type == ExprType::Bool) fail(at, "a comparison is not a value here (write `condition ? a : b`)");
   return e;
 }
 
 Expr ExprParser::arithmetic(ExprOp op, std::size_t a_at, Expr a, std::size_t b_at, Expr b) {
+  count_node(b_at);
   a = value(a_at, std::move(a));
   b = value(b_at, std::move(b));
   if (a->type != b->type) {
@@ -201,6 +207,7 @@ Expr ExprParser::number() {
 Expr ExprParser::primary() {
   skip_space();
   if (pos_ >= text_.size()) fail(pos_, "expected a value but the text ended");
+  count_node(pos_);
   const char ch = text_[pos_];
   if (std::isdigit(static_cast<unsigned char>(ch)) || ch == '.') return number();
   if (ch == '(') {

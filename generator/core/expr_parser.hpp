@@ -52,9 +52,13 @@ class ExprParser {
   Expr arithmetic(ExprOp op, std::size_t a_at, Expr a, std::size_t b_at, Expr b);
   Expr value(std::size_t at, Expr e);  // refuses a condition where a value is needed
 
+  // Counts a node made at `at`; fails past kMaxExprNodes.
+  void count_node(std::size_t at);
+
   std::string_view text_;
   std::size_t pos_ = 0;
   int depth_ = 0;
+  std::size_t nodes_ = 0;
 };
 
 }  // namespace tessera

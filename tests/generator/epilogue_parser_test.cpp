@@ -1,6 +1,7 @@
 // The epilogue language: what parses, its canonical text, and errors that point at the column.
 #include <gtest/gtest.h>
 
+#include "generator/attention/score_modifier.hpp"
 #include "generator/core/epilogue.hpp"
 #include "generator/core/error.hpp"
 #include "generator/core/expr_eval.hpp"
@@ -114,6 +115,28 @@ TEST(EpilogueParser, RejectsInconsistentIndexingAndDeepNesting) {
   EXPECT_THROW(Epilogue::parse(std::string(5000, '(') + "acc" + std::string(5000, ')')), EpilogueError);
   EXPECT_THROW(Epilogue::parse(std::string(5000, '-') + "acc"), EpilogueError);
   EXPECT_NO_THROW(Epilogue::parse(std::string(50, '(') + "acc" + std::string(50, ')')));
+}
+
+// Long flat texts and big trees: refused with a clear error before any recursive printer or visitor walks them (a
+// 300,000-character product overflowed the stack in the printer).
+TEST(EpilogueParser, RefusesTextsAndTreesTooLongToWalk) {
+  std::string flat = "acc";
+  while (flat.size() < 300000) flat += "*acc";
+  try {
+    Epilogue::parse(flat);
+    ADD_FAILURE() << "accepted a 300,000-character epilogue";
+  } catch (const EpilogueError& e) {
+    EXPECT_NE(std::string(e.what()).find("expression too long"), std::string::npos);
+  }
+  std::string sum = "s";
+  while (sum.size() < 300000) sum += "+s";
+  EXPECT_THROW(ScoreModifier::parse(sum), ScoreModifierError);
+  std::string fine = "acc";
+  for (int i = 0; i < 1000; ++i) fine += "+acc";
+  EXPECT_NO_THROW(Epilogue::parse(fine));
+  Expr chain = var("acc");
+  for (int i = 0; i < 20000; ++i) chain = chain + var("acc");
+  EXPECT_THROW(Epilogue::from_tree(chain), InvalidArgument);
 }
 
 TEST(EpilogueParser, TreesBuiltInCodeFollowTheSameRules) {
