@@ -114,6 +114,9 @@ std::string tessera_cache_dir() {
   return dir.string();
 }
 
+namespace {
+HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string& source, const std::string& name);
+
 std::string with_emulator_entries(const std::string& source) {
   static const std::regex kernel(
       R"(extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\()");
@@ -124,9 +127,21 @@ std::string with_emulator_entries(const std::string& source) {
   return out;
 }
 
+}  // namespace
+
 HostKernelLibrary compile_host_kernel(const std::string& kernel_source, const std::string& name) {
-  const std::string source = with_emulator_entries(kernel_source);
   const fs::path root = fs::path(tessera_cache_dir()) / "emu";
+  try {
+    return compile_host_kernel_in(root, with_emulator_entries(kernel_source), name);
+  } catch (const fs::filesystem_error& e) {
+    // A cache that cannot be written (read-only, a file where a folder should be, a full disk) is a reason the
+    // emulator cannot run here, not a crash.
+    throw Unavailable(fmt::format("emulator: the kernel cache {} cannot be used: {}", root.string(), e.what()));
+  }
+}
+
+namespace {
+HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string& source, const std::string& name) {
   fs::create_directories(root);
   const fs::path includes = templates_dir(root);
   // The key covers everything the library depends on: the source, the templates it includes, the compiler and flags.
@@ -165,5 +180,7 @@ HostKernelLibrary compile_host_kernel(const std::string& kernel_source, const st
   }
   throw Error(fmt::format("emulator: cannot load {}: {}", library.string(), dlerror()));
 }
+
+}  // namespace
 
 }  // namespace tessera

@@ -145,6 +145,25 @@ done
 if "$bin" gemm 40 50 60 --verify --repeat 1 >/dev/null; then ok; else bad "gemm with the shipped cost model"; fi
 if "$bin" tune gemm --shapes 4096x4096x4096 --target cuda:sm_80 --dtype f16 --top-k 3 2>&1 | grep -q "ranked by the analytic model"; then
   ok; else bad "tune gemm --target cuda does not say that the analytic model ranks"; fi
+# A records row with malformed JSON is named, not a crash (model train, eval and features).
+cp "$tmp/r.sqlite" "$tmp/damaged.sqlite"
+if command -v sqlite3 >/dev/null && sqlite3 "$tmp/damaged.sqlite" "UPDATE measurements SET signature = '{' WHERE rowid = 1"; then
+  expect_bad "malformed signature" model eval --records "$tmp/damaged.sqlite" --rounds 10 --slowdown-rounds 10
+  expect_bad "malformed signature" model train --records "$tmp/damaged.sqlite" --out "$tmp/m2.json" --rounds 10 \
+    --slowdown-rounds 10
+  expect_bad "malformed signature" model features --records "$tmp/damaged.sqlite" --out "$tmp/f.csv"
+  sqlite3 "$tmp/damaged.sqlite" "UPDATE measurements SET signature = '{}' WHERE rowid = 1"
+  expect_bad "does not describe a GEMM" model eval --records "$tmp/damaged.sqlite" --rounds 10 --slowdown-rounds 10
+else
+  bad "sqlite3 could not damage a copy of the records"
+fi
+# A kernel cache that cannot be used (a file where its folder should be): exit 3 with the reason, not an abort.
+cache=$(mktemp -d)
+touch "$cache/emu"
+err=$(TESSERA_CACHE_DIR=$cache "$bin" gemm 64 64 64 --target cuda-emu:sm_80 --dtype f16 2>&1 >/dev/null)
+code=$?
+if [[ $code -eq 3 && $err == *"kernel cache"*"cannot be used"* ]]; then ok; else bad "unusable cache: exit $code, $err"; fi
+rm -rf "$cache"
 echo "not a database" >"$tmp/bad.sqlite"
 expect_bad "is not an SQLite database" tune gemm --shapes 8x8x8 --records "$tmp/bad.sqlite"
 if [[ $(cat "$tmp/bad.sqlite") == "not a database" ]]; then ok; else bad "a rejected records file was modified"; fi

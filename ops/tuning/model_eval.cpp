@@ -124,14 +124,28 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
     if (r.target != target || r.hardware != setting.first || r.threads != setting.second) continue;
     const Key key{r.signature, r.m, r.n, r.k, r.batch, r.b_cold};
     RecordedProblem& p = grouped[key];
-    if (p.configs.empty()) {
-      p.problem.m = r.m, p.problem.n = r.n, p.problem.k = r.k, p.problem.batch = r.batch;
-      p.problem.signature = GemmSignature::from_json(nlohmann::json::parse(r.signature));
-      p.family = r.family;
-      p.hardware = r.hardware;
-      p.problem.b_cold = r.b_cold;  // timed with B evicted from the caches before each call
+    // A row whose JSON does not parse (a damaged or foreign database) is named, not a crash.
+    const auto parsed = [&](const std::string& text, const char* column) {
+      try {
+        return nlohmann::json::parse(text);
+      } catch (const nlohmann::json::exception& e) {
+        throw InvalidArgument("records", fmt::format("the measurement of spec {} ({}x{}x{}x{}) has a malformed {}: {}",
+                                                     r.spec_hash, r.m, r.n, r.k, r.batch, column, e.what()));
+      }
+    };
+    try {
+      if (p.configs.empty()) {
+        p.problem.m = r.m, p.problem.n = r.n, p.problem.k = r.k, p.problem.batch = r.batch;
+        p.problem.signature = GemmSignature::from_json(parsed(r.signature, "signature"));
+        p.family = r.family;
+        p.hardware = r.hardware;
+        p.problem.b_cold = r.b_cold;  // timed with B evicted from the caches before each call
+      }
+      p.configs.push_back(CpuGemmConfig::from_json(parsed(r.config, "config")));
+    } catch (const nlohmann::json::exception& e) {
+      throw InvalidArgument(
+          "records", fmt::format("the measurement of spec {} does not describe a GEMM: {}", r.spec_hash, e.what()));
     }
-    p.configs.push_back(CpuGemmConfig::from_json(nlohmann::json::parse(r.config)));
     p.ns.push_back(r.median_ns);
     p.samples.push_back(r.samples);
     // A variant timed once (dropped by the tuner as far slower than the fastest) has no spread to report.
