@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ctime>
 #include <future>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -18,10 +19,12 @@
 namespace tessera {
 
 namespace {
-// Owned operands for timing a problem: random values in the signature's types and layouts, C not read.
+// Owned operands for timing a problem: random values in the signature's types and layouts, with a C and the
+// epilogue's tensors where the signature reads them, so that the arguments describe exactly that signature.
 struct Operands {
-  std::vector<float> a, b, d;
+  std::vector<float> a, b, c, d;
   std::vector<std::uint16_t> a16, b16;
+  std::map<std::string, std::vector<float>> inputs;
   GemmArgs args;
   Operands(const GemmProblem& p, unsigned seed) {
     const GemmSignature& s = p.signature;
@@ -44,6 +47,29 @@ struct Operands {
     args.a = make(a, a16, s.a, p.m, p.k);
     args.b = make(b, b16, s.b, p.k, p.n);
     args.d = make(d, unused, s.d, p.m, p.n);
+    args.epilogue = s.epilogue;
+    if (s.c.layout.reads_memory()) {
+      args.c = make(c, unused, s.c, p.m, p.n);
+      args.beta = 1;  // read, as the signature says
+    }
+    for (const EpilogueInput& in : s.inputs) {
+      const std::int64_t length = in.form == IndexForm::M ? p.m : p.n;
+      const bool strided = in.operand.layout.kind() == LayoutKind::Strided;
+      std::vector<float>& v = inputs[in.name];
+      if (in.form == IndexForm::MN) {
+        const OperandSignature op{DType::f32, strided ? Layout::row_major() : in.operand.layout};
+        args.inputs[in.name] = make(v, unused, op, p.m, p.n);
+        if (strided) {  // every other element: neither stride is 1
+          v.resize(2 * v.size());
+          args.inputs[in.name].data = v.data();
+          for (auto& stride : args.inputs[in.name].strides) stride *= 2;
+        }
+        continue;
+      }
+      v.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, (strided ? 2 : 1) * length)));
+      for (auto& x : v) x = dist(rng);
+      args.inputs[in.name] = Tensor::vector(v.data(), length, strided ? 2 : 1);
+    }
   }
   const void* b_data() const { return b16.empty() ? static_cast<const void*>(b.data()) : b16.data(); }
   std::size_t b_bytes() const { return b16.empty() ? b.size() * sizeof(float) : b16.size() * sizeof(std::uint16_t); }

@@ -526,6 +526,36 @@ TEST(RuntimeChoice, CostModelsAndTuningBudgetComputeTheRightResult) {
       runtime.gemm(args);
       EXPECT_TRUE(compare_gemm(reference, args.d, true).ok()) << model << " budget " << budget;
     }
+  // A timed budget for a signature that is not the default: a C read through beta, a fused epilogue with tensors
+  // indexed [n], [m] and [m,n] (the tuner's operands used to describe the default signature, and every such call
+  // was refused).
+  for (int threads : {1, 2}) {
+    RuntimeOptions options;
+    options.threads = threads;
+    options.tuning_budget = 2;
+    Runtime runtime(options);
+    const std::int64_t M = 37, N = 41, K = 53;
+    std::vector<float> a(M * K), b(K * N), c(M * N), d(M * N), bias(N), scale(M), residual(M * N);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+    for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(static_cast<int>(i % 3) - 1);
+    for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = static_cast<float>(static_cast<int>(i % 4));
+    for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(static_cast<int>(i % 9) - 4);
+    for (std::size_t i = 0; i < scale.size(); ++i) scale[i] = static_cast<float>(i % 2 + 1);
+    GemmArgs args;
+    args.a = Tensor::matrix(a.data(), M, K);
+    args.b = Tensor::matrix(b.data(), K, N, Layout::col_major());
+    args.c = Tensor::matrix(c.data(), M, N);
+    args.d = Tensor::matrix(d.data(), M, N);
+    args.beta = 0.5f;
+    args.set_epilogue("relu(acc + bias[n]) + beta*c + scale[m]*residual[m,n]");
+    args.inputs["bias"] = Tensor::vector(bias.data(), N);
+    args.inputs["scale"] = Tensor::vector(scale.data(), M);
+    args.inputs["residual"] = Tensor::matrix(residual.data(), M, N);
+    const GemmReference reference = reference_gemm(args);
+    ASSERT_NO_THROW(runtime.gemm(args)) << threads << " threads";
+    EXPECT_TRUE(compare_gemm(reference, args.d, true).ok()) << threads << " threads";
+  }
   // The shipped model was trained on f32 records only: bf16 problems are outside its range.
   Runtime runtime;
   GemmProblem p;
