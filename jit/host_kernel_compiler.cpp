@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <regex>
@@ -45,6 +46,14 @@ void write_file(const fs::path& path, std::string_view text) {
   std::ofstream out(path, std::ios::binary);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   if (!out) throw Error("emulator: cannot write " + path.string());
+}
+
+// XXH3-128 of a file's bytes, as hex ("" when it cannot be read).
+std::string file_digest(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return hash_text(bytes).hex();
 }
 
 // Runs argv, returning its exit status and its combined output.
@@ -149,10 +158,21 @@ HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string
   for (const auto& flag : compile_flags()) key_text += " " + flag;
   const fs::path library = root / (name.substr(0, 48) + "-" + hash_text(key_text).hex().substr(0, 20) + ".so");
 
+  // Each library has a digest beside it: a truncated or altered file (a crash mid-copy, a full disk, a bit flip) is
+  // rebuilt instead of being mapped and run (a truncated one died with SIGBUS, a flipped one ran wrong).
+  const fs::path digest = fs::path(library.string() + ".xxh3");
+  const auto intact = [&] {
+    std::ifstream in(digest);
+    std::string recorded;
+    return std::getline(in, recorded) && fs::exists(library) && recorded == file_digest(library);
+  };
+
   HostKernelLibrary result;
   result.path = library.string();
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!fs::exists(library)) {
+    if (!intact()) {
+      std::error_code ignored;
+      fs::remove(library, ignored);
       const auto start = std::chrono::steady_clock::now();
       const std::string suffix = unique_suffix();
       const fs::path cpp = root / ("tmp-" + suffix + ".cpp"), so = root / ("tmp-" + suffix + ".so");
@@ -163,20 +183,25 @@ HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string
                                cpp.string(), "-o", so.string()});
       std::string output;
       const int status = run(argv, output, root / ("tmp-" + suffix + ".log"));
-      std::error_code ignored;
       fs::remove(cpp, ignored);
       if (status != 0) {
         fs::remove(so, ignored);
         throw CompileError(fmt::format("emulator: the host compiler rejected {} (exit {}):\n{}", name, status, output));
       }
-      fs::rename(so, library);  // atomic: readers see the whole library or none
+      const fs::path tmp_digest = root / ("tmp-" + suffix + ".xxh3");
+      write_file(tmp_digest, file_digest(so) + "\n");
+      // Both renames are atomic; a reader that finds the library before its digest, or beside an older digest,
+      // sees a mismatch and builds the same library again.
+      fs::rename(tmp_digest, digest);
+      fs::rename(so, library);
       result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     result.handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (result.handle) return result;
-    // A truncated or foreign file under the cache name: discard it and build again.
+    // A foreign file under the cache name: discard it and build again.
     std::error_code ignored;
     fs::remove(library, ignored);
+    fs::remove(digest, ignored);
   }
   throw Error(fmt::format("emulator: cannot load {}: {}", library.string(), dlerror()));
 }

@@ -157,6 +157,22 @@ if command -v sqlite3 >/dev/null && sqlite3 "$tmp/damaged.sqlite" "UPDATE measur
 else
   bad "sqlite3 could not damage a copy of the records"
 fi
+# A damaged emulator library in the cache (truncated, one byte changed) is detected by its digest and rebuilt.
+cache=$(mktemp -d)
+if TESSERA_CACHE_DIR=$cache "$bin" gemm 40 24 16 --target cuda-emu:sm_80 --dtype f16 --repeat 1 --verify >/dev/null; then
+  ok
+else bad "emulator kernel into a fresh cache"; fi
+lib=$(find "$cache/emu" -name 'gemm_*.so' | head -1)
+if [[ -n $lib ]]; then
+  truncate -s 4096 "$lib"
+  if TESSERA_CACHE_DIR=$cache "$bin" gemm 40 24 16 --target cuda-emu:sm_80 --dtype f16 --repeat 1 --verify >/dev/null
+  then ok; else bad "a truncated cached library: exit $?"; fi
+  printf '\xff' | dd of="$lib" bs=1 seek=2000 conv=notrunc 2>/dev/null
+  if TESSERA_CACHE_DIR=$cache "$bin" gemm 40 24 16 --target cuda-emu:sm_80 --dtype f16 --repeat 1 --verify >/dev/null
+  then ok; else bad "a changed cached library: exit $?"; fi
+  if [[ $(cat "$lib.xxh3" 2>/dev/null) =~ ^[0-9a-f]{32}$ ]]; then ok; else bad "no digest beside $lib"; fi
+else bad "no cached emulator library under $cache"; fi
+rm -rf "$cache"
 # A kernel cache that cannot be used (a file where its folder should be): exit 3 with the reason, not an abort.
 cache=$(mktemp -d)
 touch "$cache/emu"
