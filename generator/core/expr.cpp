@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tessera {
@@ -39,16 +40,10 @@ Expr binary(ExprOp op, const Expr& a, const Expr& b) {
 }
 
 int precedence(const ExprNode& e) {
+  if (is_comparison(e.op)) return 0;
   switch (e.op) {
     case ExprOp::Select:
       return -1;
-    case ExprOp::Lt:
-    case ExprOp::Le:
-    case ExprOp::Gt:
-    case ExprOp::Ge:
-    case ExprOp::Eq:
-    case ExprOp::Ne:
-      return 0;
     case ExprOp::ToFloat:
       return precedence(*e.args[0]);
     case ExprOp::Add:
@@ -64,20 +59,10 @@ int precedence(const ExprNode& e) {
   }
 }
 
-std::string_view infix(ExprOp op) {
+std::string infix(ExprOp op) {
+  for (const auto& c : comparisons())
+    if (c.op == op) return fmt::format(" {} ", c.symbol);
   switch (op) {
-    case ExprOp::Lt:
-      return " < ";
-    case ExprOp::Le:
-      return " <= ";
-    case ExprOp::Gt:
-      return " > ";
-    case ExprOp::Ge:
-      return " >= ";
-    case ExprOp::Eq:
-      return " == ";
-    case ExprOp::Ne:
-      return " != ";
     case ExprOp::Add:
       return " + ";
     case ExprOp::Sub:
@@ -98,6 +83,12 @@ void print(const Expr& e, std::string& out) {
     print(child, out);
     if (parens) out += ')';
   };
+  if (is_comparison(e->op)) {
+    wrapped(e->args[0], precedence(*e->args[0]) < 0);
+    out += infix(e->op);
+    wrapped(e->args[1], precedence(*e->args[1]) <= 0);
+    return;
+  }
   switch (e->op) {
     case ExprOp::Const:
       out += format_number(e->value);
@@ -128,12 +119,6 @@ void print(const Expr& e, std::string& out) {
       out += " : ";
       wrapped(e->args[2], false);
       return;
-    case ExprOp::Lt:
-    case ExprOp::Le:
-    case ExprOp::Gt:
-    case ExprOp::Ge:
-    case ExprOp::Eq:
-    case ExprOp::Ne:
     case ExprOp::Add:
     case ExprOp::Sub:
     case ExprOp::Mul:
@@ -168,6 +153,17 @@ const std::vector<FunctionInfo>& functions() {
       {"max", ExprOp::Max, 2},   {"clamp", ExprOp::Clamp, 3},
   };
   return table;
+}
+
+const std::vector<ComparisonInfo>& comparisons() {
+  static const std::vector<ComparisonInfo> table{{"<=", ExprOp::Le}, {">=", ExprOp::Ge}, {"==", ExprOp::Eq},
+                                                 {"!=", ExprOp::Ne}, {"<", ExprOp::Lt},  {">", ExprOp::Gt}};
+  return table;
+}
+
+bool is_comparison(ExprOp op) {
+  const auto& table = comparisons();
+  return std::any_of(table.begin(), table.end(), [op](const ComparisonInfo& c) { return c.op == op; });
 }
 
 const FunctionInfo* find_function(std::string_view name) {
@@ -211,7 +207,7 @@ Expr to_float(const Expr& e) {
 }
 
 Expr compare(ExprOp op, Expr a, Expr b) {
-  if (op < ExprOp::Lt || op > ExprOp::Ne) throw std::logic_error("expr: not a comparison");
+  if (!is_comparison(op)) throw std::logic_error("expr: not a comparison");
   if (a->type == ExprType::Bool || b->type == ExprType::Bool) throw std::logic_error("expr: comparing conditions");
   if (a->type != b->type) a = to_float(a), b = to_float(b);
   return make(op, ExprType::Bool, {std::move(a), std::move(b)});

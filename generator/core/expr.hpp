@@ -63,6 +63,14 @@ struct FunctionInfo {
 const FunctionInfo* find_function(std::string_view name);
 const std::vector<FunctionInfo>& functions();
 
+// A comparison of the text form: its symbol and op. Longest symbols first, so a parser may match them in order.
+struct ComparisonInfo {
+  std::string_view symbol;
+  ExprOp op;
+};
+const std::vector<ComparisonInfo>& comparisons();
+bool is_comparison(ExprOp op);
+
 Expr constant(double value, ExprType type = ExprType::Float);
 Expr int_constant(long long value);
 Expr var(std::string name, ExprType type = ExprType::Float);

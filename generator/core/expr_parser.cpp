@@ -11,10 +11,7 @@ namespace {
 constexpr int kMaxDepth = 200;  // deeper nesting is refused rather than risking the stack
 
 ExprOp comparison_op(std::string_view text, std::size_t& length) {
-  static constexpr std::pair<std::string_view, ExprOp> kOps[] = {{"<=", ExprOp::Le}, {">=", ExprOp::Ge},
-                                                                 {"==", ExprOp::Eq}, {"!=", ExprOp::Ne},
-                                                                 {"<", ExprOp::Lt},  {">", ExprOp::Gt}};
-  for (const auto& [symbol, op] : kOps)
+  for (const auto& [symbol, op] : comparisons())
     if (text.starts_with(symbol)) {
       length = symbol.size();
       return op;
