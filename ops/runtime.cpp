@@ -12,16 +12,16 @@
 
 namespace tessera {
 
+int checked_ir_opt_level(int level) {
+  if (level != 0 && level != 2 && level != 3) throw InvalidArgument("ir_opt_level", "must be 0, 2 or 3");
+  return level;
+}
+
 namespace {
 int pool_threads(const RuntimeOptions& options) {
   if (options.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: one per hardware thread)");
   if (options.threads > 1024) throw InvalidArgument("threads", "must be <= 1024");
   return options.threads ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-int checked_ir_opt_level(int level) {
-  if (level != 0 && level != 2 && level != 3) throw InvalidArgument("ir_opt_level", "must be 0, 2 or 3");
-  return level;
 }
 
 OrcOptions orc_options(const RuntimeOptions& options) { return {checked_ir_opt_level(options.ir_opt_level)}; }
@@ -43,8 +43,8 @@ Runtime::~Runtime() = default;
 const CpuTarget& Runtime::target() const { return impl_->target; }
 int Runtime::threads() const { return impl_->threads; }
 CacheStats Runtime::cache_stats() const {
-  const KernelCacheStats s = impl_->cache.stats();
-  return {s.hits, s.misses, s.builds, s.failures};
+  const KernelCacheStats g = impl_->cache.stats(), a = impl_->attention_cache.stats();
+  return {g.hits + a.hits, g.misses + a.misses, g.builds + a.builds, g.failures + a.failures};
 }
 
 GemmProblem describe_gemm(const GemmArgs& args) { return bind_gemm(args).problem; }

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "generator/attention/attention_abi.hpp"
 #include "generator/cost/cost_model.hpp"
 #include "generator/gemm/gemm_abi.hpp"
 #include "jit/kernel_cache.hpp"
@@ -20,6 +21,15 @@ struct GemmKernel::Compiled {
   double compile_ms = 0;
 };
 
+// The IR pipeline level, checked: 0, 2 or 3.
+int checked_ir_opt_level(int level);
+
+struct AttentionKernel::Compiled {
+  CpuAttentionSpec spec;
+  AttentionKernelFn fn = nullptr;
+  double compile_ms = 0;
+};
+
 struct Runtime::Impl {
   explicit Impl(const RuntimeOptions& options);
 
@@ -29,6 +39,7 @@ struct Runtime::Impl {
   OrcSession orc;
   ThreadPool pool;
   KernelCache<GemmKernel::Compiled> cache;
+  KernelCache<AttentionKernel::Compiled> attention_cache;
   std::shared_ptr<const CpuCostModel> cost_model;  // null: default_for's rules
   std::mutex choices_mutex;
   std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses

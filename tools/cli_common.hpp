@@ -51,7 +51,7 @@ struct GemmRun {
   CpuGemmSpec spec;
   double compile_ms = 0, cache_hit_us = 0, median_ms = 0, gflops = 0;
   bool verified = false;
-  GemmComparison comparison;
+  Comparison comparison;
   bool ok() const { return !verified || comparison.ok(); }
 };
 GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool verify);

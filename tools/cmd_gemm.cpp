@@ -24,7 +24,7 @@ struct GemmCommand {
     Runtime runtime({request.target, 0, request.ir_opt_level});
     const GemmRun r = run_gemm(runtime, request, repeat, verify);
     const GemmProblem& p = r.problem;
-    const GemmComparison& cmp = r.comparison;
+    const Comparison& cmp = r.comparison;
     if (json) {
       const auto error = [&](double e) { return verify ? nlohmann::json(e) : nlohmann::json(); };
       nlohmann::json j{{"name", r.spec.name()},
@@ -93,7 +93,7 @@ struct GemmCommand {
     const double ms = kernel.time_ms(device_args, repeat);
     runtime.synchronize();
     keep[3].copy_to_host(host.d.data(), bytes_of(host.d));
-    GemmComparison cmp;
+    Comparison cmp;
     if (verify) cmp = compare_gemm(reference, host.args.d);
     const double gflops = ms > 0 ? problem.flops() / (ms * 1e6) : 0;
     const bool ok = !verify || cmp.ok();

@@ -3,19 +3,25 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "generator/llvm/vector_math.hpp"
 
 namespace tessera {
 
 namespace {
+// Two operands as one shape: a scalar beside a vector (an index beside the per-lane key positions) is splat.
+std::pair<llvm::Value*, llvm::Value*> same_shape(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y) {
+  if (x->getType()->isVectorTy() == y->getType()->isVectorTy()) return {x, y};
+  const auto lanes = llvm::cast<llvm::VectorType>((x->getType()->isVectorTy() ? x : y)->getType())->getElementCount();
+  return {x->getType()->isVectorTy() ? x : b.CreateVectorSplat(lanes, x),
+          y->getType()->isVectorTy() ? y : b.CreateVectorSplat(lanes, y)};
+}
+
 // Both operands of a comparison as one type: a scalar beside a vector is splat.
 llvm::Value* compare(llvm::IRBuilder<>& b, ExprOp op, bool is_int, llvm::Value* x, llvm::Value* y) {
-  if (x->getType()->isVectorTy() != y->getType()->isVectorTy()) {
-    const auto lanes = llvm::cast<llvm::VectorType>((x->getType()->isVectorTy() ? x : y)->getType())->getElementCount();
-    if (!x->getType()->isVectorTy()) x = b.CreateVectorSplat(lanes, x);
-    if (!y->getType()->isVectorTy()) y = b.CreateVectorSplat(lanes, y);
-  }
+  std::tie(x, y) = same_shape(b, x, y);
   switch (op) {
     case ExprOp::Lt:
       return is_int ? b.CreateICmpSLT(x, y) : b.CreateFCmpOLT(x, y);
@@ -50,13 +56,20 @@ llvm::Value* emit_expr(llvm::IRBuilder<>& b, const Expr& e, llvm::Type* float_ty
     case ExprOp::Neg:
       return is_int ? b.CreateNeg(arg(0)) : b.CreateFNeg(arg(0));
     case ExprOp::Add:
-      return is_int ? b.CreateAdd(arg(0), arg(1)) : b.CreateFAdd(arg(0), arg(1));
     case ExprOp::Sub:
-      return is_int ? b.CreateSub(arg(0), arg(1)) : b.CreateFSub(arg(0), arg(1));
     case ExprOp::Mul:
-      return is_int ? b.CreateMul(arg(0), arg(1)) : b.CreateFMul(arg(0), arg(1));
-    case ExprOp::Div:
-      return is_int ? b.CreateSDiv(arg(0), arg(1)) : b.CreateFDiv(arg(0), arg(1));
+    case ExprOp::Div: {
+      const auto [x, y] = same_shape(b, arg(0), arg(1));
+      if (is_int)
+        return e->op == ExprOp::Add   ? b.CreateAdd(x, y)
+               : e->op == ExprOp::Sub ? b.CreateSub(x, y)
+               : e->op == ExprOp::Mul ? b.CreateMul(x, y)
+                                      : b.CreateSDiv(x, y);
+      return e->op == ExprOp::Add   ? b.CreateFAdd(x, y)
+             : e->op == ExprOp::Sub ? b.CreateFSub(x, y)
+             : e->op == ExprOp::Mul ? b.CreateFMul(x, y)
+                                    : b.CreateFDiv(x, y);
+    }
     case ExprOp::Min:
       return intrinsic(llvm::Intrinsic::minnum, {arg(0), arg(1)});
     case ExprOp::Max:
@@ -89,7 +102,8 @@ llvm::Value* emit_expr(llvm::IRBuilder<>& b, const Expr& e, llvm::Type* float_ty
     case ExprOp::Ne:
       return compare(b, e->op, e->args[0]->type == ExprType::Int, arg(0), arg(1));
     case ExprOp::Select: {
-      llvm::Value *c = arg(0), *x = arg(1), *y = arg(2);
+      llvm::Value* c = arg(0);
+      auto [x, y] = same_shape(b, arg(1), arg(2));
       // A scalar condition (from index math) chooses whole vectors; a vector one chooses lane by lane.
       if (c->getType()->isVectorTy() && !x->getType()->isVectorTy()) {
         const auto lanes = llvm::cast<llvm::VectorType>(c->getType())->getElementCount();

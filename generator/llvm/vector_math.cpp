@@ -70,6 +70,28 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
+// Cephes logf: x = m·2^e with m in [√½, √2), log(1 + (m − 1)) by a degree-8 polynomial, e·ln2 added in two parts.
+llvm::Value* emit_log(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* ft = x->getType();
+  llvm::Type* it = int_type_like(b, x);
+  llvm::Value* bits = b.CreateBitCast(x, it);
+  llvm::Value* e = b.CreateSub(b.CreateLShr(bits, 23), llvm::ConstantInt::get(it, 126));
+  llvm::Value* m = b.CreateBitCast(
+      b.CreateOr(b.CreateAnd(bits, llvm::ConstantInt::get(it, 0x007fffff)), llvm::ConstantInt::get(it, 0x3f000000)),
+      ft);  // in [0.5, 1)
+  llvm::Value* small = b.CreateFCmpOLT(m, k(x, std::numbers::sqrt2 / 2));
+  llvm::Value* ef = b.CreateSIToFP(b.CreateSub(e, b.CreateZExt(small, it)), ft);
+  llvm::Value* r = b.CreateFSub(b.CreateSelect(small, b.CreateFAdd(m, m), m), k(x, 1.0));
+  llvm::Value* z = b.CreateFMul(r, r);
+  llvm::Value* p = polynomial(b, r,
+                              {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
+                               -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1});
+  llvm::Value* y = b.CreateFMul(b.CreateFMul(p, r), z);
+  y = fma(b, ef, k(x, -2.12194440e-4), y);
+  y = fma(b, z, k(x, -0.5), y);
+  return fma(b, ef, k(x, 0.693359375), b.CreateFAdd(r, y));
+}
+
 // Cephes tanhf: an odd polynomial for |x| < 0.625, else 1 - 2/(e^{2|x|} + 1) with the sign restored.
 llvm::Value* emit_tanh(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* ax = b.CreateIntrinsic(llvm::Intrinsic::fabs, {x->getType()}, {x});

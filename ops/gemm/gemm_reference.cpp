@@ -94,8 +94,8 @@ GemmReference reference_gemm(const GemmArgs& g) {
   return ref;
 }
 
-GemmComparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact) {
-  GemmComparison cmp;
+Comparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact) {
+  Comparison cmp;
   double max_ref = 0;
   for (double v : ref.values) max_ref = std::max(max_ref, std::fabs(v));
   for (std::int64_t bi = 0; bi < ref.batch; ++bi)

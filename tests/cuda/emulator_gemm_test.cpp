@@ -81,7 +81,7 @@ TEST_P(EmulatedMatrix, MatchesTheReferenceOnEdgeShapes) {
     const CudaGemmKernel kernel = runtime.compile(problem, spec.config);
     const GemmReference reference = reference_gemm(ops.args);
     kernel.run(ops.args);
-    const GemmComparison cmp = compare_gemm(reference, ops.args.d, exact);
+    const Comparison cmp = compare_gemm(reference, ops.args.d, exact);
     EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches; first: " << cmp.first_mismatch;
   }
 }
@@ -126,7 +126,7 @@ TEST(EmulatedGemm, UnalignedOperandsAndSixteenBitOutput) {
     EXPECT_EQ(config.align_a, 1);
     const GemmReference reference = reference_gemm(args);
     runtime.compile(describe_gemm(args), config).run(args);
-    const GemmComparison cmp = compare_gemm(reference, args.d, true);
+    const Comparison cmp = compare_gemm(reference, args.d, true);
     EXPECT_TRUE(cmp.ok()) << dtype_name(out) << ": " << cmp.first_mismatch;
   }
 }

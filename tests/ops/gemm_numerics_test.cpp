@@ -88,7 +88,7 @@ void check_case(Runtime& runtime, const Case& t, std::uint32_t seed = 1) {
   Operands ops(t, seed);
   const GemmReference ref = reference_gemm(ops.args);
   runtime.gemm(ops.args);
-  const GemmComparison cmp = compare_gemm(ref, ops.d.view, t.integers);
+  const Comparison cmp = compare_gemm(ref, ops.d.view, t.integers);
   EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
   // Every output written, nothing outside it (D's padding is NaN).
   EXPECT_EQ(written(ops.d), t.batch * t.m * t.n);
@@ -127,7 +127,7 @@ TEST_P(LayoutCombination, EdgeShapesAreExact) {
       ops.c.fill(std::numeric_limits<float>::quiet_NaN());
       const GemmReference ref = reference_gemm(ops.args);
       runtime.gemm(ops.args);
-      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      const Comparison cmp = compare_gemm(ref, ops.d.view, true);
       EXPECT_TRUE(cmp.ok()) << t.describe() << ": " << cmp.first_mismatch;
       EXPECT_EQ(written(ops.d), m * n) << t.describe();
     } else {
@@ -200,7 +200,7 @@ TEST(GemmNumerics, PackingVariantsAreExact) {
             }
             const GemmReference ref = reference_gemm(ops.args);
             runtime.compile(problem, config).run(ops.args);
-            const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+            const Comparison cmp = compare_gemm(ref, ops.d.view, true);
             EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
             EXPECT_EQ(written(ops.d), m * n);
           }
@@ -248,7 +248,7 @@ TEST(GemmNumerics, FixedKernelHalvesAreExact) {
         SCOPED_TRACE(fmt::format("{} mr {} threads {} halves {}", t.describe(), mr, threads, config.fixed_row_parts()));
         const GemmReference ref = reference_gemm(ops.args);
         runtime.compile(problem, config).run(ops.args);
-        const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+        const Comparison cmp = compare_gemm(ref, ops.d.view, true);
         EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
         EXPECT_EQ(written(ops.d), batch * m * n);
       }
@@ -285,7 +285,7 @@ TEST(GemmNumerics, FixedKernelsOnContiguousMatricesAreExact) {
           fmt::format("{} padded operand {} threads {}", t.describe(), "ABCD-"[padded < 0 ? 4 : padded], t.threads));
       const GemmReference ref = reference_gemm(ops.args);
       runtime.compile(problem, config).run(ops.args);
-      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      const Comparison cmp = compare_gemm(ref, ops.d.view, true);
       EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
     }
 }
@@ -322,7 +322,7 @@ TEST(GemmNumerics, DotKernelsAreExact) {
       config.nc = 4 * nr;                  // and across N
       const GemmReference ref = reference_gemm(ops.args);
       runtime.compile(problem, config).run(ops.args);
-      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      const Comparison cmp = compare_gemm(ref, ops.d.view, true);
       EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
       EXPECT_EQ(written(ops.d), t.batch * m * n);
     }
@@ -368,7 +368,7 @@ TEST(GemmNumerics, TransposedKernelsAreExact) {
           SCOPED_TRACE(fmt::format("{} transposed {}x{}", t.describe(), config.mr, config.nr));
           const GemmReference ref = reference_gemm(ops.args);
           runtime.compile(problem, config).run(ops.args);
-          const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+          const Comparison cmp = compare_gemm(ref, ops.d.view, true);
           EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
           EXPECT_EQ(written(ops.d), t.batch * m * n);
         }
@@ -413,7 +413,7 @@ TEST(GemmNumerics, ColumnMajorDAtEveryTileHeight) {
         SCOPED_TRACE(fmt::format("{} on {}, tile {}x{}", t.describe(), name, mr, config.nr));
         const GemmReference ref = reference_gemm(ops.args);
         runtime.compile(problem, config).run(ops.args);
-        const GemmComparison cmp = compare_gemm(ref, ops.d.view, t.integers);
+        const Comparison cmp = compare_gemm(ref, ops.d.view, t.integers);
         EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
         EXPECT_EQ(written(ops.d), t.batch * t.m * t.n);
       }
@@ -467,7 +467,7 @@ TEST(GemmNumerics, InPlaceBAtEveryAlignment) {
         config.fixed_m = config.fixed_n = config.fixed_k = 0;
         const GemmReference ref = reference_gemm(g);
         runtime.compile(problem, config).run(g);
-        const GemmComparison cmp = compare_gemm(ref, d.view, true);
+        const Comparison cmp = compare_gemm(ref, d.view, true);
         ASSERT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
         ASSERT_EQ(written(d), s.m * s.n);
       }
@@ -623,7 +623,7 @@ TEST(GemmNumerics, GeneralStridesUseGathers) {
   EXPECT_EQ(p.signature.b.layout, Layout::strided());
   const GemmReference ref = reference_gemm(g);
   runtime.gemm(g);
-  const GemmComparison cmp = compare_gemm(ref, g.d, true);
+  const Comparison cmp = compare_gemm(ref, g.d, true);
   EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
 }
 
@@ -659,7 +659,7 @@ TEST(GemmNumerics, PreparedCallsSeeNewBufferContents) {
       ops.inputs.at("bias").fill_integers(rng);
       const GemmReference ref = reference_gemm(ops.args);
       call.run();
-      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      const Comparison cmp = compare_gemm(ref, ops.d.view, true);
       EXPECT_TRUE(cmp.ok()) << t.describe() << " round " << round << ": " << cmp.first_mismatch;
     }
   }
@@ -753,7 +753,7 @@ TEST(GemmNumerics, TwoUnitDefaultConfigsAreExact) {
       EXPECT_EQ(config.pack_b, e.pack_b);
       const GemmReference ref = reference_gemm(ops.args);
       runtime.compile(problem, config).run(ops.args);
-      const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+      const Comparison cmp = compare_gemm(ref, ops.d.view, true);
       EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
       EXPECT_EQ(written(ops.d), e.m * e.n);
     }
@@ -772,7 +772,7 @@ TEST(GemmNumerics, TwoUnitDefaultConfigsAreExact) {
     }
     const GemmReference ref = reference_gemm(ops.args);
     runtime.compile(problem, config).run(ops.args);
-    const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+    const Comparison cmp = compare_gemm(ref, ops.d.view, true);
     EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
   }
 }
@@ -840,7 +840,7 @@ TEST(GemmBf16, EdgeShapesAreExact) {
     ops.args.b = bf16_view(ops.b, b16);
     const GemmReference ref = reference_gemm(ops.args);
     runtime.gemm(ops.args);
-    const GemmComparison cmp = compare_gemm(ref, ops.d.view, true);
+    const Comparison cmp = compare_gemm(ref, ops.d.view, true);
     EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
     EXPECT_EQ(written(ops.d), m * n);
   }

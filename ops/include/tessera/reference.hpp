@@ -1,4 +1,5 @@
-// The reference GEMM: plain loops with double accumulation, read straight from the tensors' shapes and strides.
+// The references: GEMM and attention in plain loops with double accumulation, read straight from the tensors' shapes
+// and strides.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,8 @@ struct GemmReference {
   std::vector<double> tolerance;  // per element: f32 rounding over K terms plus the epilogue's math
 };
 
-struct GemmComparison {
+// How a computed tensor compares with its reference.
+struct Comparison {
   double max_abs_err = 0;
   double max_rel_err = 0;  // max |error| / max |reference| (normwise, so exact zeros do not blow it up)
   std::int64_t mismatches = 0;
@@ -26,6 +28,23 @@ struct GemmComparison {
 // Computes what args.d must hold. Call it before the kernel when d aliases an input.
 GemmReference reference_gemm(const GemmArgs& args);
 // Compares d's contents with the reference; exact = true demands bitwise-equal values (small-integer inputs).
-GemmComparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact = false);
+Comparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact = false);
+
+}  // namespace tessera
+
+namespace tessera {
+
+// Attention in double precision from the tensors' shapes and strides: O (and the log-sum-exp) per query row, with
+// the tolerance each row allows an f32 kernel (the magnitude its scores' dot products accumulate rounding over).
+struct AttentionReference {
+  std::vector<double> o;          // per query row (in batch, head, sequence order), head_dim_v values
+  std::vector<double> lse;        // per query row
+  std::vector<double> tolerance;  // per query row, for O
+  std::vector<double> lse_tolerance;
+};
+
+AttentionReference reference_attention(const AttentionArgs& args);
+// Compares args.o (and args.lse when given) with the reference.
+Comparison compare_attention(const AttentionReference& ref, const AttentionArgs& args);
 
 }  // namespace tessera

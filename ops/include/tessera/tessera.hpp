@@ -1,4 +1,5 @@
-// tessera's public C++ API: a Runtime that JIT-compiles, caches and runs GEMM kernels described by their parts.
+// tessera's public C++ API: a Runtime that JIT-compiles, caches and runs GEMM and attention kernels described by
+// their parts.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "generator/gemm/cpu_gemm_config.hpp"
 #include "generator/gemm/cpu_gemm_spec.hpp"
 #include "generator/gemm/gemm_problem.hpp"
+#include "tessera/attention.hpp"
 #include "tessera/tensor.hpp"
 
 namespace tessera {
@@ -120,11 +122,19 @@ class Runtime {
   // describe + compile + run.
   void gemm(const GemmArgs& args);
 
+  AttentionProblem describe(const AttentionArgs& args) const { return describe_attention(args); }
+  // An attention kernel for the problem (the config default_for picks), from the cache or compiled now.
+  AttentionKernel compile(const AttentionProblem& problem);
+  AttentionKernel compile(const AttentionProblem& problem, const CpuAttentionConfig& config);
+  // describe + compile + run.
+  void attention(const AttentionArgs& args);
+
   CacheStats cache_stats() const;
 
  private:
   friend class GemmKernel;
   friend class PreparedGemm;
+  friend class AttentionKernel;
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };

@@ -1,0 +1,42 @@
+// The calling convention between the runtime and a generated CPU attention kernel; the emitter mirrors these structs.
+// The runtime resolves batch item, head (and its KV head), sequence offsets and strides, so one call of the kernel
+// computes one block of query rows of one head against that head's keys.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera {
+
+// A tensor the score modifier reads: element [x0, x1, ...] at Σ xk·strides[k] (up to rank 4).
+struct ModifierTensorArg {
+  const float* data = nullptr;
+  std::int64_t strides[4] = {0, 0, 0, 0};
+};
+
+struct AttentionBlockArgs {
+  // Row r (query or key) and head-dimension element d at r·rs + d·ds; q and o start at the block's first row.
+  const void* q = nullptr;
+  std::int64_t q_rs = 0, q_ds = 0;
+  const void* k = nullptr;
+  std::int64_t k_rs = 0, k_ds = 0;
+  const void* v = nullptr;
+  std::int64_t v_rs = 0, v_ds = 0;
+  void* o = nullptr;
+  std::int64_t o_rs = 0, o_ds = 0;
+  float* lse = nullptr;  // row r at lse[r·lse_rs]; written when the signature asks for it
+  std::int64_t lse_rs = 0;
+  std::int64_t rows = 0;   // query rows of this block, 1 … block_q
+  std::int64_t seq_q = 0;  // query and key lengths of this sequence
+  std::int64_t seq_kv = 0;
+  std::int64_t i0 = 0;  // position of the block's first row in its sequence
+  std::int64_t batch_index = 0, head = 0;
+  const ModifierTensorArg* tensors = nullptr;  // the score modifier's tensors, in ScoreModifier::tensors() order
+  const float* scalars = nullptr;              // its scalars, in ScoreModifier::scalars() order
+  float scale = 1;
+  float unused = 0;
+};
+
+// Computes the block with `workspace` (CpuAttentionConfig::workspace_bytes, 64-byte aligned) as scratch.
+using AttentionKernelFn = void (*)(const AttentionBlockArgs* args, void* workspace);
+
+}  // namespace tessera

@@ -1,0 +1,88 @@
+#include "generator/attention/cpu_attention_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "generator/core/arith.hpp"
+#include "generator/core/error.hpp"
+
+namespace tessera {
+
+std::int64_t CpuAttentionConfig::workspace_bytes(const AttentionSignature& s, const CpuTarget& target) const {
+  const std::int64_t n = nr(target);
+  const std::int64_t dqk = s.head_dim_qk, dv = round_up(s.head_dim_v, n);
+  const std::int64_t floats = std::int64_t{block_q} * dqk + std::int64_t{block_kv} * dqk + std::int64_t{block_kv} * dv +
+                              std::int64_t{block_q} * block_kv + std::int64_t{block_q} * dv + 3 * std::int64_t{block_q};
+  return round_up(floats * 4, 64) + 64 * 6;  // each of the six areas starts on a cache line
+}
+
+CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& problem, const CpuTarget& target) {
+  CpuAttentionConfig c;
+  // Accumulators fill three quarters of the vector registers: 6×4 of 32 (AVX-512), 6×2 of 16 (AVX2).
+  c.mr = 6;
+  c.nv = target.vector_registers() == 32 ? 4 : 2;
+  const int nr = c.nr(target);
+  // A query block of 8 tiles reuses each K and V block 48 times from L1/L2; shorter sequences take fewer rows so
+  // that small problems still give every thread a task.
+  std::int64_t longest_q = problem.seq_q;
+  for (std::int64_t len : problem.seq_lens_q) longest_q = std::max(longest_q, len);
+  c.block_q = static_cast<int>(std::clamp<std::int64_t>(round_up(longest_q, c.mr), c.mr, 8 * c.mr));
+  c.block_kv = 2 * nr;
+  return c;
+}
+
+nlohmann::json CpuAttentionConfig::to_json() const {
+  return {{"block_q", block_q}, {"block_kv", block_kv}, {"mr", mr}, {"nv", nv}};
+}
+
+CpuAttentionConfig CpuAttentionConfig::from_json(const nlohmann::json& j) {
+  CpuAttentionConfig c;
+  c.block_q = j.at("block_q").get<int>();
+  c.block_kv = j.at("block_kv").get<int>();
+  c.mr = j.at("mr").get<int>();
+  c.nv = j.at("nv").get<int>();
+  return c;
+}
+
+void validate(const AttentionSignature& signature, const CpuAttentionConfig& c, const CpuTarget& target) {
+  signature.check();
+  if (signature.dtype != DType::f32)
+    throw ConfigError(fmt::format("the CPU attention kernel takes f32 tensors, not {}", dtype_name(signature.dtype)));
+  if (c.mr < 1 || c.mr > 16) throw ConfigError(fmt::format("mr = {} must be in [1, 16]", c.mr));
+  if (c.nv < 1 || c.nv > 8) throw ConfigError(fmt::format("nv = {} must be in [1, 8]", c.nv));
+  if (c.mr * c.nv + c.nv + 1 > target.vector_registers())
+    throw ConfigError(fmt::format("a {}×{} tile needs {} vector registers; {} has {}", c.mr, c.nv,
+                                  c.mr * c.nv + c.nv + 1, target.str(), target.vector_registers()));
+  if (c.block_q < c.mr || c.block_q % c.mr != 0 || c.block_q > 512)
+    throw ConfigError(fmt::format("block_q = {} must be a multiple of mr = {}, at most 512", c.block_q, c.mr));
+  const int nr = c.nr(target);
+  if (c.block_kv < nr || c.block_kv % nr != 0 || c.block_kv > 2048)
+    throw ConfigError(fmt::format("block_kv = {} must be a multiple of nr = {}, at most 2048", c.block_kv, nr));
+}
+
+std::vector<CpuAttentionConfig> cpu_attention_variants(const AttentionProblem& problem, const CpuTarget& target) {
+  const CpuAttentionConfig first = CpuAttentionConfig::default_for(problem, target);
+  std::vector<CpuAttentionConfig> out{first};
+  const auto add = [&](CpuAttentionConfig c) {
+    try {
+      validate(problem.signature, c, target);
+    } catch (const ConfigError&) {
+      return;
+    }
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  const int lanes = target.vector_lanes();
+  for (const auto& [mr, nv] : std::vector<std::pair<int, int>>{{6, 4}, {8, 3}, {4, 4}, {6, 2}, {4, 2}, {3, 4}})
+    for (int q_tiles : {4, 8, 16})
+      for (int kv_tiles : {1, 2, 4}) {
+        CpuAttentionConfig c;
+        c.mr = mr, c.nv = nv;
+        c.block_q = std::min<int>(q_tiles * mr, static_cast<int>(round_up(std::max(first.block_q, mr), mr)));
+        c.block_kv = kv_tiles * nv * lanes;
+        add(c);
+      }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,39 @@
+// How a CPU attention kernel is blocked: FlashAttention-2's loop with a block of query rows kept in L1 while K and V
+// stream through in blocks, each product (S = Q·Kᵀ over the head dimension, O += P·V over the key block) computed
+// by the same outer-product register tile as GEMM's micro-kernel (mr rows × nr = nv vectors).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/attention/attention_problem.hpp"
+#include "generator/core/cpu_target.hpp"
+
+namespace tessera {
+
+struct CpuAttentionConfig {
+  int block_q = 48;    // query rows per task, a multiple of mr
+  int block_kv = 128;  // keys per step of the online softmax, a multiple of nr
+  int mr = 6;          // register tile rows (query rows)
+  int nv = 4;          // register tile vectors per row: nr = nv·lanes keys (S) or head-dim columns (O)
+
+  int nr(const CpuTarget& target) const { return nv * target.vector_lanes(); }
+  // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator and three row arrays.
+  std::int64_t workspace_bytes(const AttentionSignature& s, const CpuTarget& target) const;
+
+  // The config the rules pick for a problem; the variant space's first element.
+  static CpuAttentionConfig default_for(const AttentionProblem& problem, const CpuTarget& target);
+  nlohmann::json to_json() const;
+  static CpuAttentionConfig from_json(const nlohmann::json& j);
+  friend bool operator==(const CpuAttentionConfig&, const CpuAttentionConfig&) = default;
+};
+
+// Throws ConfigError stating the rule the config breaks for this signature and target.
+void validate(const AttentionSignature& signature, const CpuAttentionConfig& config, const CpuTarget& target);
+
+// The configs worth timing for a problem: default_for first, then block and tile alternatives, all valid.
+std::vector<CpuAttentionConfig> cpu_attention_variants(const AttentionProblem& problem, const CpuTarget& target);
+
+}  // namespace tessera

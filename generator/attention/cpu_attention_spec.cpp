@@ -1,0 +1,34 @@
+#include "generator/attention/cpu_attention_spec.hpp"
+
+#include <fmt/format.h>
+
+namespace tessera {
+
+namespace {
+constexpr int kSpecVersion = 1;
+}  // namespace
+
+KernelSpec CpuAttentionSpec::generic() const {
+  return {"attention", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+}
+
+CpuAttentionSpec CpuAttentionSpec::from_json(const nlohmann::json& j) {
+  const KernelSpec generic = KernelSpec::from_json(j, "attention", kSpecVersion);
+  CpuAttentionSpec spec = parse_spec_part([&] {
+    return CpuAttentionSpec{AttentionSignature::from_json(generic.signature),
+                            CpuAttentionConfig::from_json(generic.config), CpuTarget::parse(generic.target)};
+  });
+  validate(spec.signature, spec.config, spec.target);
+  return spec;
+}
+
+std::string CpuAttentionSpec::name() const {
+  const AttentionSignature& s = signature;
+  const std::string dims = s.head_dim_qk == s.head_dim_v ? fmt::format("d{}", s.head_dim_qk)
+                                                         : fmt::format("d{}v{}", s.head_dim_qk, s.head_dim_v);
+  return fmt::format("attention_{}_{}{}{}{}_{}x{}_{}x{}_{}_{}", dtype_name(s.dtype), dims, s.causal ? "_causal" : "",
+                     s.score_mod.is_identity() ? "" : "_mod", s.lse ? "_lse" : "", config.block_q, config.block_kv,
+                     config.mr, config.nv, target.isa == CpuIsa::Avx512 ? "avx512" : "avx2", hash().hex().substr(0, 8));
+}
+
+}  // namespace tessera

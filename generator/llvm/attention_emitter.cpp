@@ -1,0 +1,415 @@
+#include "generator/llvm/attention_emitter.hpp"
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cmath>
+#include <cstddef>
+
+#include "generator/attention/attention_abi.hpp"
+#include "generator/core/arith.hpp"
+#include "generator/core/error.hpp"
+#include "generator/llvm/expr_llvm.hpp"
+#include "generator/llvm/loops.hpp"
+#include "generator/llvm/register_tile.hpp"
+#include "generator/llvm/vector_math.hpp"
+
+namespace tessera {
+
+namespace {
+
+static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, tensors) == 160 &&
+              offsetof(AttentionBlockArgs, scale) == 176 && sizeof(AttentionBlockArgs) == 184);
+static_assert(sizeof(ModifierTensorArg) == 40);
+enum ArgsField : unsigned {
+  kQ,
+  kQRs,
+  kQDs,
+  kK,
+  kKRs,
+  kKDs,
+  kV,
+  kVRs,
+  kVDs,
+  kO,
+  kORs,
+  kODs,
+  kLse,
+  kLseRs,
+  kRows,
+  kSeqQ,
+  kSeqKv,
+  kI0,
+  kBatchIndex,
+  kHead,
+  kTensors,
+  kScalars,
+  kScale
+};
+
+// Steps of the head-dimension loop of S = Q·Kᵀ emitted per iteration.
+constexpr int kDepthUnroll = 4;
+// Keys of the P·V loop per iteration.
+constexpr int kKeyUnroll = 4;
+
+class CpuAttentionEmitter : RegisterTiles {
+ public:
+  CpuAttentionEmitter(const CpuAttentionSpec& spec, llvm::LLVMContext& ctx)
+      : RegisterTiles(ctx, spec.name(), spec.target, ""),
+        spec_(spec),
+        sig_(spec.signature),
+        cfg_(spec.config),
+        nr_(spec.config.nr(spec.target)),
+        dqk_(spec.signature.head_dim_qk),
+        dv_(spec.signature.head_dim_v),
+        dv_padded_(round_up(spec.signature.head_dim_v, spec.config.nr(spec.target))) {
+    mod_tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_, i64_}, "tessera.ModifierTensorArg");
+    std::vector<llvm::Type*> fields;
+    for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
+    fields.insert(fields.end(), {ptr_, i64_});                                    // lse
+    for (int i = 0; i < 6; ++i) fields.push_back(i64_);                           // rows … head
+    fields.insert(fields.end(), {ptr_, ptr_, f32_, f32_});
+    args_ty_ = llvm::StructType::create(ctx, fields, "tessera.AttentionBlockArgs");
+  }
+
+  std::unique_ptr<llvm::Module> emit() {
+    // Q in slivers of mr rows along the head dimension (the tile's broadcast operand), K in slivers of nr keys (its
+    // vector operand), V in slivers of nr head-dimension columns along the keys: GEMM's A and B panels.
+    llvm::Function* pack_q = emit_pack("pack_q", cfg_.mr, false, sig_.q_unit_d);
+    llvm::Function* pack_k = emit_pack("pack_k", nr_, false, sig_.k_unit_d);
+    llvm::Function* pack_v = emit_pack("pack_v", nr_, sig_.v_unit_d, false);
+    make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_}, true);
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    args_ = fn->getArg(0);
+    carve_workspace(fn->getArg(1));
+    emit_body(pack_q, pack_k, pack_v);
+    b_.CreateRetVoid();
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_attention_llvm produced invalid IR: " + error);
+    return std::move(module_);
+  }
+
+ private:
+  llvm::Value* field(unsigned index, llvm::Type* t) {
+    return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args_, index));
+  }
+  llvm::Value* fconst(double v) { return llvm::ConstantFP::get(f32_, v); }
+  llvm::Value* splat(llvm::Value* scalar) { return b_.CreateVectorSplat(lanes_, scalar); }
+  llvm::Value* load_f32(llvm::Value* base, llvm::Value* index) { return b_.CreateLoad(f32_, gep(base, index)); }
+  void store_f32(llvm::Value* value, llvm::Value* base, llvm::Value* index) { b_.CreateStore(value, gep(base, index)); }
+  llvm::Value* load_vec(llvm::Value* base, llvm::Value* index) {
+    return b_.CreateAlignedLoad(vec_, gep(base, index), llvm::Align(4));
+  }
+  void store_vec(llvm::Value* value, llvm::Value* base, llvm::Value* index) {
+    b_.CreateAlignedStore(value, gep(base, index), llvm::Align(4));
+  }
+
+  // The per-thread scratch, in the order CpuAttentionConfig::workspace_bytes counts it, each area on a cache line.
+  void carve_workspace(llvm::Value* workspace) {
+    std::int64_t offset = 0;
+    const auto area = [&](std::int64_t floats) {
+      llvm::Value* p = gep(workspace, i64c(offset));
+      offset += round_up(floats, 16);
+      return p;
+    };
+    q_pack_ = area(std::int64_t{cfg_.block_q} * dqk_);
+    k_pack_ = area(std::int64_t{cfg_.block_kv} * dqk_);
+    v_pack_ = area(std::int64_t{cfg_.block_kv} * dv_padded_);
+    scores_ = area(std::int64_t{cfg_.block_q} * cfg_.block_kv);
+    out_ = area(std::int64_t{cfg_.block_q} * dv_padded_);
+    row_max_ = area(cfg_.block_q);
+    row_sum_ = area(cfg_.block_q);
+    row_rescale_ = area(cfg_.block_q);
+  }
+
+  // for (p = 0; p < end; ++p) body(p), `unroll` bodies per iteration and then one at a time.
+  void for_unrolled(llvm::Value* end, int unroll, const std::function<void(llvm::Value*)>& body, const char* name) {
+    llvm::Value* whole = b_.CreateMul(b_.CreateSDiv(end, i64c(unroll)), i64c(unroll));
+    emit_for(
+        b_, i64c(0), whole, i64c(unroll),
+        [&](llvm::Value* p) {
+          for (int u = 0; u < unroll; ++u) body(b_.CreateAdd(p, i64c(u)));
+        },
+        name);
+    emit_for(b_, whole, end, i64c(1), body, name);
+  }
+
+  void emit_body(llvm::Function* pack_q, llvm::Function* pack_k, llvm::Function* pack_v) {
+    rows_ = field(kRows, i64_);
+    llvm::Value* seq_q = field(kSeqQ, i64_);
+    seq_kv_ = field(kSeqKv, i64_);
+    i0_ = field(kI0, i64_);
+    batch_index_ = field(kBatchIndex, i64_);
+    head_ = field(kHead, i64_);
+    scale_ = field(kScale, f32_);
+    tensors_ = field(kTensors, ptr_);
+    scalars_ = field(kScalars, ptr_);
+    diagonal_ = b_.CreateSub(seq_kv_, seq_q);
+    groups_ = b_.CreateSDiv(b_.CreateAdd(rows_, i64c(cfg_.mr - 1)), i64c(cfg_.mr));
+    llvm::Value* padded_rows = b_.CreateMul(groups_, i64c(cfg_.mr));
+
+    b_.CreateCall(
+        pack_q, {field(kQ, ptr_), i64c(0), i64c(0), rows_, i64c(dqk_), field(kQRs, i64_), field(kQDs, i64_), q_pack_});
+    emit_for(
+        b_, i64c(0), padded_rows, i64c(1),
+        [&](llvm::Value* r) {
+          store_f32(fconst(-INFINITY), row_max_, r);
+          store_f32(fconst(0), row_sum_, r);
+          for (std::int64_t c = 0; c < dv_padded_; c += lanes_)
+            store_vec(llvm::Constant::getNullValue(vec_), out_,
+                      b_.CreateAdd(b_.CreateMul(r, i64c(dv_padded_)), i64c(c)));
+        },
+        "init");
+
+    // Keys past the last row's causal bound are seen by no row of the block: those blocks are skipped.
+    kv_end_ = seq_kv_;
+    if (sig_.causal) kv_end_ = smax(i64c(0), smin(seq_kv_, b_.CreateAdd(b_.CreateAdd(i0_, rows_), diagonal_)));
+    llvm::Value* k_ptr = field(kK, ptr_);
+    llvm::Value *k_rs = field(kKRs, i64_), *k_ds = field(kKDs, i64_);
+    llvm::Value* v_ptr = field(kV, ptr_);
+    llvm::Value *v_rs = field(kVRs, i64_), *v_ds = field(kVDs, i64_);
+    emit_for(
+        b_, i64c(0), kv_end_, i64c(cfg_.block_kv),
+        [&](llvm::Value* kb) {
+          llvm::Value* kn = smin(i64c(cfg_.block_kv), b_.CreateSub(kv_end_, kb));
+          b_.CreateCall(pack_k, {k_ptr, kb, i64c(0), kn, i64c(dqk_), k_rs, k_ds, k_pack_});
+          b_.CreateCall(pack_v, {v_ptr, i64c(0), kb, i64c(dv_), kn, v_ds, v_rs, v_pack_});
+          llvm::Value* key_slivers = b_.CreateSDiv(b_.CreateAdd(kn, i64c(nr_ - 1)), i64c(nr_));
+          emit_for(
+              b_, i64c(0), groups_, i64c(1),
+              [&](llvm::Value* g) {
+                emit_for(
+                    b_, i64c(0), key_slivers, i64c(1), [&](llvm::Value* s) { emit_score_tile(g, s); }, "s.tile");
+              },
+              "s.group");
+          emit_for(
+              b_, i64c(0), padded_rows, i64c(1), [&](llvm::Value* r) { emit_softmax_row(r, kb, kn); }, "softmax");
+          emit_for(
+              b_, i64c(0), groups_, i64c(1),
+              [&](llvm::Value* g) {
+                for (std::int64_t s = 0; s < dv_padded_ / nr_; ++s) emit_output_tile(g, s, kn);
+              },
+              "pv.group");
+        },
+        "kv");
+    emit_for(
+        b_, i64c(0), rows_, i64c(1), [&](llvm::Value* r) { emit_finish_row(r); }, "finish");
+  }
+
+  // S[g·mr + r][s·nr + c] = Σ_d Q[r][d]·K[c][d]: GEMM's micro-kernel over the head dimension.
+  void emit_score_tile(llvm::Value* g, llvm::Value* s) {
+    const int mr = cfg_.mr, nv = cfg_.nv;
+    llvm::Value* q = gep(q_pack_, b_.CreateMul(g, i64c(std::int64_t{mr} * dqk_)));
+    llvm::Value* k = gep(k_pack_, b_.CreateMul(s, i64c(std::int64_t{nr_} * dqk_)));
+    LoopValues acc(static_cast<std::size_t>(mr * nv), llvm::Constant::getNullValue(vec_));
+    const auto step = [&](LoopValues& values, llvm::Value* d) {
+      std::vector<llvm::Value*> bv;
+      for (int v = 0; v < nv; ++v)
+        bv.push_back(load_vec(k, b_.CreateAdd(b_.CreateMul(d, i64c(nr_)), i64c(v * lanes_))));
+      outer_product_step(values, 0, mr, bv,
+                         [&](int r) { return load_f32(q, b_.CreateAdd(b_.CreateMul(d, i64c(mr)), i64c(r))); });
+    };
+    const std::int64_t whole = round_down(dqk_, kDepthUnroll);
+    acc = emit_for(
+        b_, i64c(0), i64c(whole), i64c(kDepthUnroll), acc,
+        [&](llvm::Value* d, const LoopValues& carried) {
+          LoopValues values = carried;
+          for (int u = 0; u < kDepthUnroll; ++u) step(values, b_.CreateAdd(d, i64c(u)));
+          return values;
+        },
+        "s.d");
+    for (std::int64_t d = whole; d < dqk_; ++d) step(acc, i64c(d));
+    llvm::Value* row0 = b_.CreateMul(g, i64c(mr));
+    for (int r = 0; r < mr; ++r)
+      for (int v = 0; v < nv; ++v)
+        store_vec(acc[static_cast<std::size_t>(r * nv + v)], scores_,
+                  b_.CreateAdd(b_.CreateMul(b_.CreateAdd(row0, i64c(r)), i64c(cfg_.block_kv)),
+                               b_.CreateAdd(b_.CreateMul(s, i64c(nr_)), i64c(v * lanes_))));
+  }
+
+  // The score modifier on one vector of scores of row i, keys j (per lane); `valid` are the keys that exist.
+  llvm::Value* emit_score_mod(llvm::Value* s, llvm::Value* i, llvm::Value* j, llvm::Value* valid) {
+    const ScoreModifier& mod = sig_.score_mod;
+    std::function<llvm::Value*(const ExprNode&)> leaf = [&](const ExprNode& node) -> llvm::Value* {
+      if (node.op == ExprOp::Var) {
+        if (node.name == "s") return s;
+        if (node.name == "i") return i;
+        if (node.name == "j") return j;
+        if (node.name == "h") return head_;
+        if (node.name == "b") return batch_index_;
+        const auto& names = mod.scalars();
+        const auto index = static_cast<std::int64_t>(std::find(names.begin(), names.end(), node.name) - names.begin());
+        return splat(load_f32(scalars_, i64c(index)));
+      }
+      const auto& uses = mod.tensors();
+      const auto t = static_cast<std::int64_t>(
+          std::find_if(uses.begin(), uses.end(), [&](const auto& u) { return u.name == node.name; }) - uses.begin());
+      llvm::Value* arg = b_.CreateGEP(mod_tensor_ty_, tensors_, i64c(t));
+      llvm::Value* offset = i64c(0);
+      for (std::size_t k = 0; k < node.args.size(); ++k) {
+        llvm::Value* index = emit_expr(b_, node.args[k], vec_, leaf);
+        llvm::Value* stride =
+            b_.CreateLoad(i64_, b_.CreateStructGEP(mod_tensor_ty_, arg, static_cast<unsigned>(k + 1)));
+        if (index->getType()->isVectorTy() && !offset->getType()->isVectorTy()) offset = splat(offset);
+        if (!index->getType()->isVectorTy() && offset->getType()->isVectorTy()) index = splat(index);
+        offset = b_.CreateAdd(offset, b_.CreateMul(index, offset->getType()->isVectorTy() ? splat(stride) : stride));
+      }
+      llvm::Value* data = b_.CreateLoad(ptr_, b_.CreateStructGEP(mod_tensor_ty_, arg, 0));
+      if (!offset->getType()->isVectorTy()) return splat(load_f32(data, offset));
+      // Per-key positions: a gather of the keys that exist (a masked key's index may lie outside the tensor).
+      return b_.CreateMaskedGather(vec_, b_.CreateGEP(f32_, data, offset), llvm::Align(4), valid,
+                                   llvm::Constant::getNullValue(vec_));
+    };
+    return emit_expr(b_, mod.tree(), vec_, leaf);
+  }
+
+  // Online softmax of row r's new scores: scale, modify and mask them, raise the running max, turn them into
+  // exp(s − max) in place, and leave the factor that rescales the row's earlier sum and output.
+  void emit_softmax_row(llvm::Value* r, llvm::Value* kb, llvm::Value* kn) {
+    llvm::Value* i = b_.CreateAdd(i0_, r);
+    llvm::Value* limit = kv_end_;  // keys [0, limit) are visible to this row
+    if (sig_.causal) limit = smax(i64c(0), smin(kv_end_, b_.CreateAdd(b_.CreateAdd(i, diagonal_), i64c(1))));
+    llvm::Value* row = gep(scores_, b_.CreateMul(r, i64c(cfg_.block_kv)));
+    llvm::Value* chunks_end =
+        b_.CreateMul(b_.CreateSDiv(b_.CreateAdd(kn, i64c(lanes_ - 1)), i64c(lanes_)), i64c(lanes_));
+    llvm::Value* neg_inf = splat(fconst(-INFINITY));
+    llvm::Value* vscale = splat(scale_);
+    const LoopValues maxima = emit_for(
+        b_, i64c(0), chunks_end, i64c(lanes_), {neg_inf},
+        [&](llvm::Value* c, const LoopValues& carried) {
+          llvm::Value* j = b_.CreateAdd(splat(b_.CreateAdd(kb, c)), lane_indices(lanes_));
+          llvm::Value* valid = b_.CreateICmpSLT(j, splat(limit));
+          llvm::Value* s = b_.CreateFMul(load_vec(row, c), vscale);
+          if (!sig_.score_mod.is_identity()) s = emit_score_mod(s, i, j, valid);
+          s = b_.CreateSelect(valid, s, neg_inf);
+          store_vec(s, row, c);
+          return LoopValues{b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {vec_}, {carried[0], s})};
+        },
+        "softmax.max");
+    llvm::Value* old_max = load_f32(row_max_, r);
+    llvm::Value* new_max =
+        b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {f32_}, {old_max, b_.CreateFPMaxReduce(maxima[0])});
+    // A row with no visible score so far keeps max −inf; exponents are then taken against 0 (all give 0).
+    llvm::Value* base = b_.CreateSelect(b_.CreateFCmpOEQ(new_max, fconst(-INFINITY)), fconst(0), new_max);
+    llvm::Value* vbase = splat(base);
+    const LoopValues sums = emit_for(
+        b_, i64c(0), chunks_end, i64c(lanes_), {llvm::Constant::getNullValue(vec_)},
+        [&](llvm::Value* c, const LoopValues& carried) {
+          llvm::Value* s = load_vec(row, c);
+          llvm::Value* p = emit_exp(b_, b_.CreateFSub(s, vbase));
+          p = b_.CreateSelect(b_.CreateFCmpOEQ(s, neg_inf), llvm::Constant::getNullValue(vec_), p);
+          store_vec(p, row, c);
+          return LoopValues{b_.CreateFAdd(carried[0], p)};
+        },
+        "softmax.exp");
+    llvm::Value* rescale = b_.CreateSelect(b_.CreateFCmpOEQ(old_max, fconst(-INFINITY)), fconst(0),
+                                           emit_exp(b_, b_.CreateFSub(old_max, base)));
+    auto* sum = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(fconst(-0.0), sums[0]));
+    sum->setHasAllowReassoc(true);
+    store_f32(b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_}, {load_f32(row_sum_, r), rescale, sum}), row_sum_, r);
+    store_f32(new_max, row_max_, r);
+    store_f32(rescale, row_rescale_, r);
+  }
+
+  // O[g·mr + r][s·nr + c] = rescale[r]·O + Σ_j P[r][j]·V[j][c]: GEMM's micro-kernel over the key block.
+  void emit_output_tile(llvm::Value* g, std::int64_t s, llvm::Value* kn) {
+    const int mr = cfg_.mr, nv = cfg_.nv;
+    llvm::Value* row0 = b_.CreateMul(g, i64c(mr));
+    LoopValues acc;
+    std::vector<llvm::Value*> out_index;
+    for (int r = 0; r < mr; ++r) {
+      llvm::Value* row = b_.CreateAdd(row0, i64c(r));
+      llvm::Value* rescale = splat(load_f32(row_rescale_, row));
+      for (int v = 0; v < nv; ++v) {
+        out_index.push_back(b_.CreateAdd(b_.CreateMul(row, i64c(dv_padded_)), i64c(s * nr_ + v * lanes_)));
+        acc.push_back(b_.CreateFMul(load_vec(out_, out_index.back()), rescale));
+      }
+    }
+    llvm::Value* p = gep(scores_, b_.CreateMul(row0, i64c(cfg_.block_kv)));
+    llvm::Value* v_sliver = gep(v_pack_, b_.CreateMul(kn, i64c(s * nr_)));
+    const auto step = [&](LoopValues& values, llvm::Value* j) {
+      std::vector<llvm::Value*> bv;
+      for (int v = 0; v < nv; ++v)
+        bv.push_back(load_vec(v_sliver, b_.CreateAdd(b_.CreateMul(j, i64c(nr_)), i64c(v * lanes_))));
+      outer_product_step(values, 0, mr, bv,
+                         [&](int r) { return load_f32(p, b_.CreateAdd(i64c(std::int64_t{r} * cfg_.block_kv), j)); });
+    };
+    llvm::Value* whole = b_.CreateMul(b_.CreateSDiv(kn, i64c(kKeyUnroll)), i64c(kKeyUnroll));
+    acc = emit_for(
+        b_, i64c(0), whole, i64c(kKeyUnroll), acc,
+        [&](llvm::Value* j, const LoopValues& carried) {
+          LoopValues values = carried;
+          for (int u = 0; u < kKeyUnroll; ++u) step(values, b_.CreateAdd(j, i64c(u)));
+          return values;
+        },
+        "pv.j");
+    acc = emit_for(
+        b_, whole, kn, i64c(1), acc,
+        [&](llvm::Value* j, const LoopValues& carried) {
+          LoopValues values = carried;
+          step(values, j);
+          return values;
+        },
+        "pv.j.tail");
+    for (std::size_t t = 0; t < acc.size(); ++t) store_vec(acc[t], out_, out_index[t]);
+  }
+
+  // O row r = accumulated / sum (0 for a row that saw no key), and its log-sum-exp.
+  void emit_finish_row(llvm::Value* r) {
+    llvm::Value* sum = load_f32(row_sum_, r);
+    llvm::Value* seen = b_.CreateFCmpOGT(sum, fconst(0));
+    llvm::Value* inverse = splat(b_.CreateSelect(seen, b_.CreateFDiv(fconst(1), sum), fconst(0)));
+    llvm::Value* o = field(kO, ptr_);
+    llvm::Value* o_row = b_.CreateMul(r, field(kORs, i64_));
+    llvm::Value* o_ds = field(kODs, i64_);
+    for (std::int64_t c = 0; c < dv_; c += lanes_) {
+      llvm::Value* value =
+          b_.CreateFMul(load_vec(out_, b_.CreateAdd(b_.CreateMul(r, i64c(dv_padded_)), i64c(c))), inverse);
+      const std::int64_t count = std::min<std::int64_t>(lanes_, dv_ - c);
+      if (sig_.o_unit_d) {
+        llvm::Value* mask = count == lanes_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
+                                                  b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
+                                            : lane_mask(lanes_, i64c(count));
+        store_masked(value, gep(o, b_.CreateAdd(o_row, i64c(c))), mask);
+      } else {
+        for (std::int64_t l = 0; l < count; ++l)
+          store_f32(b_.CreateExtractElement(value, static_cast<std::uint64_t>(l)), o,
+                    b_.CreateAdd(o_row, b_.CreateMul(i64c(c + l), o_ds)));
+      }
+    }
+    if (sig_.lse) {
+      llvm::Value* lse =
+          b_.CreateSelect(seen, b_.CreateFAdd(load_f32(row_max_, r), emit_log(b_, sum)), fconst(-INFINITY));
+      store_f32(lse, field(kLse, ptr_), b_.CreateMul(r, field(kLseRs, i64_)));
+    }
+  }
+
+  const CpuAttentionSpec& spec_;
+  const AttentionSignature& sig_;
+  const CpuAttentionConfig& cfg_;
+  const int nr_;
+  const std::int64_t dqk_, dv_, dv_padded_;
+  llvm::StructType *args_ty_ = nullptr, *mod_tensor_ty_ = nullptr;
+  llvm::Value* args_ = nullptr;
+  llvm::Value *q_pack_ = nullptr, *k_pack_ = nullptr, *v_pack_ = nullptr, *scores_ = nullptr, *out_ = nullptr;
+  llvm::Value *row_max_ = nullptr, *row_sum_ = nullptr, *row_rescale_ = nullptr;
+  llvm::Value *rows_ = nullptr, *seq_kv_ = nullptr, *i0_ = nullptr, *batch_index_ = nullptr, *head_ = nullptr;
+  llvm::Value *scale_ = nullptr, *tensors_ = nullptr, *scalars_ = nullptr, *diagonal_ = nullptr, *groups_ = nullptr;
+  llvm::Value* kv_end_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> emit_attention_llvm(const CpuAttentionSpec& spec, llvm::LLVMContext& context) {
+  validate(spec.signature, spec.config, spec.target);
+  return CpuAttentionEmitter(spec, context).emit();
+}
+
+CpuModuleSource cpu_module_source(const CpuAttentionSpec& spec) {
+  validate(spec.signature, spec.config, spec.target);
+  return {spec.name(), [spec](llvm::LLVMContext& context) { return CpuAttentionEmitter(spec, context).emit(); }};
+}
+
+}  // namespace tessera

@@ -1,0 +1,243 @@
+#include "ops/attention/attention_binding.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "generator/core/error.hpp"
+
+namespace tessera {
+
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+void check_tensor(const std::string& name, const Tensor& t, std::size_t rank) {
+  if (t.rank() != rank)
+    throw InvalidArgument(name, fmt::format("must have rank {}, has shape {}", rank, shape_text(t.shape)));
+  if (t.strides.size() != rank)
+    throw InvalidArgument(name, fmt::format("has {} strides for rank {}", t.strides.size(), rank));
+  for (std::int64_t e : t.shape)
+    if (e < 0) throw InvalidArgument(name, "extents must be >= 0, shape is " + shape_text(t.shape));
+  for (std::int64_t s : t.strides)
+    if (s < 0) throw InvalidArgument(name, "strides must be >= 0, strides are " + shape_text(t.strides));
+  if (t.dtype != DType::f32)
+    throw InvalidArgument(name, fmt::format("is {}; CPU attention takes f32", dtype_name(t.dtype)));
+  const bool empty = std::any_of(t.shape.begin(), t.shape.end(), [](std::int64_t e) { return e == 0; });
+  if (!empty && t.data == nullptr) throw InvalidArgument(name, "data is null");
+}
+
+// Bytes [first, last) a view spans (empty for an empty view).
+struct Span {
+  std::uintptr_t first = 0, last = 0;
+};
+Span span_of(const Tensor& t) {
+  std::int64_t extent = 0;
+  for (std::size_t d = 0; d < t.rank(); ++d) {
+    if (t.shape[d] == 0) return {};
+    extent += (t.shape[d] - 1) * t.strides[d];
+  }
+  const auto first = reinterpret_cast<std::uintptr_t>(t.data);
+  return {first, first + static_cast<std::uintptr_t>(extent + 1) * 4};
+}
+bool overlaps(const Span& a, const Span& b) { return a.first < b.last && b.first < a.last && a.first != a.last; }
+
+// An output view whose elements do not share memory: sorted by stride, each dimension steps past the previous ones.
+void check_distinct_elements(const std::string& name, const Tensor& t) {
+  std::vector<std::size_t> dims;
+  for (std::size_t d = 0; d < t.rank(); ++d)
+    if (t.shape[d] > 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(), [&](std::size_t a, std::size_t b) { return t.strides[a] < t.strides[b]; });
+  std::int64_t reach = 1;  // elements spanned by the dimensions so far
+  for (std::size_t d : dims) {
+    if (t.strides[d] < reach)
+      throw InvalidArgument(name, fmt::format("strides {} make elements of shape {} overlap", shape_text(t.strides),
+                                              shape_text(t.shape)));
+    reach = t.strides[d] * (t.shape[d] - 1) + reach;
+  }
+}
+
+void check_offsets(const std::string& name, const std::vector<std::int64_t>& offsets, std::int64_t total) {
+  if (offsets.empty() || offsets.front() != 0) throw InvalidArgument(name, "must start at 0");
+  for (std::size_t b = 1; b < offsets.size(); ++b)
+    if (offsets[b] < offsets[b - 1])
+      throw InvalidArgument(name,
+                            fmt::format("must not decrease: entry {} is {} after {}", b, offsets[b], offsets[b - 1]));
+  if (offsets.back() != total)
+    throw InvalidArgument(
+        name, fmt::format("ends at {}, but the packed sequence dimension holds {} rows", offsets.back(), total));
+}
+
+AttentionView view_of(const Tensor& t, bool varlen) {
+  const auto* data = static_cast<const float*>(t.data);
+  if (varlen) return {data, 0, t.strides[1], t.strides[0], t.strides[2]};
+  return {data, t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
+}
+
+}  // namespace
+
+AttentionBinding bind_attention(const AttentionArgs& args) {
+  AttentionBinding r;
+  AttentionProblem& p = r.problem;
+  const bool varlen = !args.seq_offsets_q.empty() || !args.seq_offsets_kv.empty();
+  const std::size_t rank = varlen ? 3 : 4;
+  check_tensor("q", args.q, rank);
+  check_tensor("k", args.k, rank);
+  check_tensor("v", args.v, rank);
+  check_tensor("o", args.o, rank);
+  // Dimension indices: [batch, heads, seq, dim], or varlen [total, heads, dim].
+  const std::size_t H = 1, S = varlen ? 0 : 2, D = varlen ? 2 : 3;
+  if (varlen) {
+    if (args.seq_offsets_q.size() != args.seq_offsets_kv.size())
+      throw InvalidArgument("seq_offsets_kv", fmt::format("has {} entries, seq_offsets_q has {}; both are batch + 1",
+                                                          args.seq_offsets_kv.size(), args.seq_offsets_q.size()));
+    check_offsets("seq_offsets_q", args.seq_offsets_q, args.q.shape[S]);
+    check_offsets("seq_offsets_kv", args.seq_offsets_kv, args.k.shape[S]);
+    p.batch = static_cast<std::int64_t>(args.seq_offsets_q.size()) - 1;
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto i = static_cast<std::size_t>(b);
+      p.seq_lens_q.push_back(args.seq_offsets_q[i + 1] - args.seq_offsets_q[i]);
+      p.seq_lens_kv.push_back(args.seq_offsets_kv[i + 1] - args.seq_offsets_kv[i]);
+    }
+    p.seq_q = p.seq_lens_q.empty() ? 0 : *std::max_element(p.seq_lens_q.begin(), p.seq_lens_q.end());
+    p.seq_kv = p.seq_lens_kv.empty() ? 0 : *std::max_element(p.seq_lens_kv.begin(), p.seq_lens_kv.end());
+  } else {
+    p.batch = args.q.shape[0];
+    p.seq_q = args.q.shape[S];
+    p.seq_kv = args.k.shape[S];
+    for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"k", args.k}, {"v", args.v}, {"o", args.o}})
+      if (t.shape[0] != p.batch)
+        throw InvalidArgument(name, fmt::format("has batch {}, q has {}", t.shape[0], p.batch));
+  }
+  p.heads = args.q.shape[H];
+  p.kv_heads = args.k.shape[H];
+  AttentionSignature& sig = p.signature;
+  sig.head_dim_qk = args.q.shape[D];
+  sig.head_dim_v = args.v.shape[D];
+  const auto expect = [](const char* name, const Tensor& t, std::size_t dim, std::int64_t want, const char* what) {
+    if (t.shape[dim] != want)
+      throw InvalidArgument(name, fmt::format("shape {}: dimension {} must be {} ({}), is {}", shape_text(t.shape), dim,
+                                              want, what, t.shape[dim]));
+  };
+  expect("k", args.k, D, sig.head_dim_qk, "q's head_dim");
+  expect("v", args.v, H, p.kv_heads, "k's heads");
+  expect("v", args.v, S, args.k.shape[S], "k's sequence length");
+  expect("o", args.o, H, p.heads, "q's heads");
+  expect("o", args.o, S, args.q.shape[S], "q's sequence length");
+  expect("o", args.o, D, sig.head_dim_v, "v's head_dim");
+  if (p.kv_heads == 0 && p.heads > 0) throw InvalidArgument("k", "has 0 heads; q has " + std::to_string(p.heads));
+  if (p.kv_heads > 0 && p.heads % p.kv_heads != 0)
+    throw InvalidArgument("k", fmt::format("heads of q ({}) must be a multiple of kv heads ({})", p.heads, p.kv_heads));
+  if (sig.head_dim_qk < 1 || sig.head_dim_qk > 512)
+    throw InvalidArgument("q", fmt::format("head_dim {} must be in [1, 512]", sig.head_dim_qk));
+  if (sig.head_dim_v < 1 || sig.head_dim_v > 512)
+    throw InvalidArgument("v", fmt::format("head_dim {} must be in [1, 512]", sig.head_dim_v));
+  sig.q_unit_d = args.q.strides[D] == 1;
+  sig.k_unit_d = args.k.strides[D] == 1;
+  sig.v_unit_d = args.v.strides[D] == 1;
+  sig.o_unit_d = args.o.strides[D] == 1;
+  sig.causal = args.causal;
+  sig.score_mod = args.score_mod;
+  check_distinct_elements("o", args.o);
+  const Span o_span = span_of(args.o);
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor&>{"q", args.q}, {"k", args.k}, {"v", args.v}})
+    if (overlaps(o_span, span_of(t))) throw InvalidArgument("o", std::string("overlaps ") + name + "'s memory");
+
+  if (!args.lse.empty()) {
+    sig.lse = true;
+    const std::vector<std::int64_t> want = varlen ? std::vector<std::int64_t>{p.heads, args.q.shape[S]}
+                                                  : std::vector<std::int64_t>{p.batch, p.heads, p.seq_q};
+    check_tensor("lse", args.lse, want.size());
+    if (args.lse.shape != want)
+      throw InvalidArgument("lse",
+                            fmt::format("must have shape {}, has {}", shape_text(want), shape_text(args.lse.shape)));
+    check_distinct_elements("lse", args.lse);
+    const Span lse_span = span_of(args.lse);
+    for (const auto& [name, t] :
+         {std::pair<const char*, const Tensor&>{"q", args.q}, {"k", args.k}, {"v", args.v}, {"o", args.o}})
+      if (overlaps(lse_span, span_of(t))) throw InvalidArgument("lse", std::string("overlaps ") + name + "'s memory");
+    r.lse = static_cast<float*>(args.lse.data);
+    if (varlen) {
+      r.lse_head = args.lse.strides[0], r.lse_seq = args.lse.strides[1];
+    } else {
+      r.lse_batch = args.lse.strides[0], r.lse_head = args.lse.strides[1], r.lse_seq = args.lse.strides[2];
+    }
+  }
+
+  // The modifier's names: every tensor and scalar it reads bound, nothing bound that it does not read.
+  const ScoreModifier& mod = args.score_mod;
+  for (const auto& use : mod.tensors()) {
+    auto it = args.tensors.find(use.name);
+    if (it == args.tensors.end())
+      throw InvalidArgument("score_mod", "reads tensor '" + use.name + "', which the call does not give");
+    if (use.rank > 4) throw InvalidArgument("score_mod", "tensor '" + use.name + "' has more than 4 indices");
+    check_tensor("tensors[" + use.name + "]", it->second, use.rank);
+    ModifierTensorArg t;
+    t.data = static_cast<const float*>(it->second.data);
+    for (std::size_t d = 0; d < use.rank; ++d) t.strides[d] = it->second.strides[d];
+    r.tensors.push_back(t);
+  }
+  for (const auto& [name, t] : args.tensors)
+    if (std::none_of(mod.tensors().begin(), mod.tensors().end(), [&](const auto& u) { return u.name == name; }))
+      throw InvalidArgument("tensors[" + name + "]", "is not read by the score modifier '" + mod.text() + "'");
+  for (const auto& name : mod.scalars()) {
+    auto it = args.scalars.find(name);
+    if (it == args.scalars.end())
+      throw InvalidArgument("score_mod", "reads scalar '" + name + "', which the call does not give");
+    r.scalars.push_back(it->second);
+  }
+  for (const auto& [name, value] : args.scalars)
+    if (!std::binary_search(mod.scalars().begin(), mod.scalars().end(), name))
+      throw InvalidArgument("scalars[" + name + "]", "is not read by the score modifier '" + mod.text() + "'");
+
+  r.scale = args.scale ? *args.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(sig.head_dim_qk)));
+  if (!std::isfinite(r.scale)) throw InvalidArgument("scale", "must be finite");
+  if (args.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: every thread of the runtime)");
+  p.threads = args.threads;
+  r.q = view_of(args.q, varlen);
+  r.k = view_of(args.k, varlen);
+  r.v = view_of(args.v, varlen);
+  r.o = view_of(args.o, varlen);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    r.q_start.push_back(varlen ? args.seq_offsets_q[static_cast<std::size_t>(b)] : 0);
+    r.kv_start.push_back(varlen ? args.seq_offsets_kv[static_cast<std::size_t>(b)] : 0);
+  }
+  sig.check();
+  return r;
+}
+
+AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t h, std::int64_t block,
+                              int block_q) {
+  const AttentionProblem& p = bound.problem;
+  const auto i = static_cast<std::size_t>(b);
+  const std::int64_t kv_head = h / (p.heads / p.kv_heads);
+  const std::int64_t first = block * block_q;
+  const std::int64_t q_row = bound.q_start[i] + first, kv_row = bound.kv_start[i];
+  AttentionBlockArgs a;
+  a.q = bound.q.data + b * bound.q.batch + h * bound.q.head + q_row * bound.q.seq;
+  a.q_rs = bound.q.seq, a.q_ds = bound.q.dim;
+  a.k = bound.k.data + b * bound.k.batch + kv_head * bound.k.head + kv_row * bound.k.seq;
+  a.k_rs = bound.k.seq, a.k_ds = bound.k.dim;
+  a.v = bound.v.data + b * bound.v.batch + kv_head * bound.v.head + kv_row * bound.v.seq;
+  a.v_rs = bound.v.seq, a.v_ds = bound.v.dim;
+  a.o = const_cast<float*>(bound.o.data) + b * bound.o.batch + h * bound.o.head + q_row * bound.o.seq;
+  a.o_rs = bound.o.seq, a.o_ds = bound.o.dim;
+  if (bound.lse) {
+    a.lse = bound.lse + b * bound.lse_batch + h * bound.lse_head + q_row * bound.lse_seq;
+    a.lse_rs = bound.lse_seq;
+  }
+  a.seq_q = p.q_len(b);
+  a.seq_kv = p.kv_len(b);
+  a.rows = std::min<std::int64_t>(block_q, a.seq_q - first);
+  a.i0 = first;
+  a.batch_index = b;
+  a.head = h;
+  a.tensors = bound.tensors.data();
+  a.scalars = bound.scalars.data();
+  a.scale = bound.scale;
+  return a;
+}
+
+}  // namespace tessera

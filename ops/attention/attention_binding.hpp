@@ -1,0 +1,37 @@
+// Attention arguments checked and resolved into what the kernel's calls need: the problem, per batch item where its
+// rows start in each tensor, the strides of every view, and the score modifier's tensors and scalars in kernel order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "generator/attention/attention_abi.hpp"
+#include "tessera/attention.hpp"
+
+namespace tessera {
+
+// A [batch, heads, seq, dim] view's strides in elements (varlen views have batch stride 0: rows start at offsets).
+struct AttentionView {
+  const float* data = nullptr;
+  std::int64_t batch = 0, head = 0, seq = 0, dim = 0;
+};
+
+struct AttentionBinding {
+  AttentionProblem problem;
+  float scale = 1;
+  AttentionView q, k, v, o;
+  float* lse = nullptr;
+  std::int64_t lse_batch = 0, lse_head = 0, lse_seq = 0;
+  std::vector<std::int64_t> q_start, kv_start;  // per batch item: its first row in the sequence dimension
+  std::vector<ModifierTensorArg> tensors;       // in ScoreModifier::tensors() order
+  std::vector<float> scalars;                   // in ScoreModifier::scalars() order
+};
+
+// Throws InvalidArgument naming the argument and the rule it breaks.
+AttentionBinding bind_attention(const AttentionArgs& args);
+
+// The arguments of the kernel call for query block `block` of head h of batch item b (rows [block·block_q, ...)).
+AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t h, std::int64_t block,
+                              int block_q);
+
+}  // namespace tessera

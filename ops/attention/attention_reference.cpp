@@ -1,0 +1,156 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "generator/core/expr_eval.hpp"
+#include "tessera/reference.hpp"
+
+namespace tessera {
+
+namespace {
+
+double at(const Tensor& t, std::initializer_list<std::int64_t> index) {
+  std::int64_t offset = 0;
+  std::size_t d = 0;
+  for (std::int64_t x : index) offset += x * t.strides[d++];
+  return static_cast<const float*>(t.data)[offset];
+}
+
+// Where a query or key row of batch item b lies: its first row in the sequence dimension and its length.
+struct Rows {
+  std::int64_t first, count;
+};
+
+constexpr double kF32Epsilon = 1.0 / (1 << 23);
+
+}  // namespace
+
+AttentionReference reference_attention(const AttentionArgs& args) {
+  const AttentionProblem p = describe_attention(args);  // validates
+  const bool varlen = p.varlen();
+  const std::int64_t dqk = p.signature.head_dim_qk, dv = p.signature.head_dim_v;
+  const double scale = args.scale ? *args.scale : 1.0 / std::sqrt(static_cast<double>(dqk));
+  const auto element = [&](const Tensor& t, std::int64_t b, std::int64_t h, std::int64_t row, std::int64_t d) {
+    return varlen ? at(t, {row, h, d}) : at(t, {b, h, row, d});
+  };
+  const ScoreModifier& mod = args.score_mod;
+  AttentionReference ref;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const auto bi = static_cast<std::size_t>(b);
+    const Rows q_rows{varlen ? args.seq_offsets_q[bi] : 0, p.q_len(b)};
+    const Rows kv_rows{varlen ? args.seq_offsets_kv[bi] : 0, p.kv_len(b)};
+    for (std::int64_t h = 0; h < p.heads; ++h) {
+      const std::int64_t g = h / (p.heads / p.kv_heads);
+      for (std::int64_t i = 0; i < q_rows.count; ++i) {
+        std::vector<double> scores(static_cast<std::size_t>(kv_rows.count), -INFINITY);
+        double magnitude = 0;  // the largest Σ|q·k|·scale: what rounding in an f32 dot product scales with
+        const std::int64_t visible = visible_keys(p.signature.causal, i, q_rows.count, kv_rows.count);
+        for (std::int64_t j = 0; j < visible; ++j) {
+          double dot = 0, abs_dot = 0;
+          for (std::int64_t d = 0; d < dqk; ++d) {
+            const double x = element(args.q, b, h, q_rows.first + i, d) * element(args.k, b, g, kv_rows.first + j, d);
+            dot += x;
+            abs_dot += std::fabs(x);
+          }
+          double s = dot * scale;
+          magnitude = std::max(magnitude, abs_dot * std::fabs(scale));
+          if (!mod.is_identity())
+            s = evaluate(mod.tree(), [&](const ExprNode& leaf) -> double {
+              if (leaf.op == ExprOp::Var) {
+                if (leaf.name == "s") return s;
+                if (leaf.name == "i") return static_cast<double>(i);
+                if (leaf.name == "j") return static_cast<double>(j);
+                if (leaf.name == "h") return static_cast<double>(h);
+                if (leaf.name == "b") return static_cast<double>(b);
+                return args.scalars.at(leaf.name);
+              }
+              const Tensor& t = args.tensors.at(leaf.name);
+              std::int64_t offset = 0;
+              for (std::size_t k = 0; k < leaf.args.size(); ++k) {
+                const auto index = static_cast<std::int64_t>(evaluate(leaf.args[k], [&](const ExprNode& n) -> double {
+                  return n.name == "i"   ? static_cast<double>(i)
+                         : n.name == "j" ? static_cast<double>(j)
+                         : n.name == "h" ? static_cast<double>(h)
+                                         : static_cast<double>(b);
+                }));
+                if (index < 0 || index >= t.shape[k])
+                  throw InvalidArgument("tensors[" + leaf.name + "]",
+                                        fmt::format("index {} of dimension {} is outside [0, {}) at i = {}, j = {}",
+                                                    index, k, t.shape[k], i, j));
+                offset += index * t.strides[k];
+              }
+              return static_cast<const float*>(t.data)[offset];
+            });
+          if (std::isfinite(s)) magnitude = std::max(magnitude, std::fabs(s));
+          scores[static_cast<std::size_t>(j)] = s;
+        }
+        double max = -INFINITY;
+        for (double s : scores) max = std::max(max, s);
+        double sum = 0;
+        for (double& s : scores) {
+          s = std::isinf(s) && s < 0 ? 0 : std::exp(s - max);
+          sum += s;
+        }
+        double v_max = 0;
+        for (std::int64_t d = 0; d < dv; ++d) {
+          double o = 0;
+          for (std::int64_t j = 0; j < kv_rows.count; ++j) {
+            const double v = element(args.v, b, g, kv_rows.first + j, d);
+            v_max = std::max(v_max, std::fabs(v));
+            o += scores[static_cast<std::size_t>(j)] * v;
+          }
+          ref.o.push_back(sum > 0 ? o / sum : 0.0);
+        }
+        ref.lse.push_back(sum > 0 ? max + std::log(sum) : -INFINITY);
+        // An f32 score is off by about ε·magnitude (times a few for the sums and the modifier's math), and exp turns
+        // that into the same relative error of each weight; the rest is f32 rounding of the weighted sum.
+        const double score_error = 8 * kF32Epsilon * (magnitude + 1) * std::sqrt(static_cast<double>(dqk) + 1);
+        ref.tolerance.push_back(v_max * (score_error + 1e-5) + 1e-6);
+        ref.lse_tolerance.push_back(score_error + 1e-5 * (1 + std::fabs(ref.lse.back())));
+      }
+    }
+  }
+  return ref;
+}
+
+Comparison compare_attention(const AttentionReference& ref, const AttentionArgs& args) {
+  const AttentionProblem p = describe_attention(args);
+  const bool varlen = p.varlen();
+  const std::int64_t dv = p.signature.head_dim_v;
+  Comparison c;
+  double ref_max = 0, err_max = 0;
+  std::size_t row = 0;
+  const auto check = [&](const std::string& where, double got, double want, double tol) {
+    const bool both_neg_inf = std::isinf(want) && want < 0 && std::isinf(got) && got < 0;
+    const double err = both_neg_inf ? 0 : std::fabs(got - want);
+    if (std::isfinite(want)) ref_max = std::max(ref_max, std::fabs(want));
+    if (!(err <= tol)) {  // NaN fails
+      if (c.mismatches++ == 0) c.first_mismatch = fmt::format("{} = {}, expected {} ± {:.3g}", where, got, want, tol);
+    }
+    if (std::isfinite(err)) err_max = std::max(err_max, err);
+  };
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const auto bi = static_cast<std::size_t>(b);
+    const std::int64_t first = varlen ? args.seq_offsets_q[bi] : 0;
+    for (std::int64_t h = 0; h < p.heads; ++h)
+      for (std::int64_t i = 0; i < p.q_len(b); ++i, ++row) {
+        for (std::int64_t d = 0; d < dv; ++d) {
+          const double got = varlen ? at(args.o, {first + i, h, d}) : at(args.o, {b, h, i, d});
+          check(varlen ? fmt::format("o[{}, {}, {}]", first + i, h, d) : fmt::format("o[{}, {}, {}, {}]", b, h, i, d),
+                got, ref.o[row * static_cast<std::size_t>(dv) + static_cast<std::size_t>(d)], ref.tolerance[row]);
+        }
+        if (!args.lse.empty()) {
+          const double got = varlen ? at(args.lse, {h, first + i}) : at(args.lse, {b, h, i});
+          check(varlen ? fmt::format("lse[{}, {}]", h, first + i) : fmt::format("lse[{}, {}, {}]", b, h, i), got,
+                ref.lse[row], ref.lse_tolerance[row]);
+        }
+      }
+  }
+  c.max_abs_err = err_max;
+  c.max_rel_err = ref_max > 0 ? err_max / ref_max : err_max;
+  return c;
+}
+
+}  // namespace tessera

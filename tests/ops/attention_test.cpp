@@ -1,0 +1,381 @@
+// Fused attention against the double-precision reference: lengths, causal alignment, GQA/MQA, variable lengths,
+// score modifiers, masked rows, large logits, layouts and strides, both ISAs and thread counts, and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "tessera/reference.hpp"
+#include "tessera/tessera.hpp"
+
+namespace tessera {
+namespace {
+
+// An owned [batch, heads, seq, dim] tensor stored BHSD or BSHD (or, varlen, [total, heads, dim]), with padding
+// between rows that holds NaN so any read of it shows, and an optional element stride along dim.
+struct Heads {
+  std::vector<float> storage;
+  Tensor view;
+
+  Heads(std::int64_t batch, std::int64_t heads, std::int64_t seq, std::int64_t dim, bool bshd,
+        std::int64_t dim_stride = 1, std::int64_t pad = 5) {
+    const std::int64_t row = dim * dim_stride + pad;  // one (seq or head) row
+    std::vector<std::int64_t> strides(4);
+    strides[3] = dim_stride;
+    if (bshd) {
+      strides[2] = heads * row, strides[1] = row, strides[0] = seq * heads * row + pad;
+    } else {
+      strides[2] = row, strides[1] = seq * row + pad, strides[0] = heads * (seq * row + pad) + pad;
+    }
+    storage.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, batch * strides[0] + pad)),
+                   std::numeric_limits<float>::quiet_NaN());
+    view.data = storage.data();
+    view.shape = {batch, heads, seq, dim};
+    view.strides = strides;
+  }
+  // Varlen: [total, heads, dim].
+  static Heads packed(std::int64_t total, std::int64_t heads, std::int64_t dim) {
+    Heads t(1, heads, total, dim, true);
+    t.view.shape = {total, heads, dim};
+    t.view.strides = {t.view.strides[2], t.view.strides[1], t.view.strides[3]};
+    return t;
+  }
+  template <class F>
+  void each(F f) {
+    std::vector<std::int64_t> index(view.rank(), 0);
+    const auto total = [&] {
+      std::int64_t n = 1;
+      for (auto e : view.shape) n *= e;
+      return n;
+    }();
+    for (std::int64_t flat = 0; flat < total; ++flat) {
+      std::int64_t rest = flat, offset = 0;
+      for (std::size_t d = view.rank(); d-- > 0;) {
+        offset += (rest % view.shape[d]) * view.strides[d];
+        rest /= view.shape[d];
+      }
+      f(storage[static_cast<std::size_t>(offset)]);
+    }
+  }
+  void fill(std::mt19937& rng, float lo = -1, float hi = 1) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    each([&](float& x) { x = dist(rng); });
+  }
+  void set(float value) {
+    each([&](float& x) { x = value; });
+  }
+};
+
+struct Case {
+  std::int64_t batch = 1, heads = 1, kv_heads = 1, seq_q = 16, seq_kv = 16, d = 64, dv = 64;
+  bool causal = false, bshd = false, lse = true;
+  std::int64_t dim_stride = 1;
+  float range = 1;  // inputs uniform in [-range, range]
+};
+
+struct Owned {
+  Heads q, k, v, o;
+  Heads lse_storage;
+  AttentionArgs args;
+};
+
+std::unique_ptr<Owned> make(const Case& c, std::uint32_t seed = 7) {
+  std::mt19937 rng(seed);
+  auto t = std::unique_ptr<Owned>(new Owned{Heads(c.batch, c.heads, c.seq_q, c.d, c.bshd, c.dim_stride),
+                                            Heads(c.batch, c.kv_heads, c.seq_kv, c.d, c.bshd, c.dim_stride),
+                                            Heads(c.batch, c.kv_heads, c.seq_kv, c.dv, c.bshd, c.dim_stride),
+                                            Heads(c.batch, c.heads, c.seq_q, c.dv, c.bshd, c.dim_stride),
+                                            Heads(1, c.batch, c.heads, c.seq_q, false),
+                                            {}});
+  t->q.fill(rng, -c.range, c.range);
+  t->k.fill(rng, -c.range, c.range);
+  t->v.fill(rng);
+  t->args.q = t->q.view, t->args.k = t->k.view, t->args.v = t->v.view, t->args.o = t->o.view;
+  t->args.causal = c.causal;
+  if (c.lse) {
+    t->lse_storage.view.shape = {c.batch, c.heads, c.seq_q};
+    t->lse_storage.view.strides = {t->lse_storage.view.strides[1], t->lse_storage.view.strides[2],
+                                   t->lse_storage.view.strides[3]};
+    t->args.lse = t->lse_storage.view;
+  }
+  return t;
+}
+
+Runtime& runtime(const std::string& target = "cpu") {
+  static std::map<std::string, std::unique_ptr<Runtime>> runtimes;
+  auto& r = runtimes[target];
+  if (!r) {
+    RuntimeOptions o;
+    o.target = target;
+    o.threads = 2;
+    r = std::make_unique<Runtime>(o);
+  }
+  return *r;
+}
+
+void expect_matches(Runtime& rt, const AttentionArgs& args, const std::string& what) {
+  const AttentionReference ref = reference_attention(args);
+  rt.attention(args);
+  const Comparison c = compare_attention(ref, args);
+  EXPECT_TRUE(c.ok()) << what << ": " << c.mismatches << " mismatches, first " << c.first_mismatch << " (max abs err "
+                      << c.max_abs_err << ")";
+}
+
+std::string describe(const Case& c) {
+  return "B" + std::to_string(c.batch) + " H" + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " Sq" +
+         std::to_string(c.seq_q) + " Skv" + std::to_string(c.seq_kv) + " d" + std::to_string(c.d) + "/" +
+         std::to_string(c.dv) + (c.causal ? " causal" : "") + (c.bshd ? " bshd" : " bhsd");
+}
+
+TEST(Attention, LengthsCausalAndNot) {
+  for (std::int64_t len : {1, 7, 63, 65, 127, 1000})
+    for (bool causal : {false, true}) {
+      Case c;
+      c.seq_q = c.seq_kv = len;
+      c.causal = causal;
+      c.heads = len > 200 ? 1 : 2;
+      auto t = make(c);
+      expect_matches(runtime(), t->args, describe(c));
+    }
+}
+
+TEST(Attention, CausalAlignedBottomRight) {
+  // seq_q < seq_kv: every query sees a prefix longer than its index; seq_q > seq_kv: the first rows see no key.
+  for (auto [sq, skv] : std::vector<std::pair<int, int>>{{37, 100}, {100, 37}, {1, 50}, {50, 1}, {130, 129}}) {
+    Case c;
+    c.seq_q = sq, c.seq_kv = skv, c.causal = true, c.heads = 3;
+    auto t = make(c);
+    expect_matches(runtime(), t->args, describe(c));
+  }
+}
+
+TEST(Attention, GroupedAndMultiQuery) {
+  for (auto [h, g] : std::vector<std::pair<int, int>>{{8, 2}, {4, 1}, {6, 3}}) {
+    Case c;
+    c.batch = 2, c.heads = h, c.kv_heads = g, c.seq_q = 33, c.seq_kv = 70, c.bshd = true;
+    auto t = make(c);
+    expect_matches(runtime(), t->args, describe(c));
+  }
+}
+
+TEST(Attention, HeadDimsLayoutsAndStrides) {
+  const std::vector<std::pair<int, int>> dims{{64, 64}, {128, 128}, {96, 96}, {64, 32}, {40, 72}, {3, 5}, {256, 256}};
+  for (auto [d, dv] : dims)
+    for (bool bshd : {false, true}) {
+      Case c;
+      c.d = d, c.dv = dv, c.bshd = bshd, c.seq_q = 50, c.seq_kv = 90, c.heads = 2;
+      auto t = make(c);
+      expect_matches(runtime(), t->args, describe(c));
+    }
+  Case c;  // the head dimension strided (every other float)
+  c.dim_stride = 2, c.seq_q = 40, c.seq_kv = 45, c.causal = true;
+  auto t = make(c);
+  expect_matches(runtime(), t->args, describe(c) + " dim stride 2");
+}
+
+TEST(Attention, BothIsasAndThreadCounts) {
+  for (const char* target : {"cpu:avx2", "cpu:avx512"}) {
+    if (std::string(target) == "cpu:avx512" && !CpuTarget::host_supports(CpuIsa::Avx512)) continue;
+    for (int threads : {1, 2}) {
+      Case c;
+      c.batch = 2, c.heads = 3, c.seq_q = 140, c.seq_kv = 150, c.causal = threads == 2;
+      auto t = make(c);
+      t->args.threads = threads;
+      expect_matches(runtime(target), t->args, describe(c) + " " + target + " threads " + std::to_string(threads));
+    }
+  }
+}
+
+TEST(Attention, VariableLengthsWithEmptySequences) {
+  const std::vector<std::int64_t> q_offsets{0, 5, 5, 70, 71, 171}, kv_offsets{0, 9, 20, 20, 90, 290};
+  for (bool causal : {false, true}) {
+    auto q = Heads::packed(q_offsets.back(), 4, 64), k = Heads::packed(kv_offsets.back(), 2, 64),
+         v = Heads::packed(kv_offsets.back(), 2, 64), o = Heads::packed(q_offsets.back(), 4, 64);
+    Heads lse(1, 1, 4, q_offsets.back(), false);
+    lse.view.shape = {4, q_offsets.back()};
+    lse.view.strides = {lse.view.strides[2], 1};
+    std::mt19937 rng(3);
+    q.fill(rng), k.fill(rng), v.fill(rng);
+    AttentionArgs args;
+    args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view, args.lse = lse.view;
+    args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets, args.causal = causal;
+    expect_matches(runtime(), args, causal ? "varlen causal" : "varlen");
+  }
+}
+
+TEST(Attention, ScoreModifiers) {
+  Case c;
+  c.heads = 2, c.seq_q = 100, c.seq_kv = 120, c.causal = false;
+  std::vector<float> slope{0.25f, 0.0625f}, bias(2 * 300);
+  std::mt19937 rng(5);
+  for (float& x : bias) x = std::uniform_real_distribution<float>(-2, 2)(rng);
+  struct Mod {
+    const char* text;
+    bool causal;
+  };
+  for (const Mod& m : {Mod{"s - slope[h]*(i - j)", true}, Mod{"30*tanh(s/30)", false},
+                       Mod{"s + bias[h, i - j + 150]", false}, Mod{"j < i - 16 ? -inf : s", true},
+                       Mod{"j > i + 5 ? -inf : (j < i - 5 ? -inf : s*temperature)", false}, Mod{"b + h + s", false}}) {
+    Case mc = c;
+    mc.causal = m.causal;
+    auto t = make(mc);
+    t->args.set_score_mod(m.text);
+    for (const auto& use : t->args.score_mod.tensors()) {
+      if (use.name == "slope") t->args.tensors["slope"] = Tensor{slope.data(), DType::f32, {2}, {1}};
+      if (use.name == "bias") t->args.tensors["bias"] = Tensor{bias.data(), DType::f32, {2, 300}, {300, 1}};
+    }
+    for (const auto& name : t->args.score_mod.scalars()) t->args.scalars[name] = 0.7f;
+    expect_matches(runtime(), t->args, std::string(m.text) + (m.causal ? " causal" : ""));
+  }
+}
+
+TEST(Attention, FullyMaskedRowsGiveZeros) {
+  Case c;
+  c.seq_q = 20, c.seq_kv = 30;
+  auto t = make(c);
+  t->args.set_score_mod("j >= 0 ? -inf : s");
+  runtime().attention(t->args);
+  t->o.each([](float x) { EXPECT_EQ(x, 0.0f); });
+  t->lse_storage.each([](float x) { EXPECT_TRUE(std::isinf(x) && x < 0) << x; });
+  expect_matches(runtime(), t->args, "every score masked");
+}
+
+TEST(Attention, LargeLogitsDoNotOverflow) {
+  Case c;
+  c.seq_q = 70, c.seq_kv = 90, c.d = 64, c.range = 40;  // |scores| up to ~1e4
+  for (bool causal : {false, true}) {
+    c.causal = causal;
+    auto t = make(c);
+    expect_matches(runtime(), t->args, describe(c) + " logits ~1e4");
+    t->o.each([](float x) { EXPECT_TRUE(std::isfinite(x)); });
+  }
+}
+
+// Every config of the variant space, on a problem that takes several query and key blocks of each.
+TEST(Attention, EveryVariantConfig) {
+  for (const char* target : {"cpu:avx2", "cpu:avx512"}) {
+    if (std::string(target) == "cpu:avx512" && !CpuTarget::host_supports(CpuIsa::Avx512)) continue;
+    Runtime& rt = runtime(target);
+    for (bool causal : {false, true}) {
+      Case c;
+      c.heads = 2, c.seq_q = 203, c.seq_kv = 301, c.d = 40, c.dv = 24, c.causal = causal;
+      auto t = make(c);
+      const AttentionReference ref = reference_attention(t->args);
+      const AttentionProblem problem = rt.describe(t->args);
+      const auto variants = cpu_attention_variants(problem, rt.target());
+      EXPECT_GE(variants.size(), 10u);
+      for (const CpuAttentionConfig& config : variants) {
+        t->o.set(-7);
+        rt.compile(problem, config).run(t->args);
+        const Comparison cmp = compare_attention(ref, t->args);
+        EXPECT_TRUE(cmp.ok()) << target << " " << config.to_json().dump() << (causal ? " causal" : "") << ": "
+                              << cmp.first_mismatch;
+      }
+    }
+  }
+}
+
+TEST(Attention, ScaleIsHonoured) {
+  Case c;
+  auto t = make(c);
+  t->args.scale = 0.01f;
+  expect_matches(runtime(), t->args, "scale 0.01");
+}
+
+// Bad input: a tessera::Error naming the argument, and O untouched.
+void expect_refused(AttentionArgs args, Owned& t, const std::string& argument) {
+  t.o.set(123.0f);
+  try {
+    runtime().attention(args);
+    ADD_FAILURE() << "accepted; expected an error naming " << argument;
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.argument(), argument) << e.what();
+  }
+  t.o.each([](float x) { EXPECT_EQ(x, 123.0f); });
+}
+
+TEST(Attention, BadInputIsRefusedAndWritesNothing) {
+  Case c;
+  c.heads = 3, c.kv_heads = 2;
+  auto t = make(c);
+  expect_refused(t->args, *t, "k");  // heads not a multiple of kv_heads
+
+  c.heads = 2, c.kv_heads = 1;
+  t = make(c);
+  AttentionArgs a = t->args;
+  a.k.shape[3] = 32;
+  expect_refused(a, *t, "k");  // head_dim differs from q's
+  a = t->args;
+  a.o.shape[2] = 15;
+  expect_refused(a, *t, "o");
+  a = t->args;
+  a.o.strides[2] = 1;  // rows overlap
+  expect_refused(a, *t, "o");
+  a = t->args;
+  a.o = a.q;  // o is q
+  expect_refused(a, *t, "o");
+  a = t->args;
+  a.q.dtype = DType::bf16;
+  expect_refused(a, *t, "q");
+  a = t->args;
+  a.q.strides.pop_back();
+  expect_refused(a, *t, "q");
+  a = t->args;
+  a.set_score_mod("s + bias[h]");
+  expect_refused(a, *t, "score_mod");  // bias not given
+  a.tensors["bias"] = Tensor{nullptr, DType::f32, {2, 2}, {2, 1}};
+  expect_refused(a, *t, "tensors[bias]");  // rank 2 for one index
+  a = t->args;
+  a.scalars["unused"] = 1;
+  expect_refused(a, *t, "scalars[unused]");
+  a = t->args;
+  a.scale = std::numeric_limits<float>::infinity();
+  expect_refused(a, *t, "scale");
+  a = t->args;
+  a.lse.shape[2] = 3;
+  expect_refused(a, *t, "lse");
+
+  // Variable lengths that do not add up.
+  auto q = Heads::packed(10, 2, 64), k = Heads::packed(12, 1, 64), v = Heads::packed(12, 1, 64),
+       o = Heads::packed(10, 2, 64);
+  AttentionArgs vl;
+  vl.q = q.view, vl.k = k.view, vl.v = v.view, vl.o = o.view;
+  vl.seq_offsets_q = {0, 4, 9}, vl.seq_offsets_kv = {0, 6, 12};
+  EXPECT_THROW(
+      {
+        try {
+          runtime().attention(vl);
+        } catch (const InvalidArgument& e) {
+          EXPECT_EQ(e.argument(), "seq_offsets_q") << e.what();
+          throw;
+        }
+      },
+      InvalidArgument);
+  vl.seq_offsets_q = {0, 4, 10}, vl.seq_offsets_kv = {0, 7, 5};
+  EXPECT_THROW(runtime().attention(vl), InvalidArgument);
+
+  // Modifier text errors name the column.
+  try {
+    AttentionArgs m;
+    m.set_score_mod("s + * 2");
+    ADD_FAILURE() << "parsed";
+  } catch (const ScoreModifierError& e) {
+    EXPECT_EQ(e.column(), 5u) << e.what();
+  }
+}
+
+TEST(Attention, KernelReportsWorkspaceIndependentOfLength) {
+  Case c;
+  auto t = make(c);
+  const AttentionProblem small = runtime().describe(t->args);
+  AttentionProblem big = small;
+  big.seq_q = big.seq_kv = 65536;
+  const AttentionKernel a = runtime().compile(small, CpuAttentionConfig::default_for(big, runtime().target()));
+  const AttentionKernel b = runtime().compile(big);
+  EXPECT_EQ(a.workspace_bytes(), b.workspace_bytes());
+  EXPECT_LT(b.workspace_bytes(), 1 << 20);
+}
+
+}  // namespace
+}  // namespace tessera
