@@ -245,6 +245,34 @@ expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --spl
 expect_bad "no such file" model eval --records "$tmp/none.sqlite"
 
 # The demo verifies its kernels and exits 0.
+# Attention: --json keys, verified runs (causal, GQA, varlen with an empty sequence, modifiers, both ISAs), and bad
+# arguments (exit 2 naming the argument, or 3 for the CUDA target not built yet).
+out=$("$bin" attention 2 4 100 64 --kv-heads 2 --causal --lse --verify --json --repeat 1)
+code=$?
+if [[ $code -eq 0 && $out == \{*\} && $out == *'"ok":true'* ]]; then ok; else bad "attention --json: exit $code: $out"; fi
+for field in name spec_hash compile_ms median_ms gflops max_abs_err max_rel_err ok batch heads kv_heads seq_q seq_kv \
+  head_dim causal workspace_bytes; do
+  if [[ $out == *"\"$field\":"* ]]; then ok; else bad "attention --json lacks $field"; fi
+done
+for args in "1 2 65 128 --layout bhsd" "1 2 127 64 --seq-kv 300 --causal --target cpu:avx2" \
+  "0 4 0 64 --kv-heads 1 --seq-lens 100,0,37 --seq-lens-kv 50,10,0 --causal" \
+  "1 2 90 32 --score-mod 30*tanh(s/30)" "1 2 90 32 --score-mod s+bias[h,i-j+100] --tensor bias=2x200" \
+  "1 2 90 32 --causal --score-mod j<i-8?-inf:s*t --scalar t=0.5" "1 1 7 3 --head-dim-v 5 --threads 1"; do
+  # shellcheck disable=SC2086
+  if "$bin" attention $args --repeat 1 --verify >/dev/null 2>&1; then ok; else bad "attention $args: exit $?"; fi
+done
+if "$bin" emit attention 1 1 64 64 --causal --asm | grep -q vfmadd; then ok; else bad "emit attention --asm"; fi
+expect_bad "k: heads of q (3)" attention 1 3 10 64 --kv-heads 2
+expect_bad "column 4" attention 1 2 10 64 --score-mod "s +* 2"
+expect_bad "tensors[bias]" attention 1 2 100 64 --score-mod "s + bias[h, i - j]" --tensor bias=2x120
+expect_bad "score_mod: reads scalar 't'" attention 1 2 10 64 --score-mod "s*t"
+expect_bad "--dtype" attention 1 2 10 64 --dtype bf16
+expect_bad "--seq-lens-kv" attention 0 2 0 64 --seq-lens 3,4 --seq-lens-kv 5
+expect_bad "D" attention 1 2 10 0
+expect_bad "block_q" attention 1 2 10 64 --config block_q=7
+if "$bin" attention 1 2 10 64 --target cuda:sm_80 >/dev/null 2>&1; then bad "attention on CUDA ran"; else
+  [[ $? -eq 3 ]] && ok || bad "attention --target cuda:sm_80: exit $?"; fi
+
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 
 # Every command-line example in README.md runs and succeeds.

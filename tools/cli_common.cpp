@@ -178,6 +178,9 @@ int guarded(const std::function<int()>& body) {
   } catch (const EpilogueError& e) {
     std::cerr << "tessera: error: --" << first_line(e.what()) << "\n";
     return kBadArguments;
+  } catch (const ExprTextError& e) {  // a score modifier: the message names it
+    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
+    return kBadArguments;
   } catch (const ConfigError& e) {
     std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
     return kBadArguments;

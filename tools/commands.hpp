@@ -7,6 +7,9 @@ namespace tessera::cli {
 
 void add_demo_command(CLI::App& app, int& result);
 void add_gemm_command(CLI::App& app, int& result);
+void add_attention_command(CLI::App& app, int& result);
+// `emit attention`, added to the `emit` command.
+void add_emit_attention_command(CLI::App& emit, int& result);
 void add_emit_command(CLI::App& app, int& result);
 void add_tune_command(CLI::App& app, int& result);
 void add_model_command(CLI::App& app, int& result);

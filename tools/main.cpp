@@ -1,15 +1,16 @@
-// The tessera command line: demo, gemm, emit, tune, model.
+// The tessera command line: demo, gemm, attention, emit, tune, model.
 #include <iostream>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"tessera: JIT-generated GEMM kernels"};
+  CLI::App app{"tessera: JIT-generated GEMM and attention kernels"};
   app.require_subcommand(1);
   int result = 0;
   tessera::cli::add_demo_command(app, result);
   tessera::cli::add_gemm_command(app, result);
+  tessera::cli::add_attention_command(app, result);
   tessera::cli::add_emit_command(app, result);
   tessera::cli::add_tune_command(app, result);
   tessera::cli::add_model_command(app, result);

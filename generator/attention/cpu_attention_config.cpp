@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "generator/core/arith.hpp"
+#include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
 
 namespace tessera {
@@ -29,6 +30,23 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   for (std::int64_t len : problem.seq_lens_q) longest_q = std::max(longest_q, len);
   c.block_q = static_cast<int>(std::clamp<std::int64_t>(round_up(longest_q, c.mr), c.mr, 8 * c.mr));
   c.block_kv = 2 * nr;
+  return c;
+}
+
+CpuAttentionConfig CpuAttentionConfig::with_overrides(const std::string& text) const {
+  CpuAttentionConfig c = *this;
+  for (const auto& [key, value] : parse_config_overrides(text)) {
+    if (key == "block_q")
+      c.block_q = value;
+    else if (key == "block_kv")
+      c.block_kv = value;
+    else if (key == "mr")
+      c.mr = value;
+    else if (key == "nv")
+      c.nv = value;
+    else
+      throw InvalidArgument("config", "unknown key '" + key + "' (block_q, block_kv, mr, nv)");
+  }
   return c;
 }
 

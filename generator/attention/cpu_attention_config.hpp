@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,8 @@ struct CpuAttentionConfig {
 
   // The config the rules pick for a problem; the variant space's first element.
   static CpuAttentionConfig default_for(const AttentionProblem& problem, const CpuTarget& target);
+  // "block_q=96,block_kv=256,mr=6,nv=4" applied to this config; throws InvalidArgument for an unknown key.
+  CpuAttentionConfig with_overrides(const std::string& text) const;
   nlohmann::json to_json() const;
   static CpuAttentionConfig from_json(const nlohmann::json& j);
   friend bool operator==(const CpuAttentionConfig&, const CpuAttentionConfig&) = default;

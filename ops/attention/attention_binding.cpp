@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "generator/core/error.hpp"
+#include "generator/core/expr_bounds.hpp"
 
 namespace tessera {
 
@@ -68,6 +69,30 @@ void check_offsets(const std::string& name, const std::vector<std::int64_t>& off
   if (offsets.back() != total)
     throw InvalidArgument(
         name, fmt::format("ends at {}, but the packed sequence dimension holds {} rows", offsets.back(), total));
+}
+
+// Every read of a modifier tensor in range for every position of this call (i < seq_q, j < seq_kv, h < heads,
+// b < batch), proven by interval bounds: the kernel reads each index it computes, in both branches of a select.
+void check_modifier_reads(const ScoreModifier& mod, const std::map<std::string, Tensor>& tensors,
+                          const AttentionProblem& p) {
+  if (p.seq_q == 0 || p.seq_kv == 0 || p.heads == 0 || p.batch == 0) return;
+  const auto range = [&](const std::string& name) -> Interval {
+    const std::int64_t last = name == "i" ? p.seq_q : name == "j" ? p.seq_kv : name == "h" ? p.heads : p.batch;
+    return {0, static_cast<double>(last - 1)};
+  };
+  visit(mod.tree(), [&](const ExprNode& node) {
+    if (node.op != ExprOp::Read) return;
+    const Tensor& t = tensors.at(node.name);
+    for (std::size_t k = 0; k < node.args.size(); ++k) {
+      const Interval bounds = int_bounds(node.args[k], range);
+      if (!bounds.within(0, static_cast<double>(t.shape[k] - 1)))
+        throw InvalidArgument("tensors[" + node.name + "]",
+                              fmt::format("index {} ('{}') reaches [{}, {}] for these sizes (i < {}, j < {}, h < {}, "
+                                          "b < {}); dimension {} has extent {}",
+                                          k, to_string(node.args[k]), bounds.lo, bounds.hi, p.seq_q, p.seq_kv, p.heads,
+                                          p.batch, k, t.shape[k]));
+    }
+  });
 }
 
 AttentionView view_of(const Tensor& t, bool varlen) {
@@ -179,6 +204,7 @@ AttentionBinding bind_attention(const AttentionArgs& args) {
     for (std::size_t d = 0; d < use.rank; ++d) t.strides[d] = it->second.strides[d];
     r.tensors.push_back(t);
   }
+  check_modifier_reads(mod, args.tensors, p);
   for (const auto& [name, t] : args.tensors)
     if (std::none_of(mod.tensors().begin(), mod.tensors().end(), [&](const auto& u) { return u.name == name; }))
       throw InvalidArgument("tensors[" + name + "]", "is not read by the score modifier '" + mod.text() + "'");
