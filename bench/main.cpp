@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench/attention_benchmark.hpp"
 #include "bench/cuda_benchmark.hpp"
 #include "bench/fusion_benchmark.hpp"
 #include "bench/gemm_benchmark.hpp"
@@ -69,6 +70,14 @@ int main(int argc, char** argv) {
   fusion->add_option("--threads", threads_text, "comma-separated thread counts");
   fusion->add_option("--repeat", options.repeat, "samples per variant (median reported)");
   fusion->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+  CLI::App* attention =
+      app.add_subcommand("attention", "fused attention against oneDNN unfused (matmul, softmax, matmul per head)");
+  std::string attention_suite, attention_shapes;
+  attention->add_option("--suite", attention_suite, "a suite file, or a name in bench/suites (attention, ...)");
+  attention->add_option("--shapes", attention_shapes, "BxHxGxSQxSKVxD[c],... (c: causal)");
+  attention->add_option("--threads", threads_text, "comma-separated thread counts");
+  attention->add_option("--repeat", options.repeat, "samples per contender (median reported)");
+  attention->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -86,6 +95,26 @@ int main(int argc, char** argv) {
       write_file_atomically(json_path, report.dump(1) + "\n");
   };
   try {
+    if (attention->parsed()) {
+      if (attention_suite.empty() == attention_shapes.empty())
+        throw tessera::InvalidArgument("--suite/--shapes", "give exactly one");
+      std::vector<int> threads;
+      for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));
+      const auto shapes =
+          attention_suite.empty() ? parse_attention_shapes(attention_shapes) : load_attention_suite(attention_suite);
+      std::string command = "tessera-bench";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      const auto rows =
+          run_attention_benchmark(shapes, threads, options.repeat, Sampling{options.sample_ms, options.settle_ms},
+                                  json_path == "-" ? std::cerr : std::cout);
+      write_json(nlohmann::json{{"command", command}, {"rows", rows}});
+      for (const auto& row : rows)
+        if (!row["agrees"].get<bool>()) {
+          std::cerr << "tessera-bench: the unfused peer disagrees with tessera on " << row["shape"] << "\n";
+          return 1;
+        }
+      return 0;
+    }
     if (fusion->parsed()) {
       std::vector<int> threads;
       for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));

@@ -101,6 +101,11 @@ void* OrcSession::compile(const CpuModuleSource& source) {
   return sym.toPtr<void*>();
 }
 
+void* OrcSession::address(const std::string& symbol) {
+  std::lock_guard lock(mutex_);
+  return unwrap(jit_->lookup(symbol), "looking up " + symbol).toPtr<void*>();
+}
+
 std::string OrcSession::ir_text(const CpuModuleSource& source, int ir_opt_level) {
   initialise_llvm();
   auto tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");

@@ -29,6 +29,9 @@ class OrcSession {
   // Emits, compiles and links the module; returns its entry's address (whose signature only the caller knows).
   // Thread-safe.
   void* compile(const CpuModuleSource& source);
+  // The address of another external function of a module compiled before (an entry's helper); throws CompileError
+  // if there is none.
+  void* address(const std::string& symbol);
 
   // The module's LLVM IR, or the host assembly the JIT would run.
   static std::string ir_text(const CpuModuleSource& source, int ir_opt_level = 0);

@@ -27,6 +27,7 @@ int checked_ir_opt_level(int level);
 struct AttentionKernel::Compiled {
   CpuAttentionSpec spec;
   AttentionKernelFn fn = nullptr;
+  AttentionPackFn pack = nullptr;
   double compile_ms = 0;
 };
 

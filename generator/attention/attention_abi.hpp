@@ -30,6 +30,9 @@ struct AttentionBlockArgs {
   std::int64_t seq_kv = 0;
   std::int64_t i0 = 0;  // position of the block's first row in its sequence
   std::int64_t batch_index = 0, head = 0;
+  // K and V of this head packed by the pack entry, block after block (CpuAttentionConfig::packed_block_floats
+  // each); null: the kernel packs each block into its workspace as it goes.
+  const float* kv_packed = nullptr;
   const ModifierTensorArg* tensors = nullptr;  // the score modifier's tensors, in ScoreModifier::tensors() order
   const float* scalars = nullptr;              // its scalars, in ScoreModifier::scalars() order
   float scale = 1;
@@ -38,5 +41,8 @@ struct AttentionBlockArgs {
 
 // Computes the block with `workspace` (CpuAttentionConfig::workspace_bytes, 64-byte aligned) as scratch.
 using AttentionKernelFn = void (*)(const AttentionBlockArgs* args, void* workspace);
+// The module's second entry, "<name>_pack": packs key block `block` (keys [block·block_kv, ...)) of the head that
+// args' k and v point to into dst, as the kernel reads it; only k, v, their strides and seq_kv are read.
+using AttentionPackFn = void (*)(const AttentionBlockArgs* args, std::int64_t block, float* dst);
 
 }  // namespace tessera

@@ -10,6 +10,10 @@
 
 namespace tessera {
 
+std::int64_t CpuAttentionConfig::packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const {
+  return round_up(std::int64_t{block_kv} * (s.head_dim_qk + round_up(s.head_dim_v, nr(target))), 16);
+}
+
 std::int64_t CpuAttentionConfig::workspace_bytes(const AttentionSignature& s, const CpuTarget& target) const {
   const std::int64_t n = nr(target);
   const std::int64_t dqk = s.head_dim_qk, dv = round_up(s.head_dim_v, n);

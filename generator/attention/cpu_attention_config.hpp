@@ -21,6 +21,8 @@ struct CpuAttentionConfig {
   int nv = 4;          // register tile vectors per row: nr = nv·lanes keys (S) or head-dim columns (O)
 
   int nr(const CpuTarget& target) const { return nv * target.vector_lanes(); }
+  // Floats of one packed key block: K in slivers of nr keys, then V in slivers of nr head-dimension columns.
+  std::int64_t packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const;
   // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator and three row arrays.
   std::int64_t workspace_bytes(const AttentionSignature& s, const CpuTarget& target) const;
 

@@ -19,8 +19,8 @@ namespace tessera {
 
 namespace {
 
-static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, tensors) == 160 &&
-              offsetof(AttentionBlockArgs, scale) == 176 && sizeof(AttentionBlockArgs) == 184);
+static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, kv_packed) == 160 &&
+              offsetof(AttentionBlockArgs, scale) == 184 && sizeof(AttentionBlockArgs) == 192);
 static_assert(sizeof(ModifierTensorArg) == 40);
 enum ArgsField : unsigned {
   kQ,
@@ -43,6 +43,7 @@ enum ArgsField : unsigned {
   kI0,
   kBatchIndex,
   kHead,
+  kKvPacked,
   kTensors,
   kScalars,
   kScale
@@ -69,7 +70,7 @@ class CpuAttentionEmitter : RegisterTiles {
     for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
     fields.insert(fields.end(), {ptr_, i64_});                                    // lse
     for (int i = 0; i < 6; ++i) fields.push_back(i64_);                           // rows … head
-    fields.insert(fields.end(), {ptr_, ptr_, f32_, f32_});
+    fields.insert(fields.end(), {ptr_, ptr_, ptr_, f32_, f32_});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.AttentionBlockArgs");
   }
 
@@ -79,8 +80,8 @@ class CpuAttentionEmitter : RegisterTiles {
     llvm::Function* pack_q = emit_pack("pack_q", cfg_.mr, false, sig_.q_unit_d);
     llvm::Function* pack_k = emit_pack("pack_k", nr_, false, sig_.k_unit_d);
     llvm::Function* pack_v = emit_pack("pack_v", nr_, sig_.v_unit_d, false);
-    make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_}, true);
-    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    emit_pack_entry(pack_k, pack_v);
+    llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_}, true);
     args_ = fn->getArg(0);
     carve_workspace(fn->getArg(1));
     emit_body(pack_q, pack_k, pack_v);
@@ -104,6 +105,19 @@ class CpuAttentionEmitter : RegisterTiles {
   }
   void store_vec(llvm::Value* value, llvm::Value* base, llvm::Value* index) {
     b_.CreateAlignedStore(value, gep(base, index), llvm::Align(4));
+  }
+
+  // "<name>_pack"(args, block, dst): key block `block` of args' K and V packed into dst as emit_body reads it.
+  void emit_pack_entry(llvm::Function* pack_k, llvm::Function* pack_v) {
+    llvm::Function* fn = make_function(spec_.name() + "_pack", b_.getVoidTy(), {ptr_, i64_, ptr_}, true);
+    args_ = fn->getArg(0);
+    llvm::Value* kb = b_.CreateMul(fn->getArg(1), i64c(cfg_.block_kv));
+    llvm::Value* dst = fn->getArg(2);
+    llvm::Value* kn = smin(i64c(cfg_.block_kv), b_.CreateSub(field(kSeqKv, i64_), kb));
+    b_.CreateCall(pack_k, {field(kK, ptr_), kb, i64c(0), kn, i64c(dqk_), field(kKRs, i64_), field(kKDs, i64_), dst});
+    b_.CreateCall(pack_v, {field(kV, ptr_), i64c(0), kb, i64c(dv_), kn, field(kVDs, i64_), field(kVRs, i64_),
+                           gep(dst, i64c(std::int64_t{cfg_.block_kv} * dqk_))});
+    b_.CreateRetVoid();
   }
 
   // The per-thread scratch, in the order CpuAttentionConfig::workspace_bytes counts it, each area on a cache line.
@@ -170,12 +184,27 @@ class CpuAttentionEmitter : RegisterTiles {
     llvm::Value *k_rs = field(kKRs, i64_), *k_ds = field(kKDs, i64_);
     llvm::Value* v_ptr = field(kV, ptr_);
     llvm::Value *v_rs = field(kVRs, i64_), *v_ds = field(kVDs, i64_);
+    llvm::Value* kv_packed = field(kKvPacked, ptr_);
+    llvm::Value* prepacked = b_.CreateICmpNE(kv_packed, llvm::ConstantPointerNull::get(b_.getPtrTy()));
+    const std::int64_t packed_block_floats = cfg_.packed_block_floats(sig_, target_);
     emit_for(
         b_, i64c(0), kv_end_, i64c(cfg_.block_kv),
         [&](llvm::Value* kb) {
           llvm::Value* kn = smin(i64c(cfg_.block_kv), b_.CreateSub(kv_end_, kb));
-          b_.CreateCall(pack_k, {k_ptr, kb, i64c(0), kn, i64c(dqk_), k_rs, k_ds, k_pack_});
-          b_.CreateCall(pack_v, {v_ptr, i64c(0), kb, i64c(dv_), kn, v_ds, v_rs, v_pack_});
+          // Packed blocks hold every key of the sequence's block, also past a causal end: V's slivers are that deep.
+          v_depth_ = smin(i64c(cfg_.block_kv), b_.CreateSub(seq_kv_, kb));
+          // The block as the pack entry left it, or packed now into the workspace.
+          llvm::Value* packed_at = b_.CreateMul(b_.CreateSDiv(kb, i64c(cfg_.block_kv)), i64c(packed_block_floats));
+          k_block_ = b_.CreateSelect(prepacked, gep(kv_packed, packed_at), k_pack_);
+          v_block_ = b_.CreateSelect(
+              prepacked, gep(kv_packed, b_.CreateAdd(packed_at, i64c(std::int64_t{cfg_.block_kv} * dqk_))), v_pack_);
+          emit_if(
+              b_, b_.CreateNot(prepacked),
+              [&] {
+                b_.CreateCall(pack_k, {k_ptr, kb, i64c(0), kn, i64c(dqk_), k_rs, k_ds, k_pack_});
+                b_.CreateCall(pack_v, {v_ptr, i64c(0), kb, i64c(dv_), v_depth_, v_ds, v_rs, v_pack_});
+              },
+              "pack");
           llvm::Value* key_slivers = b_.CreateSDiv(b_.CreateAdd(kn, i64c(nr_ - 1)), i64c(nr_));
           emit_for(
               b_, i64c(0), groups_, i64c(1),
@@ -202,7 +231,7 @@ class CpuAttentionEmitter : RegisterTiles {
   void emit_score_tile(llvm::Value* g, llvm::Value* s) {
     const int mr = cfg_.mr, nv = cfg_.nv;
     llvm::Value* q = gep(q_pack_, b_.CreateMul(g, i64c(std::int64_t{mr} * dqk_)));
-    llvm::Value* k = gep(k_pack_, b_.CreateMul(s, i64c(std::int64_t{nr_} * dqk_)));
+    llvm::Value* k = gep(k_block_, b_.CreateMul(s, i64c(std::int64_t{nr_} * dqk_)));
     LoopValues acc(static_cast<std::size_t>(mr * nv), llvm::Constant::getNullValue(vec_));
     const auto step = [&](LoopValues& values, llvm::Value* d) {
       std::vector<llvm::Value*> bv;
@@ -328,7 +357,7 @@ class CpuAttentionEmitter : RegisterTiles {
       }
     }
     llvm::Value* p = gep(scores_, b_.CreateMul(row0, i64c(cfg_.block_kv)));
-    llvm::Value* v_sliver = gep(v_pack_, b_.CreateMul(kn, i64c(s * nr_)));
+    llvm::Value* v_sliver = gep(v_block_, b_.CreateMul(v_depth_, i64c(s * nr_)));
     const auto step = [&](LoopValues& values, llvm::Value* j) {
       std::vector<llvm::Value*> bv;
       for (int v = 0; v < nv; ++v)
@@ -398,6 +427,8 @@ class CpuAttentionEmitter : RegisterTiles {
   llvm::Value *rows_ = nullptr, *seq_kv_ = nullptr, *i0_ = nullptr, *batch_index_ = nullptr, *head_ = nullptr;
   llvm::Value *scale_ = nullptr, *tensors_ = nullptr, *scalars_ = nullptr, *diagonal_ = nullptr, *groups_ = nullptr;
   llvm::Value* kv_end_ = nullptr;
+  llvm::Value *k_block_ = nullptr, *v_block_ = nullptr;  // the current key block's packed K and V
+  llvm::Value* v_depth_ = nullptr;                       // keys in each of its V slivers
 };
 
 }  // namespace

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <chrono>
+#include <new>
 
 #include "generator/llvm/attention_emitter.hpp"
 #include "ops/attention/attention_binding.hpp"
@@ -15,6 +17,32 @@ std::int64_t AttentionKernel::workspace_bytes() const {
   return compiled_->spec.config.workspace_bytes(compiled_->spec.signature, compiled_->spec.target);
 }
 
+namespace {
+// Where each head's K and V start in the packed buffer: heads (b, g) in order, ceil(kv_len(b) / block_kv) blocks each.
+std::vector<std::int64_t> packed_head_offsets(const AttentionProblem& p, std::int64_t block_kv,
+                                              std::int64_t block_floats) {
+  std::vector<std::int64_t> offsets{0};
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t g = 0; g < p.kv_heads; ++g)
+      offsets.push_back(offsets.back() + ceil_div(p.kv_len(b), block_kv) * block_floats);
+  return offsets;
+}
+
+// Runs task(t, scratch) for t < tasks on up to `participants` threads of the pool (the caller alone for one).
+void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size_t scratch_bytes,
+               const ThreadPool::Task& task) {
+  if (tasks == 0) return;
+  participants = static_cast<int>(std::min<std::int64_t>(participants, tasks));
+  if (participants == 1) {
+    thread_local Scratch scratch;
+    void* memory = scratch.get(scratch_bytes);
+    for (std::int64_t t = 0; t < tasks; ++t) task(t, memory);
+    return;
+  }
+  pool.run(participants, tasks, scratch_bytes, task);
+}
+}  // namespace
+
 void AttentionKernel::run(const AttentionArgs& args) const {
   const AttentionBinding bound = bind_attention(args);
   const AttentionProblem& p = bound.problem;
@@ -22,34 +50,55 @@ void AttentionKernel::run(const AttentionArgs& args) const {
   if (!(p.signature == spec.signature))
     throw InvalidArgument("args", "describe a different signature than this kernel was compiled for:\n  kernel: " +
                                       spec.signature.to_json().dump() + "\n  args:   " + p.signature.to_json().dump());
-  const int block_q = spec.config.block_q;
+  const int block_q = spec.config.block_q, block_kv = spec.config.block_kv;
   // Tasks are (batch item, head, query block), batch items in order; blocks_before[b] counts the tasks before b.
   std::vector<std::int64_t> blocks_before{0};
-  for (std::int64_t b = 0; b < p.batch; ++b)
+  bool reused = false;  // whether some head has several query blocks, each reading all of its keys
+  for (std::int64_t b = 0; b < p.batch; ++b) {
     blocks_before.push_back(blocks_before.back() + p.heads * ceil_div(p.q_len(b), block_q));
+    reused = reused || (p.q_len(b) > block_q && p.kv_len(b) > 0) || (p.heads > p.kv_heads && p.q_len(b) > 0);
+  }
   const std::int64_t tasks = blocks_before.back();
   if (tasks == 0) return;
-  const AttentionKernelFn fn = compiled_->fn;
-  const auto workspace = static_cast<std::size_t>(workspace_bytes());
-  const auto task = [&](std::int64_t t, void* scratch) {
-    const auto b = static_cast<std::int64_t>(std::upper_bound(blocks_before.begin(), blocks_before.end(), t) -
-                                             blocks_before.begin()) -
-                   1;
-    const std::int64_t blocks = ceil_div(p.q_len(b), block_q);
-    const std::int64_t within = t - blocks_before[static_cast<std::size_t>(b)];
-    const AttentionBlockArgs a = block_args(bound, b, within / blocks, within % blocks, block_q);
-    fn(&a, scratch);
-  };
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
-  const int participants = static_cast<int>(
-      std::min<std::int64_t>(tasks, args.threads ? std::min(args.threads, impl.threads) : impl.threads));
-  if (participants == 1) {
-    thread_local Scratch scratch;
-    void* memory = scratch.get(workspace);
-    for (std::int64_t t = 0; t < tasks; ++t) task(t, memory);
-    return;
+  const int participants = args.threads ? std::min(args.threads, impl.threads) : impl.threads;
+
+  // Keys read by several query blocks (or heads) are packed once, in parallel, instead of once per block.
+  const std::int64_t block_floats = spec.config.packed_block_floats(spec.signature, spec.target);
+  std::vector<std::int64_t> head_at;
+  std::unique_ptr<float[]> packed;
+  if (reused) {
+    head_at = packed_head_offsets(p, block_kv, block_floats);
+    packed.reset(new (std::align_val_t(64)) float[static_cast<std::size_t>(head_at.back())]);
+    const std::int64_t heads = p.batch * p.kv_heads;
+    std::vector<std::int64_t> pack_before{0};  // pack tasks before head (b, g)
+    for (std::int64_t h = 0; h < heads; ++h) pack_before.push_back(head_at[h + 1] / block_floats);
+    run_tasks(impl.pool, participants, pack_before.back(), 0, [&](std::int64_t t, void*) {
+      const auto head =
+          static_cast<std::int64_t>(std::upper_bound(pack_before.begin(), pack_before.end(), t) - pack_before.begin()) -
+          1;
+      const std::int64_t b = head / p.kv_heads, g = head % p.kv_heads;
+      // The K and V of KV head g: those of its first query head.
+      const AttentionBlockArgs a = block_args(bound, b, g * (p.heads / p.kv_heads), 0, block_q);
+      const std::int64_t block = t - pack_before[static_cast<std::size_t>(head)];
+      compiled_->pack(&a, block, packed.get() + head_at[static_cast<std::size_t>(head)] + block * block_floats);
+    });
   }
-  impl.pool.run(participants, tasks, workspace, task);
+
+  const AttentionKernelFn fn = compiled_->fn;
+  run_tasks(
+      impl.pool, participants, tasks, static_cast<std::size_t>(workspace_bytes()), [&](std::int64_t t, void* scratch) {
+        const auto b = static_cast<std::int64_t>(std::upper_bound(blocks_before.begin(), blocks_before.end(), t) -
+                                                 blocks_before.begin()) -
+                       1;
+        const std::int64_t blocks = ceil_div(p.q_len(b), block_q);
+        const std::int64_t within = t - blocks_before[static_cast<std::size_t>(b)];
+        const std::int64_t h = within / blocks;
+        AttentionBlockArgs a = block_args(bound, b, h, within % blocks, block_q);
+        if (packed)
+          a.kv_packed = packed.get() + head_at[static_cast<std::size_t>(b * p.kv_heads + h / (p.heads / p.kv_heads))];
+        fn(&a, scratch);
+      });
 }
 
 AttentionProblem describe_attention(const AttentionArgs& args) { return bind_attention(args).problem; }
@@ -66,6 +115,7 @@ AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAtten
     auto c = std::make_shared<AttentionKernel::Compiled>();
     c->spec = spec;
     c->fn = reinterpret_cast<AttentionKernelFn>(impl_->orc.compile(cpu_module_source(spec)));
+    c->pack = reinterpret_cast<AttentionPackFn>(impl_->orc.address(spec.name() + "_pack"));
     c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return std::shared_ptr<const AttentionKernel::Compiled>(std::move(c));
   });

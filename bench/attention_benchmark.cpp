@@ -1,0 +1,227 @@
+#include "bench/attention_benchmark.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <cmath>
+#include <dnnl.hpp>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "generator/core/arith.hpp"
+#include "generator/core/error.hpp"
+#include "tessera/tessera.hpp"
+
+namespace tessera::bench {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+AttentionShape parse_line(const std::vector<std::int64_t>& v, const std::string& where) {
+  if (v.size() != 7) throw InvalidArgument(where, "expects B H KV_HEADS SQ SKV D CAUSAL");
+  AttentionShape s{v[0], v[1], v[2], v[3], v[4], v[5], v[6] != 0};
+  if (s.batch < 1 || s.heads < 1 || s.kv_heads < 1 || s.seq_q < 1 || s.seq_kv < 1 || s.head_dim < 1 ||
+      s.heads % s.kv_heads != 0)
+    throw InvalidArgument(where, "sizes must be >= 1 and heads a multiple of kv heads");
+  return s;
+}
+
+// The unfused peer for one head: oneDNN primitives created once per shape, run on each head's buffers in turn.
+class OnednnUnfused {
+ public:
+  OnednnUnfused(const AttentionShape& s, float scale, dnnl::engine& engine) : engine_(engine), stream_(engine), s_(s) {
+    const auto q_d = dnnl::memory::desc({s.seq_q, s.head_dim}, dt::f32, tag::ab);
+    // Kᵀ read in place: K is [seq_kv, d] row-major, so its transpose is the same memory as column-major.
+    const auto kt_d = dnnl::memory::desc({s.head_dim, s.seq_kv}, dt::f32, tag::ba);
+    const auto s_d = dnnl::memory::desc({s.seq_q, s.seq_kv}, dt::f32, tag::ab);
+    const auto v_d = dnnl::memory::desc({s.seq_kv, s.head_dim}, dt::f32, tag::ab);
+    const auto o_d = dnnl::memory::desc({s.seq_q, s.head_dim}, dt::f32, tag::ab);
+    dnnl::primitive_attr qk_attr;
+    qk_attr.set_output_scales(0, {scale});
+    if (s.causal) {
+      // The mask a framework adds: 0 where key j is visible to query i, −inf above the (bottom-right) diagonal.
+      mask_.resize(static_cast<std::size_t>(s.seq_q * s.seq_kv));
+      for (std::int64_t i = 0; i < s.seq_q; ++i)
+        for (std::int64_t j = 0; j < s.seq_kv; ++j)
+          mask_[static_cast<std::size_t>(i * s.seq_kv + j)] = j <= i + s.seq_kv - s.seq_q ? 0.0f : -INFINITY;
+      dnnl::post_ops ops;
+      ops.append_binary(dnnl::algorithm::binary_add, s_d);
+      qk_attr.set_post_ops(ops);
+      mask_mem_ = dnnl::memory(s_d, engine, mask_.data());
+    }
+    qk_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(q_d, kt_d, s_d), qk_attr, engine));
+    softmax_ = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
+        dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, s_d, 1), engine));
+    pv_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(s_d, v_d, o_d), engine));
+    scores_.resize(static_cast<std::size_t>(s.seq_q * s.seq_kv));
+    q_mem_ = dnnl::memory(q_d, engine, nullptr);
+    k_mem_ = dnnl::memory(kt_d, engine, nullptr);
+    v_mem_ = dnnl::memory(v_d, engine, nullptr);
+    o_mem_ = dnnl::memory(o_d, engine, nullptr);
+    s_mem_ = dnnl::memory(s_d, engine, scores_.data());
+  }
+
+  void run_head(const float* q, const float* k, const float* v, float* o) {
+    q_mem_.set_data_handle(const_cast<float*>(q));
+    k_mem_.set_data_handle(const_cast<float*>(k));
+    v_mem_.set_data_handle(const_cast<float*>(v));
+    o_mem_.set_data_handle(o);
+    std::unordered_map<int, dnnl::memory> qk_args{
+        {DNNL_ARG_SRC, q_mem_}, {DNNL_ARG_WEIGHTS, k_mem_}, {DNNL_ARG_DST, s_mem_}};
+    if (s_.causal) qk_args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = mask_mem_;
+    qk_.execute(stream_, qk_args);
+    softmax_.execute(stream_, {{DNNL_ARG_SRC, s_mem_}, {DNNL_ARG_DST, s_mem_}});
+    pv_.execute(stream_, {{DNNL_ARG_SRC, s_mem_}, {DNNL_ARG_WEIGHTS, v_mem_}, {DNNL_ARG_DST, o_mem_}});
+    stream_.wait();
+  }
+
+  std::size_t scores_bytes() const { return scores_.size() * sizeof(float); }
+
+ private:
+  dnnl::engine& engine_;
+  dnnl::stream stream_;
+  AttentionShape s_;
+  std::vector<float> mask_, scores_;
+  dnnl::memory mask_mem_, q_mem_, k_mem_, v_mem_, o_mem_, s_mem_;
+  dnnl::matmul qk_, pv_;
+  dnnl::softmax_forward softmax_;
+};
+
+}  // namespace
+
+std::string AttentionShape::label() const {
+  std::string l = fmt::format("{}x{}/{}x{}", batch, heads, kv_heads, seq_q);
+  if (seq_kv != seq_q) l += fmt::format(":{}", seq_kv);
+  return l + fmt::format("xd{}{}", head_dim, causal ? "c" : "");
+}
+
+std::vector<AttentionShape> load_attention_suite(const std::string& path_or_name) {
+  std::string path = path_or_name;
+  if (path.find('/') == std::string::npos) path = std::string(TESSERA_SOURCE_DIR) + "/bench/suites/" + path + ".txt";
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument("--suite", "cannot read " + path);
+  std::vector<AttentionShape> out;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream fields(line);
+    std::vector<std::int64_t> v;
+    std::int64_t x = 0;
+    while (fields >> x) v.push_back(x);
+    if (!fields.eof()) throw InvalidArgument("--suite", fmt::format("{}:{}: not a number", path, number));
+    if (!v.empty()) out.push_back(parse_line(v, fmt::format("{}:{}", path, number)));
+  }
+  if (out.empty()) throw InvalidArgument("--suite", path + " holds no shapes");
+  return out;
+}
+
+std::vector<AttentionShape> parse_attention_shapes(const std::string& list) {
+  std::vector<AttentionShape> out;
+  std::istringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const bool causal = !item.empty() && item.back() == 'c';
+    if (causal) item.pop_back();
+    std::vector<std::int64_t> v;
+    std::istringstream parts(item);
+    std::string part;
+    while (std::getline(parts, part, 'x')) {
+      try {
+        v.push_back(std::stoll(part));
+      } catch (const std::exception&) {
+        throw InvalidArgument("--shapes", "'" + item + "' is not BxHxGxSQxSKVxD[c]");
+      }
+    }
+    v.push_back(causal);
+    out.push_back(parse_line(v, "--shapes " + item));
+  }
+  return out;
+}
+
+nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes, const std::vector<int>& thread_counts,
+                                       int repeat, const Sampling& sampling, std::ostream& log) {
+  nlohmann::json rows = nlohmann::json::array();
+  Runtime runtime;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  log << fmt::format("{:<26} {:>3} {:>12} {:>12} {:>10} {:>14}\n", "shape", "thr", "tessera ms", "unfused ms",
+                     "tessera GF", "fused/unfused");
+  for (const AttentionShape& s : shapes) {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    // BHSD, dense: each head's [seq, d] matrix is contiguous, as the per-head peer needs.
+    const auto size = [&](std::int64_t heads, std::int64_t seq) {
+      return static_cast<std::size_t>(s.batch * heads * seq * s.head_dim);
+    };
+    std::vector<float> q(size(s.heads, s.seq_q)), k(size(s.kv_heads, s.seq_kv)), v(size(s.kv_heads, s.seq_kv)),
+        o(size(s.heads, s.seq_q)), o_peer(size(s.heads, s.seq_q));
+    for (auto* x : {&q, &k, &v})
+      for (float& e : *x) e = dist(rng);
+    const auto view = [&](std::vector<float>& data, std::int64_t heads, std::int64_t seq) {
+      const std::int64_t d = s.head_dim;
+      return Tensor{data.data(), DType::f32, {s.batch, heads, seq, d}, {heads * seq * d, seq * d, d, 1}};
+    };
+    AttentionArgs args;
+    args.q = view(q, s.heads, s.seq_q), args.k = view(k, s.kv_heads, s.seq_kv), args.v = view(v, s.kv_heads, s.seq_kv);
+    args.o = view(o, s.heads, s.seq_q);
+    args.causal = s.causal;
+    const AttentionProblem problem = runtime.describe(args);
+    const AttentionKernel kernel = runtime.compile(problem);
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+    for (int threads : thread_counts) {
+      args.threads = threads;
+      omp_set_num_threads(threads);
+      OnednnUnfused peer(s, scale, engine);
+      const auto unfused = [&] {
+        omp_set_num_threads(threads);
+        const std::int64_t group = s.heads / s.kv_heads;
+        for (std::int64_t b = 0; b < s.batch; ++b)
+          for (std::int64_t h = 0; h < s.heads; ++h) {
+            const std::int64_t qh = b * s.heads + h, kh = b * s.kv_heads + h / group;
+            const auto q_at = static_cast<std::size_t>(qh * s.seq_q * s.head_dim);
+            const auto k_at = static_cast<std::size_t>(kh * s.seq_kv * s.head_dim);
+            peer.run_head(q.data() + q_at, k.data() + k_at, v.data() + k_at, o_peer.data() + q_at);
+          }
+      };
+      const auto fused = [&] { kernel.run(args); };
+      const int fused_calls = sampling.calibrate(fused), unfused_calls = sampling.calibrate(unfused);
+      std::vector<double> fused_ms, unfused_ms;
+      for (int r = 0; r < repeat; ++r) {
+        fused_ms.push_back(1e3 * sampling.sample(fused, fused_calls));
+        unfused_ms.push_back(1e3 * sampling.sample(unfused, unfused_calls));
+      }
+      double diff = 0, magnitude = 1e-30;
+      for (std::size_t i = 0; i < o.size(); ++i) {
+        diff = std::max(diff, static_cast<double>(std::fabs(o[i] - o_peer[i])));
+        magnitude = std::max(magnitude, static_cast<double>(std::fabs(o_peer[i])));
+      }
+      const double ms = median(fused_ms), peer_ms = median(unfused_ms);
+      const double gflops = problem.flops() / (ms * 1e6);
+      nlohmann::json row{{"shape", s.label()},
+                         {"batch", s.batch},
+                         {"heads", s.heads},
+                         {"kv_heads", s.kv_heads},
+                         {"seq_q", s.seq_q},
+                         {"seq_kv", s.seq_kv},
+                         {"head_dim", s.head_dim},
+                         {"causal", s.causal},
+                         {"threads", threads},
+                         {"kernel", kernel.name()},
+                         {"tessera_ms", ms},
+                         {"onednn_unfused_ms", peer_ms},
+                         {"tessera_gflops", gflops},
+                         {"onednn_unfused_gflops", problem.flops() / (peer_ms * 1e6)},
+                         {"speedup_over_unfused", paired_median_ratio(unfused_ms, fused_ms)},
+                         {"max_rel_diff_vs_unfused", diff / magnitude},
+                         {"agrees", diff / magnitude < 1e-4}};
+      log << fmt::format("{:<26} {:>3} {:>12.3f} {:>12.3f} {:>10.1f} {:>14.2f}\n", s.label(), threads, ms, peer_ms,
+                         gflops, row["speedup_over_unfused"].get<double>());
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+}  // namespace tessera::bench
