@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <numbers>
 
 #include "generator/attention/attention_abi.hpp"
 #include "generator/core/arith.hpp"
@@ -294,47 +295,74 @@ class CpuAttentionEmitter : RegisterTiles {
     return emit_expr(b_, mod.tree(), vec_, leaf);
   }
 
-  // Online softmax of row r's new scores: scale, modify and mask them, raise the running max, turn them into
-  // exp(s − max) in place, and leave the factor that rescales the row's earlier sum and output.
+  // Online softmax of row r's new scores, in base 2 (t = score·log2 e, so each weight is one exp2): scale, modify
+  // and mask the scores, raise the running max, turn them into 2^(t − max) in place, and leave the factor that
+  // rescales the row's earlier sum and output. Where the row sees every key of the block, the modifier is the
+  // identity and the scale positive, the max is taken on the raw dot products and t computed with the exponent.
   void emit_softmax_row(llvm::Value* r, llvm::Value* kb, llvm::Value* kn) {
     llvm::Value* i = b_.CreateAdd(i0_, r);
     llvm::Value* limit = kv_end_;  // keys [0, limit) are visible to this row
     if (sig_.causal) limit = smax(i64c(0), smin(kv_end_, b_.CreateAdd(b_.CreateAdd(i, diagonal_), i64c(1))));
-    llvm::Value* row = gep(scores_, b_.CreateMul(r, i64c(cfg_.block_kv)));
     llvm::Value* chunks_end =
         b_.CreateMul(b_.CreateSDiv(b_.CreateAdd(kn, i64c(lanes_ - 1)), i64c(lanes_)), i64c(lanes_));
+    if (!sig_.score_mod.is_identity()) return emit_softmax_row_body(r, i, kb, chunks_end, limit, false);
+    llvm::Value* unmasked =
+        b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(kb, chunks_end), limit), b_.CreateFCmpOGT(scale_, fconst(0)));
+    emit_if_else(
+        b_, unmasked, [&] { emit_softmax_row_body(r, i, kb, chunks_end, limit, true); },
+        [&] { emit_softmax_row_body(r, i, kb, chunks_end, limit, false); }, "softmax");
+  }
+
+  void emit_softmax_row_body(llvm::Value* r, llvm::Value* i, llvm::Value* kb, llvm::Value* chunks_end,
+                             llvm::Value* limit, bool unmasked) {
+    llvm::Value* row = gep(scores_, b_.CreateMul(r, i64c(cfg_.block_kv)));
     llvm::Value* neg_inf = splat(fconst(-INFINITY));
-    llvm::Value* vscale = splat(scale_);
+    llvm::Value* log2e = fconst(std::numbers::log2e);
+    llvm::Value* exponent_scale = b_.CreateFMul(scale_, log2e);  // t = dot·scale·log2 e
     const LoopValues maxima = emit_for(
         b_, i64c(0), chunks_end, i64c(lanes_), {neg_inf},
         [&](llvm::Value* c, const LoopValues& carried) {
-          llvm::Value* j = b_.CreateAdd(splat(b_.CreateAdd(kb, c)), lane_indices(lanes_));
-          llvm::Value* valid = b_.CreateICmpSLT(j, splat(limit));
-          llvm::Value* s = b_.CreateFMul(load_vec(row, c), vscale);
-          if (!sig_.score_mod.is_identity()) s = emit_score_mod(s, i, j, valid);
-          s = b_.CreateSelect(valid, s, neg_inf);
-          store_vec(s, row, c);
+          llvm::Value* s = load_vec(row, c);
+          if (!unmasked) {
+            llvm::Value* j = b_.CreateAdd(splat(b_.CreateAdd(kb, c)), lane_indices(lanes_));
+            llvm::Value* valid = b_.CreateICmpSLT(j, splat(limit));
+            if (sig_.score_mod.is_identity()) {
+              s = b_.CreateFMul(s, splat(exponent_scale));
+            } else {
+              s = emit_score_mod(b_.CreateFMul(s, splat(scale_)), i, j, valid);
+              s = b_.CreateFMul(s, splat(log2e));
+            }
+            s = b_.CreateSelect(valid, s, neg_inf);
+            store_vec(s, row, c);
+          }
           return LoopValues{b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {vec_}, {carried[0], s})};
         },
         "softmax.max");
+    llvm::Value* block_max = b_.CreateFPMaxReduce(maxima[0]);
+    if (unmasked) block_max = b_.CreateFMul(block_max, exponent_scale);
     llvm::Value* old_max = load_f32(row_max_, r);
-    llvm::Value* new_max =
-        b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {f32_}, {old_max, b_.CreateFPMaxReduce(maxima[0])});
+    llvm::Value* new_max = b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {f32_}, {old_max, block_max});
     // A row with no visible score so far keeps max −inf; exponents are then taken against 0 (all give 0).
     llvm::Value* base = b_.CreateSelect(b_.CreateFCmpOEQ(new_max, fconst(-INFINITY)), fconst(0), new_max);
     llvm::Value* vbase = splat(base);
     const LoopValues sums = emit_for(
         b_, i64c(0), chunks_end, i64c(lanes_), {llvm::Constant::getNullValue(vec_)},
         [&](llvm::Value* c, const LoopValues& carried) {
-          llvm::Value* s = load_vec(row, c);
-          llvm::Value* p = emit_exp(b_, b_.CreateFSub(s, vbase));
-          p = b_.CreateSelect(b_.CreateFCmpOEQ(s, neg_inf), llvm::Constant::getNullValue(vec_), p);
+          llvm::Value* t = load_vec(row, c);
+          llvm::Value* p;
+          if (unmasked) {
+            p = emit_exp2(
+                b_, b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {t, splat(exponent_scale), b_.CreateFNeg(vbase)}));
+          } else {
+            p = emit_exp2(b_, b_.CreateFSub(t, vbase));
+            p = b_.CreateSelect(b_.CreateFCmpOEQ(t, neg_inf), llvm::Constant::getNullValue(vec_), p);
+          }
           store_vec(p, row, c);
           return LoopValues{b_.CreateFAdd(carried[0], p)};
         },
         "softmax.exp");
     llvm::Value* rescale = b_.CreateSelect(b_.CreateFCmpOEQ(old_max, fconst(-INFINITY)), fconst(0),
-                                           emit_exp(b_, b_.CreateFSub(old_max, base)));
+                                           emit_exp2(b_, b_.CreateFSub(old_max, base)));
     auto* sum = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(fconst(-0.0), sums[0]));
     sum->setHasAllowReassoc(true);
     store_f32(b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_}, {load_f32(row_sum_, r), rescale, sum}), row_sum_, r);
@@ -409,8 +437,12 @@ class CpuAttentionEmitter : RegisterTiles {
       }
     }
     if (sig_.lse) {
+      // The running max is in base 2: lse = max·ln 2 + ln(sum).
       llvm::Value* lse =
-          b_.CreateSelect(seen, b_.CreateFAdd(load_f32(row_max_, r), emit_log(b_, sum)), fconst(-INFINITY));
+          b_.CreateSelect(seen,
+                          b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_},
+                                             {load_f32(row_max_, r), fconst(std::numbers::ln2), emit_log(b_, sum)}),
+                          fconst(-INFINITY));
       store_f32(lse, field(kLse, ptr_), b_.CreateMul(r, field(kLseRs, i64_)));
     }
   }

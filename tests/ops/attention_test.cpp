@@ -278,9 +278,12 @@ TEST(Attention, EveryVariantConfig) {
 
 TEST(Attention, ScaleIsHonoured) {
   Case c;
-  auto t = make(c);
-  t->args.scale = 0.01f;
-  expect_matches(runtime(), t->args, "scale 0.01");
+  c.seq_q = 100, c.seq_kv = 150;
+  for (float scale : {0.01f, -0.2f, 1.5f}) {
+    auto t = make(c);
+    t->args.scale = scale;
+    expect_matches(runtime(), t->args, "scale " + std::to_string(scale));
+  }
 }
 
 // Bad input: a tessera::Error naming the argument, and O untouched.
