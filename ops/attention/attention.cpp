@@ -41,7 +41,24 @@ void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size
   }
   pool.run(participants, tasks, scratch_bytes, task);
 }
+// Whether some head's keys are read by several query blocks (or query heads): then they are packed once, before.
+bool packs_keys_first(const AttentionProblem& p, int block_q) {
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    if ((p.q_len(b) > block_q || p.heads > p.kv_heads) && p.q_len(b) > 0 && p.kv_len(b) > 0) return true;
+  return false;
+}
+
 }  // namespace
+
+std::int64_t AttentionKernel::memory_bytes(const AttentionProblem& problem, int threads) const {
+  const CpuAttentionSpec& spec = compiled_->spec;
+  std::int64_t bytes = workspace_bytes() * std::max(1, threads);
+  if (packs_keys_first(problem, spec.config.block_q))
+    bytes += 4 * packed_head_offsets(problem, spec.config.block_kv,
+                                     spec.config.packed_block_floats(spec.signature, spec.target))
+                     .back();
+  return bytes;
+}
 
 void AttentionKernel::run(const AttentionArgs& args) const {
   const AttentionBinding bound = bind_attention(args);
@@ -53,11 +70,8 @@ void AttentionKernel::run(const AttentionArgs& args) const {
   const int block_q = spec.config.block_q, block_kv = spec.config.block_kv;
   // Tasks are (batch item, head, query block), batch items in order; blocks_before[b] counts the tasks before b.
   std::vector<std::int64_t> blocks_before{0};
-  bool reused = false;  // whether some head has several query blocks, each reading all of its keys
-  for (std::int64_t b = 0; b < p.batch; ++b) {
+  for (std::int64_t b = 0; b < p.batch; ++b)
     blocks_before.push_back(blocks_before.back() + p.heads * ceil_div(p.q_len(b), block_q));
-    reused = reused || (p.q_len(b) > block_q && p.kv_len(b) > 0) || (p.heads > p.kv_heads && p.q_len(b) > 0);
-  }
   const std::int64_t tasks = blocks_before.back();
   if (tasks == 0) return;
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
@@ -67,7 +81,7 @@ void AttentionKernel::run(const AttentionArgs& args) const {
   const std::int64_t block_floats = spec.config.packed_block_floats(spec.signature, spec.target);
   std::vector<std::int64_t> head_at;
   std::unique_ptr<float[]> packed;
-  if (reused) {
+  if (packs_keys_first(p, block_q)) {
     head_at = packed_head_offsets(p, block_kv, block_floats);
     packed.reset(new (std::align_val_t(64)) float[static_cast<std::size_t>(head_at.back())]);
     const std::int64_t heads = p.batch * p.kv_heads;
