@@ -10,6 +10,11 @@
 
 namespace tessera {
 
+namespace {
+// Query rows per head up to which the default reads keys in place (decoding and short continuations).
+constexpr std::int64_t kInPlaceRows = 8;
+}  // namespace
+
 std::int64_t CpuAttentionConfig::packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const {
   return round_up(std::int64_t{block_kv} * (s.head_dim_qk + round_up(s.head_dim_v, nr(target))), 16);
 }
@@ -36,6 +41,18 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   for (std::int64_t len : problem.seq_lens_q) longest_q = std::max(longest_q, len);
   c.block_q = static_cast<int>(std::clamp<std::int64_t>(round_up(longest_q, c.mr), c.mr, 16 * c.mr));
   c.block_kv = static_cast<int>(round_up(256, nr));
+  // Decoding: a handful of rows per head reads each key once, from memory; reading it in place reads it once
+  // instead of three times (read, write packed, read packed).
+  const AttentionSignature& s = problem.signature;
+  if (longest_q <= kInPlaceRows && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
+    c.in_place = true;
+    c.mr = static_cast<int>(std::max<std::int64_t>(1, longest_q));
+    c.block_q = c.mr;
+    // A V row whole per tile where the registers allow it: each row is then read once, in order.
+    const int row_vectors = static_cast<int>(ceil_div(s.head_dim_v, target.vector_lanes()));
+    c.nv = std::min({8, row_vectors, (target.vector_registers() - 1) / (c.mr + 1)});
+    c.block_kv = static_cast<int>(round_up(256, c.nr(target)));
+  }
   return c;
 }
 
@@ -50,14 +67,16 @@ CpuAttentionConfig CpuAttentionConfig::with_overrides(const std::string& text) c
       c.mr = value;
     else if (key == "nv")
       c.nv = value;
+    else if (key == "in_place")
+      c.in_place = value != 0;
     else
-      throw InvalidArgument("config", "unknown key '" + key + "' (block_q, block_kv, mr, nv)");
+      throw InvalidArgument("config", "unknown key '" + key + "' (block_q, block_kv, mr, nv, in_place)");
   }
   return c;
 }
 
 nlohmann::json CpuAttentionConfig::to_json() const {
-  return {{"block_q", block_q}, {"block_kv", block_kv}, {"mr", mr}, {"nv", nv}};
+  return {{"block_q", block_q}, {"block_kv", block_kv}, {"mr", mr}, {"nv", nv}, {"in_place", in_place}};
 }
 
 CpuAttentionConfig CpuAttentionConfig::from_json(const nlohmann::json& j) {
@@ -66,6 +85,7 @@ CpuAttentionConfig CpuAttentionConfig::from_json(const nlohmann::json& j) {
   c.block_kv = j.at("block_kv").get<int>();
   c.mr = j.at("mr").get<int>();
   c.nv = j.at("nv").get<int>();
+  c.in_place = j.at("in_place").get<bool>();
   return c;
 }
 
@@ -78,6 +98,8 @@ void validate(const AttentionSignature& signature, const CpuAttentionConfig& c, 
   if (c.mr * c.nv + c.nv + 1 > target.vector_registers())
     throw ConfigError(fmt::format("a {}×{} tile needs {} vector registers; {} has {}", c.mr, c.nv,
                                   c.mr * c.nv + c.nv + 1, target.str(), target.vector_registers()));
+  if (c.in_place && !(signature.q_unit_d && signature.k_unit_d && signature.v_unit_d))
+    throw ConfigError("in_place reads Q, K and V along their head dimension: it needs a unit stride there");
   if (c.block_q < c.mr || c.block_q % c.mr != 0 || c.block_q > 512)
     throw ConfigError(fmt::format("block_q = {} must be a multiple of mr = {}, at most 512", c.block_q, c.mr));
   const int nr = c.nr(target);
@@ -106,6 +128,15 @@ std::vector<CpuAttentionConfig> cpu_attention_variants(const AttentionProblem& p
         c.block_kv = static_cast<int>(round_up(kv_keys, nv * lanes));
         add(c);
       }
+  if (first.in_place)
+    for (int nv : {2, 4, 8}) {
+      CpuAttentionConfig c = first;
+      c.nv = nv;
+      for (int keys : {128, 256, 512}) {
+        c.block_kv = static_cast<int>(round_up(keys, nv * lanes));
+        add(c);
+      }
+    }
   return out;
 }
 

@@ -19,6 +19,10 @@ struct CpuAttentionConfig {
   int block_kv = 128;  // keys per step of the online softmax, a multiple of nr
   int mr = 6;          // register tile rows (query rows)
   int nv = 4;          // register tile vectors per row: nr = nv·lanes keys (S) or head-dim columns (O)
+  // K and V read where they lie, nothing packed: S by dot products along the head dimension, O += P·V from V's
+  // rows. For a few query rows per head (decoding), where every key is read once and packing would copy it.
+  // Needs unit head-dimension strides.
+  bool in_place = false;
 
   int nr(const CpuTarget& target) const { return nv * target.vector_lanes(); }
   // Floats of one packed key block: K in slivers of nr keys, then V in slivers of nr head-dimension columns.

@@ -54,6 +54,8 @@ enum ArgsField : unsigned {
 constexpr int kDepthUnroll = 4;
 // Keys of the P·V loop per iteration.
 constexpr int kKeyUnroll = 4;
+// How far ahead reads of K and V in place prefetch, in keys.
+constexpr std::int64_t kPrefetchKeys = 16;
 
 class CpuAttentionEmitter : RegisterTiles {
  public:
@@ -96,6 +98,10 @@ class CpuAttentionEmitter : RegisterTiles {
  private:
   llvm::Value* field(unsigned index, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args_, index));
+  }
+  // A read prefetch into all cache levels (it never faults, so addresses past the tensor need no test).
+  void prefetch(llvm::Value* address) {
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
   }
   llvm::Value* fconst(double v) { return llvm::ConstantFP::get(f32_, v); }
   llvm::Value* splat(llvm::Value* scalar) { return b_.CreateVectorSplat(lanes_, scalar); }
@@ -165,8 +171,9 @@ class CpuAttentionEmitter : RegisterTiles {
     groups_ = b_.CreateSDiv(b_.CreateAdd(rows_, i64c(cfg_.mr - 1)), i64c(cfg_.mr));
     llvm::Value* padded_rows = b_.CreateMul(groups_, i64c(cfg_.mr));
 
-    b_.CreateCall(
-        pack_q, {field(kQ, ptr_), i64c(0), i64c(0), rows_, i64c(dqk_), field(kQRs, i64_), field(kQDs, i64_), q_pack_});
+    if (!cfg_.in_place)
+      b_.CreateCall(pack_q, {field(kQ, ptr_), i64c(0), i64c(0), rows_, i64c(dqk_), field(kQRs, i64_), field(kQDs, i64_),
+                             q_pack_});
     emit_for(
         b_, i64c(0), padded_rows, i64c(1),
         [&](llvm::Value* r) {
@@ -194,6 +201,20 @@ class CpuAttentionEmitter : RegisterTiles {
           llvm::Value* kn = smin(i64c(cfg_.block_kv), b_.CreateSub(kv_end_, kb));
           // Packed blocks hold every key of the sequence's block, also past a causal end: V's slivers are that deep.
           v_depth_ = smin(i64c(cfg_.block_kv), b_.CreateSub(seq_kv_, kb));
+          if (cfg_.in_place) {
+            kb_ = kb;
+            emit_for(
+                b_, i64c(0), groups_, i64c(1), [&](llvm::Value* g) { emit_scores_in_place(g, kb, kn); }, "s.group");
+            emit_for(
+                b_, i64c(0), padded_rows, i64c(1), [&](llvm::Value* r) { emit_softmax_row(r, kb, kn); }, "softmax");
+            emit_for(
+                b_, i64c(0), groups_, i64c(1),
+                [&](llvm::Value* g) {
+                  for (std::int64_t s = 0; s < dv_padded_ / nr_; ++s) emit_output_tile(g, s, kn);
+                },
+                "pv.group");
+            return;
+          }
           // The block as the pack entry left it, or packed now into the workspace.
           llvm::Value* packed_at = b_.CreateMul(b_.CreateSDiv(kb, i64c(cfg_.block_kv)), i64c(packed_block_floats));
           k_block_ = b_.CreateSelect(prepacked, gep(kv_packed, packed_at), k_pack_);
@@ -226,6 +247,47 @@ class CpuAttentionEmitter : RegisterTiles {
         "kv");
     emit_for(
         b_, i64c(0), rows_, i64c(1), [&](llvm::Value* r) { emit_finish_row(r); }, "finish");
+  }
+
+  // S[g·mr + r][j] = Σ_d Q[r][d]·K[kb + j][d] read in place: dot tiles of mr rows and a few keys, vectorised along
+  // the head dimension and summed across lanes (GEMM's x·Wᵀ kernel). Rows and keys past the block's read the last
+  // real one, so every load is in bounds.
+  void emit_scores_in_place(llvm::Value* g, llvm::Value* kb, llvm::Value* kn) {
+    const int mr = cfg_.mr;
+    // Accumulators in three quarters of the registers, 1, 2 or 4 keys (they divide block_kv: stores stay in a row).
+    const int cols = std::clamp(target_.vector_registers() * 3 / 4 / mr, 1, 4);
+    const int keys = cols == 3 ? 2 : cols;
+    llvm::Value *q = field(kQ, ptr_), *q_rs = field(kQRs, i64_);
+    llvm::Value *k = field(kK, ptr_), *k_rs = field(kKRs, i64_);
+    std::vector<llvm::Value*> q_rows;
+    for (int r = 0; r < mr; ++r) {
+      llvm::Value* row = smin(b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)), b_.CreateSub(rows_, i64c(1)));
+      q_rows.push_back(gep(q, b_.CreateMul(row, q_rs)));
+    }
+    emit_for(
+        b_, i64c(0), kn, i64c(keys),
+        [&](llvm::Value* j0) {
+          std::vector<llvm::Value*> k_rows;
+          for (int c = 0; c < keys; ++c) {
+            llvm::Value* j = smin(b_.CreateAdd(j0, i64c(c)), b_.CreateSub(kn, i64c(1)));
+            k_rows.push_back(gep(k, b_.CreateMul(b_.CreateAdd(kb, j), k_rs)));
+          }
+          // The keys kPrefetchKeys ahead, whole rows: the hardware prefetchers leave a stream of key rows (each a
+          // few lines, a head's rows far apart in BSHD memory) waiting on DRAM's latency.
+          for (int c = 0; c < keys; ++c) {
+            llvm::Value* ahead = gep(k_rows[static_cast<std::size_t>(c)], b_.CreateMul(i64c(kPrefetchKeys), k_rs));
+            for (std::int64_t d = 0; d < dqk_; d += 16) prefetch(gep(ahead, i64c(d)));
+          }
+          LoopValues acc(static_cast<std::size_t>(mr * keys), llvm::Constant::getNullValue(vec_));
+          acc = dot_k_loop(acc, q_rows, k_rows, i64c(dqk_), 2);
+          const LoopValues sums = dot_lane_sums(acc, mr, keys);
+          for (int r = 0; r < mr; ++r) {
+            llvm::Value* at =
+                b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)), i64c(cfg_.block_kv)), j0);
+            store_masked(sums[static_cast<std::size_t>(r)], gep(scores_, at), lane_mask(lanes_, i64c(keys)));
+          }
+        },
+        "s.keys");
   }
 
   // S[g·mr + r][s·nr + c] = Σ_d Q[r][d]·K[c][d]: GEMM's micro-kernel over the head dimension.
@@ -385,11 +447,31 @@ class CpuAttentionEmitter : RegisterTiles {
       }
     }
     llvm::Value* p = gep(scores_, b_.CreateMul(row0, i64c(cfg_.block_kv)));
-    llvm::Value* v_sliver = gep(v_block_, b_.CreateMul(v_depth_, i64c(s * nr_)));
     const auto step = [&](LoopValues& values, llvm::Value* j) {
       std::vector<llvm::Value*> bv;
-      for (int v = 0; v < nv; ++v)
-        bv.push_back(load_vec(v_sliver, b_.CreateAdd(b_.CreateMul(j, i64c(nr_)), i64c(v * lanes_))));
+      if (cfg_.in_place) {
+        // V's row kb + j where it lies; columns past head_dim_v read as zeros.
+        llvm::Value* v_rs = field(kVRs, i64_);
+        llvm::Value* row = gep(field(kV, ptr_), b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
+        if (s == 0) {
+          llvm::Value* ahead = gep(row, b_.CreateMul(i64c(kPrefetchKeys), v_rs));
+          for (std::int64_t d = 0; d < dv_; d += 16) prefetch(gep(ahead, i64c(d)));
+        }
+        for (int v = 0; v < nv; ++v) {
+          const std::int64_t col = s * nr_ + v * lanes_;
+          if (col >= dv_)
+            bv.push_back(llvm::Constant::getNullValue(vec_));
+          else
+            bv.push_back(load_masked(gep(row, i64c(col)),
+                                     col + lanes_ <= dv_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
+                                                               b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
+                                                         : lane_mask(lanes_, i64c(dv_ - col))));
+        }
+      } else {
+        llvm::Value* v_sliver = gep(v_block_, b_.CreateMul(v_depth_, i64c(s * nr_)));
+        for (int v = 0; v < nv; ++v)
+          bv.push_back(load_vec(v_sliver, b_.CreateAdd(b_.CreateMul(j, i64c(nr_)), i64c(v * lanes_))));
+      }
       outer_product_step(values, 0, mr, bv,
                          [&](int r) { return load_f32(p, b_.CreateAdd(i64c(std::int64_t{r} * cfg_.block_kv), j)); });
     };
@@ -461,6 +543,7 @@ class CpuAttentionEmitter : RegisterTiles {
   llvm::Value* kv_end_ = nullptr;
   llvm::Value *k_block_ = nullptr, *v_block_ = nullptr;  // the current key block's packed K and V
   llvm::Value* v_depth_ = nullptr;                       // keys in each of its V slivers
+  llvm::Value* kb_ = nullptr;                            // in place: the current key block's first key
 };
 
 }  // namespace

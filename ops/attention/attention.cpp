@@ -42,7 +42,9 @@ void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size
   pool.run(participants, tasks, scratch_bytes, task);
 }
 // Whether some head's keys are read by several query blocks (or query heads): then they are packed once, before.
-bool packs_keys_first(const AttentionProblem& p, int block_q) {
+bool packs_keys_first(const AttentionProblem& p, const CpuAttentionConfig& config) {
+  if (config.in_place) return false;
+  const int block_q = config.block_q;
   for (std::int64_t b = 0; b < p.batch; ++b)
     if ((p.q_len(b) > block_q || p.heads > p.kv_heads) && p.q_len(b) > 0 && p.kv_len(b) > 0) return true;
   return false;
@@ -53,7 +55,7 @@ bool packs_keys_first(const AttentionProblem& p, int block_q) {
 std::int64_t AttentionKernel::memory_bytes(const AttentionProblem& problem, int threads) const {
   const CpuAttentionSpec& spec = compiled_->spec;
   std::int64_t bytes = workspace_bytes() * std::max(1, threads);
-  if (packs_keys_first(problem, spec.config.block_q))
+  if (packs_keys_first(problem, spec.config))
     bytes += 4 * packed_head_offsets(problem, spec.config.block_kv,
                                      spec.config.packed_block_floats(spec.signature, spec.target))
                      .back();
@@ -81,7 +83,7 @@ void AttentionKernel::run(const AttentionArgs& args) const {
   const std::int64_t block_floats = spec.config.packed_block_floats(spec.signature, spec.target);
   std::vector<std::int64_t> head_at;
   std::unique_ptr<float[]> packed;
-  if (packs_keys_first(p, block_q)) {
+  if (packs_keys_first(p, spec.config)) {
     head_at = packed_head_offsets(p, block_kv, block_floats);
     packed.reset(new (std::align_val_t(64)) float[static_cast<std::size_t>(head_at.back())]);
     const std::int64_t heads = p.batch * p.kv_heads;

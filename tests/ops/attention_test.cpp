@@ -277,6 +277,33 @@ TEST(Attention, EveryVariantConfig) {
   }
 }
 
+// Decoding: a few query rows against a long KV cache, read in place (no packing), every in-place variant.
+TEST(Attention, DecodingReadsKeysInPlace) {
+  for (const char* target : {"cpu:avx2", "cpu:avx512"}) {
+    if (std::string(target) == "cpu:avx512" && !CpuTarget::host_supports(CpuIsa::Avx512)) continue;
+    Runtime& rt = runtime(target);
+    for (std::int64_t sq : {1, 3, 8})
+      for (bool causal : {false, true}) {
+        Case c;
+        c.heads = 4, c.kv_heads = 2, c.seq_q = sq, c.seq_kv = 1100 + sq, c.d = 100, c.dv = 72, c.causal = causal;
+        c.bshd = sq == 3;
+        auto t = make(c);
+        const AttentionReference ref = reference_attention(t->args);
+        const AttentionProblem problem = rt.describe(t->args);
+        const auto variants = cpu_attention_variants(problem, rt.target());
+        ASSERT_TRUE(variants.front().in_place) << describe(c);
+        for (const CpuAttentionConfig& config : variants) {
+          if (!config.in_place) continue;
+          t->o.set(-7);
+          rt.compile(problem, config).run(t->args);
+          const Comparison cmp = compare_attention(ref, t->args);
+          EXPECT_TRUE(cmp.ok()) << target << " " << describe(c) << " " << config.to_json().dump() << ": "
+                                << cmp.first_mismatch;
+        }
+      }
+  }
+}
+
 TEST(Attention, ScaleIsHonoured) {
   Case c;
   c.seq_q = 100, c.seq_kv = 150;
