@@ -6,9 +6,11 @@
 #include <cmath>
 #include <dnnl.hpp>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
+#include "bench/stream_read.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "tessera/tessera.hpp"
@@ -146,8 +148,13 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
   nlohmann::json rows = nlohmann::json::array();
   Runtime runtime;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  log << fmt::format("{:<26} {:>3} {:>12} {:>12} {:>10} {:>14}\n", "shape", "thr", "tessera ms", "unfused ms",
-                     "tessera GF", "fused/unfused");
+  std::map<int, double> stream;  // GB/s of a plain read, per thread count
+  for (int threads : thread_counts) stream[threads] = stream_read_gbps(threads);
+  log << "stream read (GB/s):";
+  for (const auto& [threads, gbps] : stream)
+    log << fmt::format(" {:.1f} on {} thread{}", gbps, threads, threads > 1 ? "s" : "");
+  log << fmt::format("\n{:<26} {:>3} {:>12} {:>12} {:>10} {:>14} {:>8} {:>8}\n", "shape", "thr", "tessera ms",
+                     "unfused ms", "tessera GF", "fused/unfused", "GB/s", "%stream");
   for (const AttentionShape& s : shapes) {
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> dist(-1, 1);
@@ -199,6 +206,9 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
       }
       const double ms = median(fused_ms), peer_ms = median(unfused_ms);
       const double gflops = problem.flops() / (ms * 1e6);
+      // Bytes a call must move at least: Q, K, V read and O written once.
+      const double bytes = 4.0 * static_cast<double>(q.size() + k.size() + v.size() + o.size());
+      const double gbps = bytes / (ms * 1e6);
       nlohmann::json row{{"shape", s.label()},
                          {"batch", s.batch},
                          {"heads", s.heads},
@@ -215,9 +225,13 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
                          {"onednn_unfused_gflops", problem.flops() / (peer_ms * 1e6)},
                          {"speedup_over_unfused", paired_median_ratio(unfused_ms, fused_ms)},
                          {"max_rel_diff_vs_unfused", diff / magnitude},
+                         {"gbps", gbps},
+                         {"stream_read_gbps", stream[threads]},
+                         {"fraction_of_stream_read", gbps / stream[threads]},
                          {"agrees", diff / magnitude < 1e-4}};
-      log << fmt::format("{:<26} {:>3} {:>12.3f} {:>12.3f} {:>10.1f} {:>14.2f}\n", s.label(), threads, ms, peer_ms,
-                         gflops, row["speedup_over_unfused"].get<double>());
+      log << fmt::format("{:<26} {:>3} {:>12.3f} {:>12.3f} {:>10.1f} {:>14.2f} {:>8.1f} {:>7.0f}%\n", s.label(),
+                         threads, ms, peer_ms, gflops, row["speedup_over_unfused"].get<double>(), gbps,
+                         100 * gbps / stream[threads]);
       rows.push_back(row);
     }
   }
