@@ -30,6 +30,9 @@ struct AttentionBlockArgs {
   std::int64_t seq_kv = 0;
   std::int64_t i0 = 0;  // position of the block's first row in its sequence
   std::int64_t batch_index = 0, head = 0;
+  // Row r of the block is query position i0 + r·position_step of head head + r·head_step: (1, 0) for a block of one
+  // head's queries, (0, 1) for the query heads of one KV head stacked at one position (grouped-query decoding).
+  std::int64_t position_step = 1, head_step = 0;
   // K and V of this head packed by the pack entry, block after block (CpuAttentionConfig::packed_block_floats
   // each); null: the kernel packs each block into its workspace as it goes.
   const float* kv_packed = nullptr;

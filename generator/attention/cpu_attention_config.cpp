@@ -43,10 +43,16 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   c.block_kv = static_cast<int>(round_up(256, nr));
   // Decoding: a handful of rows per head reads each key once, from memory; reading it in place reads it once
   // instead of three times (read, write packed, read packed).
+  // Grouped-query decoding (one query per sequence) stacks a KV head's query heads as the rows of one block.
   const AttentionSignature& s = problem.signature;
-  if (longest_q <= kInPlaceRows && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
+  std::int64_t rows = longest_q;
+  if (longest_q <= 1 && problem.kv_heads > 0 && problem.heads > problem.kv_heads)
+    rows = problem.heads / problem.kv_heads;
+  if (rows > longest_q && rows > kInPlaceRows)
+    c.block_q = static_cast<int>(std::min<std::int64_t>(round_up(rows, c.mr), 512));
+  if (rows <= kInPlaceRows && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
     c.in_place = true;
-    c.mr = static_cast<int>(std::max<std::int64_t>(1, longest_q));
+    c.mr = static_cast<int>(std::max<std::int64_t>(1, rows));
     c.block_q = c.mr;
     // A V row whole per tile where the registers allow it: each row is then read once, in order.
     const int row_vectors = static_cast<int>(ceil_div(s.head_dim_v, target.vector_lanes()));

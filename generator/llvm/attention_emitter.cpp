@@ -20,8 +20,8 @@ namespace tessera {
 
 namespace {
 
-static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, kv_packed) == 160 &&
-              offsetof(AttentionBlockArgs, scale) == 184 && sizeof(AttentionBlockArgs) == 192);
+static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, kv_packed) == 176 &&
+              offsetof(AttentionBlockArgs, scale) == 200 && sizeof(AttentionBlockArgs) == 208);
 static_assert(sizeof(ModifierTensorArg) == 40);
 enum ArgsField : unsigned {
   kQ,
@@ -44,6 +44,8 @@ enum ArgsField : unsigned {
   kI0,
   kBatchIndex,
   kHead,
+  kPositionStep,
+  kHeadStep,
   kKvPacked,
   kTensors,
   kScalars,
@@ -72,7 +74,7 @@ class CpuAttentionEmitter : RegisterTiles {
     std::vector<llvm::Type*> fields;
     for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
     fields.insert(fields.end(), {ptr_, i64_});                                    // lse
-    for (int i = 0; i < 6; ++i) fields.push_back(i64_);                           // rows … head
+    for (int i = 0; i < 8; ++i) fields.push_back(i64_);                           // rows … head_step
     fields.insert(fields.end(), {ptr_, ptr_, ptr_, f32_, f32_});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.AttentionBlockArgs");
   }
@@ -164,6 +166,8 @@ class CpuAttentionEmitter : RegisterTiles {
     i0_ = field(kI0, i64_);
     batch_index_ = field(kBatchIndex, i64_);
     head_ = field(kHead, i64_);
+    position_step_ = field(kPositionStep, i64_);
+    head_step_ = field(kHeadStep, i64_);
     scale_ = field(kScale, f32_);
     tensors_ = field(kTensors, ptr_);
     scalars_ = field(kScalars, ptr_);
@@ -187,7 +191,10 @@ class CpuAttentionEmitter : RegisterTiles {
 
     // Keys past the last row's causal bound are seen by no row of the block: those blocks are skipped.
     kv_end_ = seq_kv_;
-    if (sig_.causal) kv_end_ = smax(i64c(0), smin(seq_kv_, b_.CreateAdd(b_.CreateAdd(i0_, rows_), diagonal_)));
+    if (sig_.causal) {
+      llvm::Value* last_position = b_.CreateAdd(i0_, b_.CreateMul(b_.CreateSub(rows_, i64c(1)), position_step_));
+      kv_end_ = smax(i64c(0), smin(seq_kv_, b_.CreateAdd(b_.CreateAdd(last_position, i64c(1)), diagonal_)));
+    }
     llvm::Value* k_ptr = field(kK, ptr_);
     llvm::Value *k_rs = field(kKRs, i64_), *k_ds = field(kKDs, i64_);
     llvm::Value* v_ptr = field(kV, ptr_);
@@ -322,14 +329,14 @@ class CpuAttentionEmitter : RegisterTiles {
   }
 
   // The score modifier on one vector of scores of row i, keys j (per lane); `valid` are the keys that exist.
-  llvm::Value* emit_score_mod(llvm::Value* s, llvm::Value* i, llvm::Value* j, llvm::Value* valid) {
+  llvm::Value* emit_score_mod(llvm::Value* s, llvm::Value* i, llvm::Value* j, llvm::Value* h, llvm::Value* valid) {
     const ScoreModifier& mod = sig_.score_mod;
     std::function<llvm::Value*(const ExprNode&)> leaf = [&](const ExprNode& node) -> llvm::Value* {
       if (node.op == ExprOp::Var) {
         if (node.name == "s") return s;
         if (node.name == "i") return i;
         if (node.name == "j") return j;
-        if (node.name == "h") return head_;
+        if (node.name == "h") return h;
         if (node.name == "b") return batch_index_;
         const auto& names = mod.scalars();
         const auto index = static_cast<std::int64_t>(std::find(names.begin(), names.end(), node.name) - names.begin());
@@ -362,7 +369,7 @@ class CpuAttentionEmitter : RegisterTiles {
   // rescales the row's earlier sum and output. Where the row sees every key of the block, the modifier is the
   // identity and the scale positive, the max is taken on the raw dot products and t computed with the exponent.
   void emit_softmax_row(llvm::Value* r, llvm::Value* kb, llvm::Value* kn) {
-    llvm::Value* i = b_.CreateAdd(i0_, r);
+    llvm::Value* i = b_.CreateAdd(i0_, b_.CreateMul(r, position_step_));
     llvm::Value* limit = kv_end_;  // keys [0, limit) are visible to this row
     if (sig_.causal) limit = smax(i64c(0), smin(kv_end_, b_.CreateAdd(b_.CreateAdd(i, diagonal_), i64c(1))));
     llvm::Value* chunks_end =
@@ -391,7 +398,8 @@ class CpuAttentionEmitter : RegisterTiles {
             if (sig_.score_mod.is_identity()) {
               s = b_.CreateFMul(s, splat(exponent_scale));
             } else {
-              s = emit_score_mod(b_.CreateFMul(s, splat(scale_)), i, j, valid);
+              llvm::Value* h = b_.CreateAdd(head_, b_.CreateMul(r, head_step_));
+              s = emit_score_mod(b_.CreateFMul(s, splat(scale_)), i, j, h, valid);
               s = b_.CreateFMul(s, splat(log2e));
             }
             s = b_.CreateSelect(valid, s, neg_inf);
@@ -541,6 +549,7 @@ class CpuAttentionEmitter : RegisterTiles {
   llvm::Value *rows_ = nullptr, *seq_kv_ = nullptr, *i0_ = nullptr, *batch_index_ = nullptr, *head_ = nullptr;
   llvm::Value *scale_ = nullptr, *tensors_ = nullptr, *scalars_ = nullptr, *diagonal_ = nullptr, *groups_ = nullptr;
   llvm::Value* kv_end_ = nullptr;
+  llvm::Value *position_step_ = nullptr, *head_step_ = nullptr;
   llvm::Value *k_block_ = nullptr, *v_block_ = nullptr;  // the current key block's packed K and V
   llvm::Value* v_depth_ = nullptr;                       // keys in each of its V slivers
   llvm::Value* kb_ = nullptr;                            // in place: the current key block's first key

@@ -41,12 +41,14 @@ void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size
   }
   pool.run(participants, tasks, scratch_bytes, task);
 }
+
 // Whether some head's keys are read by several query blocks (or query heads): then they are packed once, before.
 bool packs_keys_first(const AttentionProblem& p, const CpuAttentionConfig& config) {
   if (config.in_place) return false;
-  const int block_q = config.block_q;
+  const bool stacked = stacks_query_heads(p, config.block_q);
   for (std::int64_t b = 0; b < p.batch; ++b)
-    if ((p.q_len(b) > block_q || p.heads > p.kv_heads) && p.q_len(b) > 0 && p.kv_len(b) > 0) return true;
+    if ((p.q_len(b) > config.block_q || (p.heads > p.kv_heads && !stacked)) && p.q_len(b) > 0 && p.kv_len(b) > 0)
+      return true;
   return false;
 }
 
@@ -71,9 +73,12 @@ void AttentionKernel::run(const AttentionArgs& args) const {
                                       spec.signature.to_json().dump() + "\n  args:   " + p.signature.to_json().dump());
   const int block_q = spec.config.block_q, block_kv = spec.config.block_kv;
   // Tasks are (batch item, head, query block), batch items in order; blocks_before[b] counts the tasks before b.
+  // Stacked (grouped-query decoding): (batch item, KV head), the group's query heads the rows of one block.
+  const bool stacked = stacks_query_heads(p, block_q);
   std::vector<std::int64_t> blocks_before{0};
   for (std::int64_t b = 0; b < p.batch; ++b)
-    blocks_before.push_back(blocks_before.back() + p.heads * ceil_div(p.q_len(b), block_q));
+    blocks_before.push_back(blocks_before.back() +
+                            (stacked ? p.kv_heads * p.q_len(b) : p.heads * ceil_div(p.q_len(b), block_q)));
   const std::int64_t tasks = blocks_before.back();
   if (tasks == 0) return;
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
@@ -107,8 +112,13 @@ void AttentionKernel::run(const AttentionArgs& args) const {
         const auto b = static_cast<std::int64_t>(std::upper_bound(blocks_before.begin(), blocks_before.end(), t) -
                                                  blocks_before.begin()) -
                        1;
-        const std::int64_t blocks = ceil_div(p.q_len(b), block_q);
         const std::int64_t within = t - blocks_before[static_cast<std::size_t>(b)];
+        if (stacked) {
+          const AttentionBlockArgs a = stacked_block_args(bound, b, within);
+          fn(&a, scratch);
+          return;
+        }
+        const std::int64_t blocks = ceil_div(p.q_len(b), block_q);
         const std::int64_t h = within / blocks;
         AttentionBlockArgs a = block_args(bound, b, h, within % blocks, block_q);
         if (packed)

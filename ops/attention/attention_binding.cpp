@@ -266,4 +266,21 @@ AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std
   return a;
 }
 
+bool stacks_query_heads(const AttentionProblem& p, int block_q) {
+  if (p.kv_heads == 0 || p.heads == p.kv_heads || p.heads / p.kv_heads > block_q) return false;
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    if (p.q_len(b) > 1) return false;
+  return true;
+}
+
+AttentionBlockArgs stacked_block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t g) {
+  const AttentionProblem& p = bound.problem;
+  const std::int64_t group = p.heads / p.kv_heads;
+  AttentionBlockArgs a = block_args(bound, b, g * group, 0, 1);
+  a.rows = group;
+  a.q_rs = bound.q.head, a.o_rs = bound.o.head, a.lse_rs = bound.lse_head;
+  a.position_step = 0, a.head_step = 1;
+  return a;
+}
+
 }  // namespace tessera

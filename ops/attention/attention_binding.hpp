@@ -34,4 +34,11 @@ AttentionBinding bind_attention(const AttentionArgs& args);
 AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t h, std::int64_t block,
                               int block_q);
 
+// Grouped-query decoding (one query per sequence): the call for all query heads of KV head g of batch item b, stacked
+// as the rows of one block, so that the group reads its keys once.
+AttentionBlockArgs stacked_block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t g);
+// Whether calls stack query heads: grouped-query attention with at most one query per sequence, and a group that fits
+// a block of `block_q` rows.
+bool stacks_query_heads(const AttentionProblem& p, int block_q);
+
 }  // namespace tessera

@@ -304,6 +304,34 @@ TEST(Attention, DecodingReadsKeysInPlace) {
   }
 }
 
+// Grouped-query decoding stacks a KV head's query heads as one block's rows (position step 0, head step 1): the
+// modifier's h, the causal bound and the LSE rows must follow the heads.
+TEST(Attention, GroupedQueryDecodingStacksHeads) {
+  for (auto [heads, kv_heads] : std::vector<std::pair<int, int>>{{8, 2}, {32, 2}, {6, 1}})
+    for (bool bshd : {false, true}) {
+      Case c;
+      c.batch = 2, c.heads = heads, c.kv_heads = kv_heads, c.seq_q = 1, c.seq_kv = 700, c.causal = true, c.bshd = bshd;
+      auto t = make(c);
+      t->args.set_score_mod("s - slope[h]*(i - j)");
+      std::vector<float> slopes(static_cast<std::size_t>(heads), 0.05f);
+      for (int h = 0; h < heads; ++h) slopes[static_cast<std::size_t>(h)] = 0.002f * static_cast<float>(h + 1);
+      t->args.tensors["slope"] = Tensor{slopes.data(), DType::f32, {heads}, {1}};
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(runtime().describe(t->args), runtime().target());
+      EXPECT_GE(config.block_q, heads / kv_heads) << "the default stacks the group";
+      expect_matches(runtime(), t->args, describe(c) + " stacked");
+    }
+  // Variable lengths with an empty sequence: one query or none per sequence still stacks.
+  const std::vector<std::int64_t> q_offsets{0, 1, 1, 2}, kv_offsets{0, 300, 310, 900};
+  auto q = Heads::packed(2, 8, 64), k = Heads::packed(900, 2, 64), v = Heads::packed(900, 2, 64),
+       o = Heads::packed(2, 8, 64);
+  std::mt19937 rng(9);
+  q.fill(rng), k.fill(rng), v.fill(rng);
+  AttentionArgs args;
+  args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
+  args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets;
+  expect_matches(runtime(), args, "varlen stacked");
+}
+
 TEST(Attention, ScaleIsHonoured) {
   Case c;
   c.seq_q = 100, c.seq_kv = 150;
