@@ -316,7 +316,8 @@ TEST(Attention, GroupedQueryDecodingStacksHeads) {
       std::vector<float> slopes(static_cast<std::size_t>(heads), 0.05f);
       for (int h = 0; h < heads; ++h) slopes[static_cast<std::size_t>(h)] = 0.002f * static_cast<float>(h + 1);
       t->args.tensors["slope"] = Tensor{slopes.data(), DType::f32, {heads}, {1}};
-      const CpuAttentionConfig config = CpuAttentionConfig::default_for(runtime().describe(t->args), runtime().target());
+      const CpuAttentionConfig config =
+          CpuAttentionConfig::default_for(runtime().describe(t->args), runtime().target());
       EXPECT_GE(config.block_q, heads / kv_heads) << "the default stacks the group";
       expect_matches(runtime(), t->args, describe(c) + " stacked");
     }
