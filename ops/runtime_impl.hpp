@@ -44,6 +44,7 @@ struct Runtime::Impl {
   std::shared_ptr<const CpuCostModel> cost_model;  // null: default_for's rules
   std::mutex choices_mutex;
   std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses
+  std::map<std::string, CpuAttentionConfig> attention_choices;
 };
 
 }  // namespace tessera

@@ -262,6 +262,8 @@ for args in "1 2 65 128 --layout bhsd" "1 2 127 64 --seq-kv 300 --causal --targe
   if "$bin" attention $args --repeat 1 --verify >/dev/null 2>&1; then ok; else bad "attention $args: exit $?"; fi
 done
 if "$bin" emit attention 1 1 64 64 --causal --asm | grep -q vfmadd; then ok; else bad "emit attention --asm"; fi
+out=$("$bin" tune attention 1 2 200 64 --causal --top-k 2 --samples 2 --json)
+if [[ $out == *'"measured":[{'* && $out == *'"best":'* ]]; then ok; else bad "tune attention --json: $out"; fi
 expect_bad "k: heads of q (3)" attention 1 3 10 64 --kv-heads 2
 expect_bad "column 4" attention 1 2 10 64 --score-mod "s +* 2"
 expect_bad "tensors[bias]" attention 1 2 100 64 --score-mod "s + bias[h, i - j]" --tensor bias=2x120

@@ -10,6 +10,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "tessera/cuda.hpp"
+#include "tessera/tuner.hpp"
 
 namespace tessera::cli {
 
@@ -101,7 +102,55 @@ struct EmitAttentionCommand {
   }
 };
 
+struct TuneAttentionCommand {
+  AttentionRequest request;
+  TuneOptions options;
+  bool json = false;
+
+  int run() {
+    refuse_cuda(request.target);
+    if (options.top_k < 1) throw InvalidArgument("--top-k", "must be >= 1");
+    if (options.samples < 1) throw InvalidArgument("--samples", "must be >= 1");
+    AttentionBuffers buffers = make_attention_buffers(request);
+    Runtime runtime({request.target, request.threads});
+    const AttentionProblem problem = runtime.describe(buffers.args);
+    const AttentionTuneResult r = tune_attention(runtime, problem, options);
+    const double flops = problem.flops();
+    if (json) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& m : r.measured)
+        rows.push_back({{"config", m.config.to_json()},
+                        {"spec_hash", m.spec_hash},
+                        {"median_ns", m.median_ns},
+                        {"spread", m.spread},
+                        {"gflops", flops / m.median_ns},
+                        {"predicted_cycles", m.predicted_cycles}});
+      std::cout << nlohmann::json{{"space", r.space}, {"best", r.best}, {"measured", rows}}.dump() << "\n";
+      return kOk;
+    }
+    std::cout << fmt::format("{} variants, {} timed (default first, then the analytic order)\n", r.space,
+                             r.measured.size());
+    for (std::size_t i = 0; i < r.measured.size(); ++i) {
+      const auto& m = r.measured[i];
+      std::cout << fmt::format("{} {:<60} {:>10.1f} us {:>7.1f} GFLOP/s  spread {:.3f}\n", i == r.best ? "*" : " ",
+                               m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns, m.spread);
+    }
+    return kOk;
+  }
+};
+
 }  // namespace
+
+void add_tune_attention_command(CLI::App& tune, int& result) {
+  auto cmd = std::make_shared<TuneAttentionCommand>();
+  CLI::App* sub = tune.add_subcommand("attention", "time the attention variants of one problem");
+  add_attention_options(*sub, cmd->request);
+  sub->add_option("--top-k", cmd->options.top_k, "variants timed, best-ranked first");
+  sub->add_flag("--exhaustive", cmd->options.exhaustive, "time every variant of the space");
+  sub->add_option("--samples", cmd->options.samples, "interleaved rounds (median reported)");
+  sub->add_flag("--json", cmd->json, "print one JSON object");
+  sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
+}
 
 void add_attention_command(CLI::App& app, int& result) {
   auto cmd = std::make_shared<AttentionCommand>();

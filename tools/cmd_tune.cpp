@@ -217,6 +217,7 @@ void add_tune_command(CLI::App& app, int& result) {
                  "suite asks it per family with '# family: NAME b-cold')");
   gemm->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 
+  add_tune_attention_command(*tune, result);
   auto merge_cmd = std::make_shared<MergeCommand>();
   CLI::App* merge = tune->add_subcommand(
       "merge", "merge tuning runs of the same problems: each measurement the median over the runs that took it");

@@ -10,6 +10,8 @@ void add_gemm_command(CLI::App& app, int& result);
 void add_attention_command(CLI::App& app, int& result);
 // `emit attention`, added to the `emit` command.
 void add_emit_attention_command(CLI::App& emit, int& result);
+// `tune attention`, added to the `tune` command.
+void add_tune_attention_command(CLI::App& tune, int& result);
 void add_emit_command(CLI::App& app, int& result);
 void add_tune_command(CLI::App& app, int& result);
 void add_model_command(CLI::App& app, int& result);

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <new>
@@ -5,6 +7,7 @@
 #include "generator/llvm/attention_emitter.hpp"
 #include "ops/attention/attention_binding.hpp"
 #include "ops/runtime_impl.hpp"
+#include "tessera/tuner.hpp"
 
 namespace tessera {
 
@@ -129,9 +132,27 @@ void AttentionKernel::run(const AttentionArgs& args) const {
 
 AttentionProblem describe_attention(const AttentionArgs& args) { return bind_attention(args).problem; }
 
-AttentionKernel Runtime::compile(const AttentionProblem& problem) {
-  return compile(problem, CpuAttentionConfig::default_for(problem, impl_->target));
+CpuAttentionConfig Runtime::choose_config(const AttentionProblem& problem) {
+  if (impl_->options.tuning_budget <= 0) return CpuAttentionConfig::default_for(problem, impl_->target);
+  // Tuned once per shape: the signature, the sizes and the lengths.
+  std::string key = problem.signature.to_json().dump() + fmt::format("|{}x{}/{}x{}x{}", problem.batch, problem.heads,
+                                                                     problem.kv_heads, problem.seq_q, problem.seq_kv);
+  for (std::size_t b = 0; b < problem.seq_lens_q.size(); ++b)
+    key += fmt::format("|{}:{}", problem.seq_lens_q[b], problem.seq_lens_kv[b]);
+  {
+    std::lock_guard lock(impl_->choices_mutex);
+    if (auto it = impl_->attention_choices.find(key); it != impl_->attention_choices.end()) return it->second;
+  }
+  TuneOptions options;
+  options.top_k = impl_->options.tuning_budget;
+  const AttentionTuneResult r = tune_attention(*this, problem, options);
+  const CpuAttentionConfig config =
+      r.measured.empty() ? CpuAttentionConfig::default_for(problem, impl_->target) : r.measured[r.best].config;
+  std::lock_guard lock(impl_->choices_mutex);
+  return impl_->attention_choices.emplace(key, config).first->second;
 }
+
+AttentionKernel Runtime::compile(const AttentionProblem& problem) { return compile(problem, choose_config(problem)); }
 
 AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAttentionConfig& config) {
   const CpuAttentionSpec spec{problem.signature, config, impl_->target};

@@ -7,8 +7,10 @@
 #include <limits>
 #include <random>
 
+#include "generator/cost/attention_cost.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
+#include "tessera/tuner.hpp"
 
 namespace tessera {
 namespace {
@@ -331,6 +333,48 @@ TEST(Attention, GroupedQueryDecodingStacksHeads) {
   args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
   args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets;
   expect_matches(runtime(), args, "varlen stacked");
+}
+
+// The tuner times the analytic model's top variants (default_for first) and keeps the fastest; a runtime with a tuning
+// budget runs the tuned kernel, which must still be right.
+TEST(Attention, TunerAndTuningBudget) {
+  Case c;
+  c.heads = 2, c.seq_q = 300, c.seq_kv = 300, c.causal = true;
+  auto t = make(c);
+  Runtime& rt = runtime();
+  const AttentionProblem problem = rt.describe(t->args);
+  TuneOptions options;
+  options.top_k = 3, options.samples = 2, options.sample_ms = 0.5;
+  const AttentionTuneResult r = tune_attention(rt, problem, options);
+  EXPECT_EQ(r.space, cpu_attention_variants(problem, rt.target()).size());
+  ASSERT_EQ(r.measured.size(), 3u);
+  EXPECT_EQ(r.measured[0].config, CpuAttentionConfig::default_for(problem, rt.target()));
+  for (const auto& m : r.measured) EXPECT_LE(r.measured[r.best].median_ns, m.median_ns);
+
+  RuntimeOptions tuned_options;
+  tuned_options.threads = 2, tuned_options.tuning_budget = 2;
+  Runtime tuned(tuned_options);
+  const CpuAttentionConfig chosen = tuned.choose_config(problem);
+  EXPECT_EQ(tuned.choose_config(problem), chosen) << "tuned once per shape";
+  expect_matches(tuned, t->args, "tuning budget 2");
+}
+
+// The analytic model: decoding is bandwidth-bound (reading keys in place beats packing them), and long prefill
+// prefers the larger register tile.
+TEST(Attention, AnalyticModelRanksTheObviousCases) {
+  const CpuTarget target = CpuTarget::named("cpu:avx512");
+  AttentionProblem decode;
+  decode.heads = 32, decode.kv_heads = 32, decode.seq_q = 1, decode.seq_kv = 16384;
+  decode.signature.head_dim_qk = decode.signature.head_dim_v = 128;
+  CpuAttentionConfig in_place = CpuAttentionConfig::default_for(decode, target), packed = in_place;
+  ASSERT_TRUE(in_place.in_place);
+  packed.in_place = false;
+  EXPECT_LT(attention_cycles(decode, in_place, target), attention_cycles(decode, packed, target));
+  AttentionProblem prefill = decode;
+  prefill.seq_q = 4096, prefill.seq_kv = 4096;
+  CpuAttentionConfig big = CpuAttentionConfig::default_for(prefill, target), small = big;
+  small.mr = 2, small.nv = 2, small.block_q = 96, small.block_kv = 256;
+  EXPECT_LT(attention_cycles(prefill, big, target), attention_cycles(prefill, small, target));
 }
 
 TEST(Attention, ScaleIsHonoured) {

@@ -123,8 +123,10 @@ class Runtime {
   void gemm(const GemmArgs& args);
 
   AttentionProblem describe(const AttentionArgs& args) const { return describe_attention(args); }
-  // An attention kernel for the problem (the config default_for picks), from the cache or compiled now.
+  // An attention kernel for the problem, from the cache or compiled now: default_for's config, or with a tuning
+  // budget the fastest of that many variants timed the first time the shape is seen.
   AttentionKernel compile(const AttentionProblem& problem);
+  CpuAttentionConfig choose_config(const AttentionProblem& problem);
   AttentionKernel compile(const AttentionProblem& problem, const CpuAttentionConfig& config);
   // describe + compile + run.
   void attention(const AttentionArgs& args);

@@ -62,4 +62,23 @@ class Tuner {
   std::string hardware_;
 };
 
+// Attention: the variants of cpu_attention_variants ranked by the analytic model (default_for first), the top_k (or
+// every one, exhaustive) compiled and timed in interleaved rounds on fresh operands. Not recorded yet.
+struct AttentionVariantMeasurement {
+  CpuAttentionConfig config;
+  std::string spec_hash;
+  double median_ns = 0, spread = 0;
+  double predicted_cycles = 0;  // the analytic model's estimate
+};
+
+struct AttentionTuneResult {
+  AttentionProblem problem;
+  std::size_t space = 0;
+  std::vector<AttentionVariantMeasurement> measured;  // in rank order
+  std::size_t best = 0;                               // index into measured
+};
+
+AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
+                                   const std::function<void(int, int)>& progress = {});
+
 }  // namespace tessera
