@@ -176,19 +176,25 @@ HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string
       const auto start = std::chrono::steady_clock::now();
       const std::string suffix = unique_suffix();
       const fs::path cpp = root / ("tmp-" + suffix + ".cpp"), so = root / ("tmp-" + suffix + ".so");
+      const fs::path log = root / ("tmp-" + suffix + ".log"), tmp_digest = root / ("tmp-" + suffix + ".xxh3");
+      // However this ends (a compiler that is missing or fails, a full disk), no temporary file stays behind.
+      struct Cleanup {
+        std::vector<fs::path> paths;
+        ~Cleanup() {
+          std::error_code ignored;
+          for (const auto& p : paths) fs::remove(p, ignored);
+        }
+      } cleanup{{cpp, so, log, tmp_digest}};
       write_file(cpp, source);
       std::vector<std::string> argv{compiler()};
       argv.insert(argv.end(), compile_flags().begin(), compile_flags().end());
       argv.insert(argv.end(), {"-I", includes.string(), "-include", "tessera/emu/prelude.cuh", "-x", "c++",
                                cpp.string(), "-o", so.string()});
       std::string output;
-      const int status = run(argv, output, root / ("tmp-" + suffix + ".log"));
-      fs::remove(cpp, ignored);
+      const int status = run(argv, output, log);
       if (status != 0) {
-        fs::remove(so, ignored);
         throw CompileError(fmt::format("emulator: the host compiler rejected {} (exit {}):\n{}", name, status, output));
       }
-      const fs::path tmp_digest = root / ("tmp-" + suffix + ".xxh3");
       write_file(tmp_digest, file_digest(so) + "\n");
       // Both renames are atomic; a reader that finds the library before its digest, or beside an older digest,
       // sees a mismatch and builds the same library again.

@@ -69,6 +69,7 @@ GemmProblem thread_share(GemmProblem p, int threads) {
 }  // namespace
 
 CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) {
+  check_extents(asked);
   const GemmProblem problem = with_nonempty_output(asked);
   GemmProblem ranked = problem;
   ranked.b_cold = problem.b_cold || b_arrives_cold(problem, impl_->target);
@@ -107,6 +108,7 @@ CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) {
 GemmKernel Runtime::compile(const GemmProblem& problem) { return compile(problem, choose_config(problem)); }
 
 GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& config) {
+  check_extents(problem);
   problem.signature.check();
   CpuGemmSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);

@@ -245,6 +245,29 @@ expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --spl
 expect_bad "no such file" model eval --records "$tmp/none.sqlite"
 
 # The demo verifies its kernels and exits 0.
+# Issue 37, item 7: NaN where the reference has NaN verifies; an empty --epilogue is an error as in the API; a missing
+# host compiler leaves no temporary file in the cache; a read-only records database is refused before any tuning.
+if "$bin" gemm 5 5 5 --alpha nan --verify --repeat 1 >/dev/null; then ok; else bad "gemm --alpha nan --verify: exit $?"; fi
+expect_bad "epilogue" gemm 10 10 10 --epilogue ""
+nocxx=$(mktemp -d)
+TESSERA_HOST_CXX=/nonexistent TESSERA_CACHE_DIR=$nocxx "$bin" gemm 40 24 16 --target cuda-emu:sm_80 --dtype f16 \
+  --repeat 1 >/dev/null 2>&1
+code=$?
+leftover=$(find "$nocxx" -name 'tmp-*' | head -3)
+if [[ $code -eq 3 && -z $leftover ]]; then ok; else bad "missing host compiler: exit $code, left: $leftover"; fi
+rm -rf "$nocxx"
+readonly_dir=$(mktemp -d)
+"$bin" tune gemm --shapes 8x8x8 --top-k 1 --records "$readonly_dir/r.db" >/dev/null 2>&1
+if chattr +i "$readonly_dir/r.db" 2>/dev/null; then
+  err=$("$bin" tune gemm --shapes 16x16x16 --top-k 1 --records "$readonly_dir/r.db" 2>&1 >/dev/null)
+  code=$?
+  chattr -i "$readonly_dir/r.db"
+  if [[ $code -eq 2 && $err == *"read-only"* ]]; then ok; else bad "read-only records: exit $code: $err"; fi
+else
+  echo "SKIP: read-only records (chattr +i needs root)"
+fi
+rm -rf "$readonly_dir"
+
 # Attention: --json keys, verified runs (causal, GQA, varlen with an empty sequence, modifiers, both ISAs), and bad
 # arguments (exit 2 naming the argument, or 3 for the CUDA target not built yet).
 out=$("$bin" attention 2 4 100 64 --kv-heads 2 --causal --lse --verify --json --repeat 1)

@@ -40,7 +40,8 @@ void add_gemm_options(CLI::App& app, GemmRequest& r) {
   app.add_option("--layout-c", r.layout_c, "row or col (C and D)");
   app.add_option("--alpha", r.alpha, "scalar alpha");
   app.add_option("--beta", r.beta, "scalar beta");
-  app.add_option("--epilogue", r.epilogue, "e.g. 'gelu(alpha*acc + bias[n])' (default alpha*acc + beta*c)");
+  app.add_option("--epilogue", r.epilogue, "e.g. 'gelu(alpha*acc + bias[n])' (default alpha*acc + beta*c)")
+      ->each([&r](const std::string&) { r.epilogue_given = true; });
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
   app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2, cuda:sm_80/86/89/90/90a");
   app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
@@ -62,7 +63,7 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
   const Layout lc = layout_option(r.layout_c, "--layout-c");
   GemmBuffers buf;
   GemmArgs& g = buf.args;
-  if (!r.epilogue.empty()) g.epilogue = Epilogue::parse(r.epilogue);
+  if (r.epilogue_given) g.epilogue = Epilogue::parse(r.epilogue);
   g.alpha = r.alpha;
   g.beta = r.beta;
   g.threads = r.threads;
@@ -123,7 +124,7 @@ GemmProblem cuda_problem(const GemmRequest& r) {
   GemmProblem p;
   p.m = r.m, p.n = r.n, p.k = r.k, p.batch = r.batch;
   GemmSignature& s = p.signature;
-  if (!r.epilogue.empty()) s.epilogue = Epilogue::parse(r.epilogue);
+  if (r.epilogue_given) s.epilogue = Epilogue::parse(r.epilogue);
   s.a = {*dtype, layout_option(r.layout_a, "--layout-a")};
   s.b = {*dtype, layout_option(r.layout_b, "--layout-b")};
   s.d = {DType::f32, layout_option(r.layout_c, "--layout-c")};

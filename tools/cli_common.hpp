@@ -22,6 +22,7 @@ struct GemmRequest {
   std::string layout_a = "row", layout_b = "row", layout_c = "row";
   float alpha = 1, beta = 0;
   std::string epilogue;
+  bool epilogue_given = false;  // --epilogue was given (an empty text is then an error, as in the API)
   int threads = 0;
   std::string target = "cpu";
   int ir_opt_level = 0;

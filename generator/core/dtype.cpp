@@ -1,5 +1,9 @@
 #include "generator/core/dtype.hpp"
 
+#include <string>
+
+#include "generator/core/error.hpp"
+
 #include <array>
 
 namespace tessera {
@@ -16,7 +20,12 @@ constexpr std::array<DTypeInfo, 6> kDTypes{{
 }};
 }  // namespace
 
-const DTypeInfo& dtype_info(DType dtype) { return kDTypes[static_cast<std::size_t>(dtype)]; }
+const DTypeInfo& dtype_info(DType dtype) {
+  const auto index = static_cast<std::size_t>(dtype);
+  if (index >= kDTypes.size())
+    throw InvalidArgument("dtype", "value " + std::to_string(index) + " is not a DType (a cast from a bad integer)");
+  return kDTypes[index];
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& info : kDTypes)

@@ -1,6 +1,9 @@
 #include "generator/gemm/gemm_problem.hpp"
 
 #include <algorithm>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "generator/core/error.hpp"
 
@@ -121,6 +124,22 @@ GemmProblem transposed(const GemmProblem& p) {
 bool operator==(const GemmSignature& x, const GemmSignature& y) {
   return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d && x.accumulator == y.accumulator &&
          (x.epilogue.same_as(y.epilogue) || x.epilogue.text() == y.epilogue.text()) && x.inputs == y.inputs;
+}
+
+void check_extents(const GemmProblem& p) {
+  constexpr std::int64_t kMaxExtent = std::int64_t{1} << 40;
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::int64_t>{"m", p.m}, {"n", p.n}, {"k", p.k}, {"batch", p.batch}}) {
+    if (value < 0) throw InvalidArgument(name, "must be >= 0, is " + std::to_string(value));
+    if (value > kMaxExtent) throw InvalidArgument(name, "must be <= 2^40, is " + std::to_string(value));
+  }
+  // Elements of each operand (batch included) as a product of doubles: exact enough to compare with 2^62.
+  const double batch = static_cast<double>(std::max<std::int64_t>(1, p.batch));
+  for (const auto& [name, rows, cols] :
+       {std::tuple<const char*, std::int64_t, std::int64_t>{"a", p.m, p.k}, {"b", p.k, p.n}, {"d", p.m, p.n}})
+    if (batch * static_cast<double>(rows) * static_cast<double>(cols) > 0x1p62)
+      throw InvalidArgument(name, "has more than 2^62 elements");
+  if (p.threads < 0) throw InvalidArgument("threads", "must be >= 0");
 }
 
 }  // namespace tessera

@@ -62,6 +62,10 @@ struct GemmProblem {
 GemmSignature transposed(const GemmSignature& signature);
 GemmProblem transposed(const GemmProblem& problem);
 
+// Throws InvalidArgument naming the extent that is negative or so large that element offsets could overflow
+// (each at most 2^40, each operand at most 2^62 elements).
+void check_extents(const GemmProblem& problem);
+
 // The problem with a zero M, N or batch made 1. An empty output computes nothing, so any kernel of its signature
 // serves; configs and cost models are chosen for the smallest non-empty problem, whose arithmetic has no zero
 // divisors. K stays: K = 0 still writes D = epilogue(0, C).

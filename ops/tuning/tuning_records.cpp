@@ -100,6 +100,9 @@ TuningRecords::TuningRecords(const std::string& path) : db_(std::make_unique<Db>
   }
   if (sqlite3_open_v2(path.c_str(), &db_->handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
     throw InvalidArgument("--records", fmt::format("cannot open '{}': {}", path, sqlite3_errmsg(db_->handle)));
+  // Found now, not at the first measurement, when the run's work would be lost.
+  if (sqlite3_db_readonly(db_->handle, "main") == 1)
+    throw InvalidArgument("--records", "'" + path + "' is read-only: measurements could not be recorded");
   sqlite3_busy_timeout(db_->handle, 60000);
   try {
     db_->exec("PRAGMA journal_mode=WAL;");

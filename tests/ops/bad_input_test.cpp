@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "tests/test_util.hpp"
 
@@ -178,6 +179,59 @@ TEST(BadInput, RuntimeAndKernelArguments) {
   CpuGemmConfig bad;
   bad.mr = 40;
   EXPECT_THROW(shared_runtime().compile(GemmProblem{}, bad), ConfigError);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Problems handed to compile and choose_config directly are validated too (issue 37, item 6): negative and huge
+// extents are refused with the extent's name, never compiled or divided by.
+TEST(BadInput, ProblemExtentsGivenDirectly) {
+  Runtime& rt = shared_runtime();
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::int64_t>>{{"m", -5},
+                                                         {"n", -1},
+                                                         {"k", -2},
+                                                         {"batch", -3},
+                                                         {"m", huge},
+                                                         {"k", huge},
+                                                         {"batch", std::int64_t{1} << 41}}) {
+    GemmProblem p;
+    p.m = p.n = p.k = 8;
+    (field == "m" ? p.m : field == "n" ? p.n : field == "k" ? p.k : p.batch) = value;
+    for (int entry = 0; entry < 2; ++entry) {
+      try {
+        if (entry == 0)
+          rt.compile(p);
+        else
+          rt.compile(p, CpuGemmConfig::default_for(with_nonempty_output(GemmProblem{}), rt.target()));
+        ADD_FAILURE() << field << " = " << value << " accepted";
+      } catch (const InvalidArgument& e) {
+        EXPECT_EQ(e.argument(), field) << e.what();
+      }
+    }
+  }
+  GemmProblem wide;  // each extent allowed, the operand too large
+  wide.m = wide.n = std::int64_t{1} << 32, wide.k = 8;
+  EXPECT_THROW(rt.choose_config(wide), InvalidArgument);
+}
+
+// A DType value outside the enumeration (a cast from a bad integer) is an Error naming dtype, not std::bad_alloc.
+TEST(BadInput, OutOfRangeDType) {
+  EXPECT_THROW(dtype_info(static_cast<DType>(42)), InvalidArgument);
+  Fixture f;
+  f.args.a.dtype = static_cast<DType>(200);
+  try {
+    shared_runtime().gemm(f.args);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dtype"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(f.d_untouched());
 }
 
 }  // namespace
