@@ -291,7 +291,9 @@ expect_bad "k: heads of q (3)" attention 1 3 10 64 --kv-heads 2
 expect_bad "column 4" attention 1 2 10 64 --score-mod "s +* 2"
 expect_bad "tensors[bias]" attention 1 2 100 64 --score-mod "s + bias[h, i - j]" --tensor bias=2x120
 expect_bad "score_mod: reads scalar 't'" attention 1 2 10 64 --score-mod "s*t"
-expect_bad "--dtype" attention 1 2 10 64 --dtype bf16
+expect_bad "--dtype" attention 1 2 10 64 --dtype f16
+if "$bin" attention 1 4 200 64 --kv-heads 2 --causal --dtype bf16 --repeat 1 --verify >/dev/null; then ok; else
+  bad "attention --dtype bf16 --verify: exit $?"; fi
 expect_bad "--seq-lens-kv" attention 0 2 0 64 --seq-lens 3,4 --seq-lens-kv 5
 expect_bad "D" attention 1 2 10 0
 expect_bad "block_q" attention 1 2 10 64 --config block_q=7

@@ -46,16 +46,16 @@ void add_attention_options(CLI::App& app, AttentionRequest& r) {
   app.add_option("--tensor", r.tensors, "a tensor the modifier reads, NAME=AxB (random values)");
   app.add_option("--scalar", r.scalars, "a scalar the modifier reads, NAME=VALUE");
   app.add_option("--layout", r.layout, "bshd or bhsd memory for Q, K, V and O");
-  app.add_option("--dtype", r.dtype, "element type of Q, K, V and O: f32 (CPU)");
+  app.add_option("--dtype", r.dtype, "element type of Q, K, V and O: f32 or bf16 (CPU; softmax and sums in f32)");
   app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2");
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
   app.add_option("--config", r.config, "override the default config: block_q=48,block_kv=128,mr=6,nv=4");
 }
 
 AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t seed) {
-  if (r.dtype != "f32")
+  if (r.dtype != "f32" && r.dtype != "bf16")
     throw InvalidArgument("--dtype",
-                          "the CPU attention kernel takes f32 (bf16 and f16 are not built yet), got '" + r.dtype + "'");
+                          "the CPU attention kernel takes f32 or bf16 (f16 is not built yet), got '" + r.dtype + "'");
   if (r.layout != "bshd" && r.layout != "bhsd") throw InvalidArgument("--layout", "must be bshd or bhsd");
   if (r.batch < 0 || r.heads < 0 || r.seq < 0) throw InvalidArgument("B/H/S", "must be >= 0");
   if (r.head_dim < 1 || r.head_dim > 512) throw InvalidArgument("D", "must be in [1, 512]");
@@ -110,6 +110,19 @@ AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t
   a.k = tensor(buf.k, kv_heads, skv, r.head_dim, true);
   a.v = tensor(buf.v, kv_heads, skv, dv, true);
   a.o = tensor(buf.o, r.heads, sq, dv, false);
+  if (r.dtype == "bf16") {
+    // The same random values rounded to bf16, viewed with the same shapes and strides.
+    const auto narrow = [](const std::vector<float>& from, std::vector<std::uint16_t>& to, Tensor& t) {
+      to.resize(from.size());
+      for (std::size_t i = 0; i < from.size(); ++i) to[i] = to_bf16(from[i]);
+      t.data = to.data();
+      t.dtype = DType::bf16;
+    };
+    narrow(buf.q, buf.q16, a.q);
+    narrow(buf.k, buf.k16, a.k);
+    narrow(buf.v, buf.v16, a.v);
+    narrow(buf.o, buf.o16, a.o);
+  }
   if (r.lse) {
     buf.lse.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, batch * r.heads * sq)));
     a.lse.data = buf.lse.data();

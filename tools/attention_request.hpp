@@ -33,6 +33,7 @@ void add_attention_options(CLI::App& app, AttentionRequest& request);
 
 struct AttentionBuffers {
   std::vector<float> q, k, v, o, lse;
+  std::vector<std::uint16_t> q16, k16, v16, o16;  // Q, K, V and O when they are bf16
   std::map<std::string, std::vector<float>> tensors;
   AttentionArgs args;
 };

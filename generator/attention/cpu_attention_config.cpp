@@ -50,7 +50,7 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
     rows = problem.heads / problem.kv_heads;
   if (rows > longest_q && rows > kInPlaceRows)
     c.block_q = static_cast<int>(std::min<std::int64_t>(round_up(rows, c.mr), 512));
-  if (rows <= kInPlaceRows && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
+  if (rows <= kInPlaceRows && s.dtype == DType::f32 && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
     c.in_place = true;
     c.mr = static_cast<int>(std::max<std::int64_t>(1, rows));
     c.block_q = c.mr;
@@ -97,8 +97,11 @@ CpuAttentionConfig CpuAttentionConfig::from_json(const nlohmann::json& j) {
 
 void validate(const AttentionSignature& signature, const CpuAttentionConfig& c, const CpuTarget& target) {
   signature.check();
-  if (signature.dtype != DType::f32)
-    throw ConfigError(fmt::format("the CPU attention kernel takes f32 tensors, not {}", dtype_name(signature.dtype)));
+  if (signature.dtype != DType::f32 && signature.dtype != DType::bf16)
+    throw ConfigError(
+        fmt::format("the CPU attention kernel takes f32 or bf16 tensors, not {}", dtype_name(signature.dtype)));
+  if (c.in_place && signature.dtype != DType::f32)
+    throw ConfigError("in_place reads f32 tensors; bf16 ones are widened as they are packed");
   if (c.mr < 1 || c.mr > 16) throw ConfigError(fmt::format("mr = {} must be in [1, 16]", c.mr));
   if (c.nv < 1 || c.nv > 8) throw ConfigError(fmt::format("nv = {} must be in [1, 8]", c.nv));
   if (c.mr * c.nv + c.nv + 1 > target.vector_registers())

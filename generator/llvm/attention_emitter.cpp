@@ -82,9 +82,11 @@ class CpuAttentionEmitter : RegisterTiles {
   std::unique_ptr<llvm::Module> emit() {
     // Q in slivers of mr rows along the head dimension (the tile's broadcast operand), K in slivers of nr keys (its
     // vector operand), V in slivers of nr head-dimension columns along the keys: GEMM's A and B panels.
-    llvm::Function* pack_q = emit_pack("pack_q", cfg_.mr, false, sig_.q_unit_d);
-    llvm::Function* pack_k = emit_pack("pack_k", nr_, false, sig_.k_unit_d);
-    llvm::Function* pack_v = emit_pack("pack_v", nr_, sig_.v_unit_d, false);
+    // bf16 tensors are widened to f32 as they are packed; everything after is f32.
+    const bool bf16 = sig_.dtype == DType::bf16;
+    llvm::Function* pack_q = emit_pack("pack_q", cfg_.mr, false, sig_.q_unit_d && !bf16, bf16);
+    llvm::Function* pack_k = emit_pack("pack_k", nr_, false, sig_.k_unit_d && !bf16, bf16);
+    llvm::Function* pack_v = emit_pack("pack_v", nr_, sig_.v_unit_d, false, bf16);
     emit_pack_entry(pack_k, pack_v);
     llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_}, true);
     args_ = fn->getArg(0);
@@ -503,6 +505,19 @@ class CpuAttentionEmitter : RegisterTiles {
     for (std::size_t t = 0; t < acc.size(); ++t) store_vec(acc[t], out_, out_index[t]);
   }
 
+  // f32 lanes rounded to the nearest bf16, ties to even, as 16-bit integers (NaN stays NaN), as to_bf16 does.
+  llvm::Value* round_to_bf16(llvm::Value* value) {
+    auto* words_ty = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes_));
+    auto* halves_ty = llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(lanes_));
+    const auto word = [&](std::uint32_t v) { return llvm::ConstantInt::get(words_ty, v); };
+    llvm::Value* bits = b_.CreateBitCast(value, words_ty);
+    llvm::Value* rounded =
+        b_.CreateAdd(bits, b_.CreateAdd(word(0x7fff), b_.CreateAnd(b_.CreateLShr(bits, 16), word(1))));
+    llvm::Value* quiet_nan = b_.CreateOr(bits, word(0x00400000));
+    llvm::Value* chosen = b_.CreateSelect(b_.CreateFCmpUNO(value, value), quiet_nan, rounded);
+    return b_.CreateTrunc(b_.CreateLShr(chosen, 16), halves_ty);
+  }
+
   // O row r = accumulated / sum (0 for a row that saw no key), and its log-sum-exp.
   void emit_finish_row(llvm::Value* r) {
     llvm::Value* sum = load_f32(row_sum_, r);
@@ -515,7 +530,19 @@ class CpuAttentionEmitter : RegisterTiles {
       llvm::Value* value =
           b_.CreateFMul(load_vec(out_, b_.CreateAdd(b_.CreateMul(r, i64c(dv_padded_)), i64c(c))), inverse);
       const std::int64_t count = std::min<std::int64_t>(lanes_, dv_ - c);
-      if (sig_.o_unit_d) {
+      if (sig_.dtype == DType::bf16) {
+        llvm::Value* halves = round_to_bf16(value);
+        for (std::int64_t l = 0; l < count; ++l)
+          if (sig_.o_unit_d && count == lanes_ && l == 0) {
+            b_.CreateAlignedStore(halves, b_.CreateGEP(b_.getInt16Ty(), o, b_.CreateAdd(o_row, i64c(c))),
+                                  llvm::Align(2));
+            break;
+          } else {
+            b_.CreateAlignedStore(
+                b_.CreateExtractElement(halves, static_cast<std::uint64_t>(l)),
+                b_.CreateGEP(b_.getInt16Ty(), o, b_.CreateAdd(o_row, b_.CreateMul(i64c(c + l), o_ds))), llvm::Align(2));
+          }
+      } else if (sig_.o_unit_d) {
         llvm::Value* mask = count == lanes_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
                                                   b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
                                             : lane_mask(lanes_, i64c(count));

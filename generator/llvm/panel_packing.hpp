@@ -17,11 +17,14 @@ class PanelPacking : protected IrKit {
   // A pack function's source: element (r, p) of the block at (r0 + r)·rs + col_offset(p).
   struct PackArgs {
     llvm::Value *src, *r0, *c0, *nrows, *rs, *col_offset;
+    bool bf16 = false;  // the source holds bf16, widened to f32 as it is packed
   };
 
   // Packs an nrows×depth block (element (r, p) at (r0 + r)·rs + (c0 + p)·cs) into slivers of R rows:
   // dst[s·R·depth + p·R + r], zero-filled past nrows, so the micro-kernel never tests edges.
-  llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride, bool cs_is_one = false);
+  // A bf16 source (`bf16_source`) is widened to f32 on the way: the panels, and every kernel reading them, are f32.
+  llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride, bool cs_is_one = false,
+                            bool bf16_source = false);
 
   // R rows × `lanes_` columns (from depth p) of a source with unit column stride, transposed in registers into
   // the sliver: per chunk of at most `lanes_` rows, one vector load per row and one shuffle; rows past nrows read
@@ -31,6 +34,11 @@ class PanelPacking : protected IrKit {
   // Copies R consecutive rows of one column into dst, zero past nrows. Contiguous slivers move in pieces of one
   // vector register (a <96 x float> masked load would be scalarised); strided ones are gathered.
   void emit_pack_sliver(const PackArgs& a, int R, bool unit_row_stride, llvm::Value* first_row, llvm::Value* dst);
+
+  // `type` (<n x float>) values of the source at element `offset`, or at the per-lane `offsets` (a gather), lanes off
+  // in `mask` zero; a bf16 source is read as 16-bit values and widened.
+  llvm::Value* load_source(const PackArgs& a, llvm::FixedVectorType* type, llvm::Value* offset, llvm::Value* mask);
+  llvm::Value* gather_source(const PackArgs& a, llvm::FixedVectorType* type, llvm::Value* offsets, llvm::Value* mask);
 };
 
 }  // namespace tessera

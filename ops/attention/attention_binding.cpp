@@ -15,7 +15,7 @@ namespace {
 
 std::string shape_text(const std::vector<std::int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
-void check_tensor(const std::string& name, const Tensor& t, std::size_t rank) {
+void check_tensor(const std::string& name, const Tensor& t, std::size_t rank, DType dtype = DType::f32) {
   if (t.rank() != rank)
     throw InvalidArgument(name, fmt::format("must have rank {}, has shape {}", rank, shape_text(t.shape)));
   if (t.strides.size() != rank)
@@ -24,8 +24,10 @@ void check_tensor(const std::string& name, const Tensor& t, std::size_t rank) {
     if (e < 0) throw InvalidArgument(name, "extents must be >= 0, shape is " + shape_text(t.shape));
   for (std::int64_t s : t.strides)
     if (s < 0) throw InvalidArgument(name, "strides must be >= 0, strides are " + shape_text(t.strides));
-  if (t.dtype != DType::f32)
-    throw InvalidArgument(name, fmt::format("is {}; CPU attention takes f32", dtype_name(t.dtype)));
+  if (t.dtype != dtype)
+    throw InvalidArgument(name, fmt::format("is {}; {}", dtype_name(t.dtype),
+                                            name == "q" ? std::string("CPU attention takes f32 or bf16")
+                                                        : "it must be " + std::string(dtype_name(dtype))));
   const bool empty = std::any_of(t.shape.begin(), t.shape.end(), [](std::int64_t e) { return e == 0; });
   if (!empty && t.data == nullptr) throw InvalidArgument(name, "data is null");
 }
@@ -41,7 +43,7 @@ Span span_of(const Tensor& t) {
     extent += (t.shape[d] - 1) * t.strides[d];
   }
   const auto first = reinterpret_cast<std::uintptr_t>(t.data);
-  return {first, first + static_cast<std::uintptr_t>(extent + 1) * 4};
+  return {first, first + static_cast<std::uintptr_t>(extent + 1) * static_cast<std::uintptr_t>(dtype_bytes(t.dtype))};
 }
 bool overlaps(const Span& a, const Span& b) { return a.first < b.last && b.first < a.last && a.first != a.last; }
 
@@ -96,9 +98,10 @@ void check_modifier_reads(const ScoreModifier& mod, const std::map<std::string, 
 }
 
 AttentionView view_of(const Tensor& t, bool varlen) {
-  const auto* data = static_cast<const float*>(t.data);
-  if (varlen) return {data, 0, t.strides[1], t.strides[0], t.strides[2]};
-  return {data, t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
+  const auto* data = static_cast<const std::byte*>(t.data);
+  const std::int64_t bytes = dtype_bytes(t.dtype);
+  if (varlen) return {data, 0, t.strides[1], t.strides[0], t.strides[2], bytes};
+  return {data, t.strides[0], t.strides[1], t.strides[2], t.strides[3], bytes};
 }
 
 }  // namespace
@@ -108,10 +111,12 @@ AttentionBinding bind_attention(const AttentionArgs& args) {
   AttentionProblem& p = r.problem;
   const bool varlen = !args.seq_offsets_q.empty() || !args.seq_offsets_kv.empty();
   const std::size_t rank = varlen ? 3 : 4;
-  check_tensor("q", args.q, rank);
-  check_tensor("k", args.k, rank);
-  check_tensor("v", args.v, rank);
-  check_tensor("o", args.o, rank);
+  // Q, K, V and O of one type, f32 or bf16 (scores, softmax and accumulation are f32 either way).
+  const DType dtype = args.q.dtype == DType::bf16 ? DType::bf16 : DType::f32;
+  check_tensor("q", args.q, rank, dtype);
+  check_tensor("k", args.k, rank, dtype);
+  check_tensor("v", args.v, rank, dtype);
+  check_tensor("o", args.o, rank, dtype);
   // Dimension indices: [batch, heads, seq, dim], or varlen [total, heads, dim].
   const std::size_t H = 1, S = varlen ? 0 : 2, D = varlen ? 2 : 3;
   if (varlen) {
@@ -139,6 +144,7 @@ AttentionBinding bind_attention(const AttentionArgs& args) {
   p.heads = args.q.shape[H];
   p.kv_heads = args.k.shape[H];
   AttentionSignature& sig = p.signature;
+  sig.dtype = dtype;
   sig.head_dim_qk = args.q.shape[D];
   sig.head_dim_v = args.v.shape[D];
   const auto expect = [](const char* name, const Tensor& t, std::size_t dim, std::int64_t want, const char* what) {
@@ -242,13 +248,13 @@ AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std
   const std::int64_t first = block * block_q;
   const std::int64_t q_row = bound.q_start[i] + first, kv_row = bound.kv_start[i];
   AttentionBlockArgs a;
-  a.q = bound.q.data + b * bound.q.batch + h * bound.q.head + q_row * bound.q.seq;
+  a.q = bound.q.at(b * bound.q.batch + h * bound.q.head + q_row * bound.q.seq);
   a.q_rs = bound.q.seq, a.q_ds = bound.q.dim;
-  a.k = bound.k.data + b * bound.k.batch + kv_head * bound.k.head + kv_row * bound.k.seq;
+  a.k = bound.k.at(b * bound.k.batch + kv_head * bound.k.head + kv_row * bound.k.seq);
   a.k_rs = bound.k.seq, a.k_ds = bound.k.dim;
-  a.v = bound.v.data + b * bound.v.batch + kv_head * bound.v.head + kv_row * bound.v.seq;
+  a.v = bound.v.at(b * bound.v.batch + kv_head * bound.v.head + kv_row * bound.v.seq);
   a.v_rs = bound.v.seq, a.v_ds = bound.v.dim;
-  a.o = const_cast<float*>(bound.o.data) + b * bound.o.batch + h * bound.o.head + q_row * bound.o.seq;
+  a.o = const_cast<void*>(bound.o.at(b * bound.o.batch + h * bound.o.head + q_row * bound.o.seq));
   a.o_rs = bound.o.seq, a.o_ds = bound.o.dim;
   if (bound.lse) {
     a.lse = bound.lse + b * bound.lse_batch + h * bound.lse_head + q_row * bound.lse_seq;

@@ -2,6 +2,7 @@
 // rows start in each tensor, the strides of every view, and the score modifier's tensors and scalars in kernel order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -12,8 +13,11 @@ namespace tessera {
 
 // A [batch, heads, seq, dim] view's strides in elements (varlen views have batch stride 0: rows start at offsets).
 struct AttentionView {
-  const float* data = nullptr;
+  const std::byte* data = nullptr;
   std::int64_t batch = 0, head = 0, seq = 0, dim = 0;
+  std::int64_t element_bytes = 4;
+  // The address of element offset `elements`.
+  const void* at(std::int64_t elements) const { return data + elements * element_bytes; }
 };
 
 struct AttentionBinding {

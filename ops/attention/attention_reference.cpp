@@ -15,6 +15,7 @@ double at(const Tensor& t, std::initializer_list<std::int64_t> index) {
   std::int64_t offset = 0;
   std::size_t d = 0;
   for (std::int64_t x : index) offset += x * t.strides[d++];
+  if (t.dtype == DType::bf16) return from_bf16(static_cast<const std::uint16_t*>(t.data)[offset]);
   return static_cast<const float*>(t.data)[offset];
 }
 
@@ -140,8 +141,11 @@ Comparison compare_attention(const AttentionReference& ref, const AttentionArgs&
       for (std::int64_t i = 0; i < p.q_len(b); ++i, ++row) {
         for (std::int64_t d = 0; d < dv; ++d) {
           const double got = varlen ? at(args.o, {first + i, h, d}) : at(args.o, {b, h, i, d});
+          const double want = ref.o[row * static_cast<std::size_t>(dv) + static_cast<std::size_t>(d)];
+          // A bf16 O rounded to nearest: at most half an ulp, 2^-8 of the value (truncation would be twice that).
+          const double rounding = args.o.dtype == DType::bf16 ? std::fabs(want) / 256 : 0.0;
           check(varlen ? fmt::format("o[{}, {}, {}]", first + i, h, d) : fmt::format("o[{}, {}, {}, {}]", b, h, i, d),
-                got, ref.o[row * static_cast<std::size_t>(dv) + static_cast<std::size_t>(d)], ref.tolerance[row]);
+                got, want, ref.tolerance[row] + rounding);
         }
         if (!args.lse.empty()) {
           const double got = varlen ? at(args.lse, {h, first + i}) : at(args.lse, {b, h, i});

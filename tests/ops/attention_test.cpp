@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "generator/cost/attention_cost.hpp"
 #include "tessera/reference.hpp"
@@ -377,6 +378,50 @@ TEST(Attention, AnalyticModelRanksTheObviousCases) {
   EXPECT_LT(attention_cycles(prefill, big, target), attention_cycles(prefill, small, target));
 }
 
+// bf16 Q, K, V and O (f32 softmax and accumulation): each tensor's values rounded to bf16 in a copy with the same
+// strides; the reference reads the same bf16 values and allows O's rounding to 8 bits.
+struct Bf16Copy {
+  std::vector<std::uint16_t> storage;
+  Tensor view;
+  explicit Bf16Copy(const Heads& h) : storage(h.storage.size()), view(h.view) {
+    for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = to_bf16(h.storage[i]);
+    view.data = storage.data();
+    view.dtype = DType::bf16;
+  }
+};
+
+TEST(Attention, Bf16TensorsWithF32Softmax) {
+  for (const char* target : {"cpu:avx2", "cpu:avx512"}) {
+    if (std::string(target) == "cpu:avx512" && !CpuTarget::host_supports(CpuIsa::Avx512)) continue;
+    for (auto [sq, skv, d, dv, heads, kv_heads, causal, bshd] :
+         std::vector<std::tuple<int, int, int, int, int, int, bool, bool>>{{1, 300, 64, 64, 4, 2, false, false},
+                                                                           {100, 300, 64, 72, 4, 2, true, true},
+                                                                           {130, 130, 128, 128, 2, 2, true, false},
+                                                                           {7, 600, 96, 96, 3, 1, false, true}}) {
+      Case c;
+      c.seq_q = sq, c.seq_kv = skv, c.d = d, c.dv = dv, c.heads = heads, c.kv_heads = kv_heads, c.causal = causal;
+      c.bshd = bshd;
+      auto t = make(c);
+      Bf16Copy q(t->q), k(t->k), v(t->v), o(t->o);
+      AttentionArgs args = t->args;
+      args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
+      expect_matches(runtime(target), args, std::string(target) + " bf16 " + describe(c));
+    }
+  }
+  // Mixed types are refused, naming the tensor.
+  Case c;
+  auto t = make(c);
+  Bf16Copy k(t->k);
+  AttentionArgs mixed = t->args;
+  mixed.k = k.view;
+  try {
+    runtime().attention(mixed);
+    ADD_FAILURE() << "mixed f32 and bf16 accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.argument(), "k") << e.what();
+  }
+}
+
 TEST(Attention, ScaleIsHonoured) {
   Case c;
   c.seq_q = 100, c.seq_kv = 150;
@@ -420,8 +465,11 @@ TEST(Attention, BadInputIsRefusedAndWritesNothing) {
   a.o = a.q;  // o is q
   expect_refused(a, *t, "o");
   a = t->args;
-  a.q.dtype = DType::bf16;
+  a.q.dtype = DType::f16;  // no CPU kernel for f16
   expect_refused(a, *t, "q");
+  a = t->args;
+  a.q.dtype = DType::bf16;  // K, V and O are still f32
+  expect_refused(a, *t, "k");
   a = t->args;
   a.q.strides.pop_back();
   expect_refused(a, *t, "q");
