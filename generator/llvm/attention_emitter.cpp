@@ -210,40 +210,32 @@ class CpuAttentionEmitter : RegisterTiles {
           llvm::Value* kn = smin(i64c(cfg_.block_kv), b_.CreateSub(kv_end_, kb));
           // Packed blocks hold every key of the sequence's block, also past a causal end: V's slivers are that deep.
           v_depth_ = smin(i64c(cfg_.block_kv), b_.CreateSub(seq_kv_, kb));
+          kb_ = kb;
           if (cfg_.in_place) {
-            kb_ = kb;
             emit_for(
                 b_, i64c(0), groups_, i64c(1), [&](llvm::Value* g) { emit_scores_in_place(g, kb, kn); }, "s.group");
-            emit_for(
-                b_, i64c(0), padded_rows, i64c(1), [&](llvm::Value* r) { emit_softmax_row(r, kb, kn); }, "softmax");
+          } else {
+            // The block as the pack entry left it, or packed now into the workspace.
+            llvm::Value* packed_at = b_.CreateMul(b_.CreateSDiv(kb, i64c(cfg_.block_kv)), i64c(packed_block_floats));
+            k_block_ = b_.CreateSelect(prepacked, gep(kv_packed, packed_at), k_pack_);
+            v_block_ = b_.CreateSelect(
+                prepacked, gep(kv_packed, b_.CreateAdd(packed_at, i64c(std::int64_t{cfg_.block_kv} * dqk_))), v_pack_);
+            emit_if(
+                b_, b_.CreateNot(prepacked),
+                [&] {
+                  b_.CreateCall(pack_k, {k_ptr, kb, i64c(0), kn, i64c(dqk_), k_rs, k_ds, k_pack_});
+                  b_.CreateCall(pack_v, {v_ptr, i64c(0), kb, i64c(dv_), v_depth_, v_ds, v_rs, v_pack_});
+                },
+                "pack");
+            llvm::Value* key_slivers = b_.CreateSDiv(b_.CreateAdd(kn, i64c(nr_ - 1)), i64c(nr_));
             emit_for(
                 b_, i64c(0), groups_, i64c(1),
                 [&](llvm::Value* g) {
-                  for (std::int64_t s = 0; s < dv_padded_ / nr_; ++s) emit_output_tile(g, s, kn);
+                  emit_for(
+                      b_, i64c(0), key_slivers, i64c(1), [&](llvm::Value* s) { emit_score_tile(g, s); }, "s.tile");
                 },
-                "pv.group");
-            return;
+                "s.group");
           }
-          // The block as the pack entry left it, or packed now into the workspace.
-          llvm::Value* packed_at = b_.CreateMul(b_.CreateSDiv(kb, i64c(cfg_.block_kv)), i64c(packed_block_floats));
-          k_block_ = b_.CreateSelect(prepacked, gep(kv_packed, packed_at), k_pack_);
-          v_block_ = b_.CreateSelect(
-              prepacked, gep(kv_packed, b_.CreateAdd(packed_at, i64c(std::int64_t{cfg_.block_kv} * dqk_))), v_pack_);
-          emit_if(
-              b_, b_.CreateNot(prepacked),
-              [&] {
-                b_.CreateCall(pack_k, {k_ptr, kb, i64c(0), kn, i64c(dqk_), k_rs, k_ds, k_pack_});
-                b_.CreateCall(pack_v, {v_ptr, i64c(0), kb, i64c(dv_), v_depth_, v_ds, v_rs, v_pack_});
-              },
-              "pack");
-          llvm::Value* key_slivers = b_.CreateSDiv(b_.CreateAdd(kn, i64c(nr_ - 1)), i64c(nr_));
-          emit_for(
-              b_, i64c(0), groups_, i64c(1),
-              [&](llvm::Value* g) {
-                emit_for(
-                    b_, i64c(0), key_slivers, i64c(1), [&](llvm::Value* s) { emit_score_tile(g, s); }, "s.tile");
-              },
-              "s.group");
           emit_for(
               b_, i64c(0), padded_rows, i64c(1), [&](llvm::Value* r) { emit_softmax_row(r, kb, kn); }, "softmax");
           emit_for(
