@@ -42,27 +42,19 @@ struct TrainingSet {
 };
 
 struct TrainingOptions {
-  // The ranker's forest. Measured on bench/records (5-fold random split, mean top-1 regret), the ranker alone:
-  // depth 6, 300 rounds, eta 0.1: 3.9%; depth 7, 400 rounds, eta 0.07: 3.4-3.6%; depth 9, 600 rounds: 3.4%.
-  // With the space features, half the trees at twice the rate rank as well and twice as fast (cpu:avx512 records:
-  // 500 + 400 rounds at eta 0.07 gave 2.2% random, 12.3% family; 250 + 200 at 0.14 gave 2.7% random — 2.0% without
-  // one pick of a variant timed once — and 11.7% family; ranking 3.5-4.5 -> 1.8-1.9 ms).
-  // Since 2026-11-26 each round averages two trees, each on its own subsample (bagging), at half the rounds and 1.5×
-  // the rate (the same number of trees to walk): the Xeon records' family split over seeds 1 / 2 / 3 went from
-  // 3.96 / 4.33 / 4.83% (mean 4.37%) to 4.18 / 3.85 / 3.88% (3.97%), random 2.04% -> 2.12% mean, τ 0.875 -> 0.872.
-  // (Three trees a round at the full 250 + 200 rounds: family mean 4.07%, but ranking took 4.3 ms at the median.)
+  // The ranker's forest: each round averages `parallel_trees` trees, each on its own subsample (bagging), which
+  // ranked held-out shape families better than one deeper tree a round for the same number of trees to walk. The
+  // measurements behind these values are in bench/results/history.md.
   int rounds = 125;
   int max_depth = 8;
   double learning_rate = 0.21;
   int parallel_trees = 2;
   // The slowdown regression's forest, and how it weighs a variant `slower` (log2 of its time over the best) behind
   // the best: 1 / (1 + near_best_weight · slower), slowdowns clipped at 4× (a variant 4× or 40× slower is as wrong).
-  // Alone, on the same folds: 2.1-2.2% (weights 5: 2.2%, none: 2.6%, no clip: 3.4%).
   int slowdown_rounds = 100;
   int slowdown_depth = 7;
   double near_best_weight = 10.0;
-  // The ranker's share of the score (0: the slowdown regression alone). It lifts Kendall τ: 5-fold random split
-  // of bench/records, weight 0.5 / 0.8 / 1.2: regret 2.16 / 2.29 / 2.26%, τ 0.849 / 0.851 / 0.852.
+  // The ranker's share of the score (0: the slowdown regression alone); it lifts Kendall τ.
   double ranker_weight = 1.0;
   std::uint64_t seed = 1;
   std::string objective = "rank:pairwise";  // or rank:ndcg (graded relevance)
