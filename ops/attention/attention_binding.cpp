@@ -28,6 +28,12 @@ void check_tensor(const std::string& name, const Tensor& t, std::size_t rank, DT
     throw InvalidArgument(name, fmt::format("is {}; {}", dtype_name(t.dtype),
                                             name == "q" ? std::string("CPU attention takes f32 or bf16")
                                                         : "it must be " + std::string(dtype_name(dtype))));
+  // The farthest element must be addressable: offsets are 64-bit element counts, multiplied by the element size.
+  double reach = 0;
+  for (std::size_t d = 0; d < rank; ++d) reach += static_cast<double>(t.shape[d] - (t.shape[d] > 0)) * t.strides[d];
+  if (reach > 0x1p60)
+    throw InvalidArgument(name, fmt::format("shape {} with strides {} reaches past 2^60 elements", shape_text(t.shape),
+                                            shape_text(t.strides)));
   const bool empty = std::any_of(t.shape.begin(), t.shape.end(), [](std::int64_t e) { return e == 0; });
   if (!empty && t.data == nullptr) throw InvalidArgument(name, "data is null");
 }

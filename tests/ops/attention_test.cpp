@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <tuple>
@@ -572,6 +573,150 @@ TEST(Attention, KernelReportsWorkspaceIndependentOfLength) {
   const AttentionKernel b = runtime().compile(big);
   EXPECT_EQ(a.workspace_bytes(), b.workspace_bytes());
   EXPECT_LT(b.workspace_bytes(), 1 << 20);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The bad-input matrix for attention (issue 37): one valid call broken one way per row; each must end in an
+// InvalidArgument naming the argument, with O untouched and no signal.
+struct BadAttentionCase {
+  const char* what;
+  const char* argument;
+  std::function<void(AttentionArgs&, Owned&)> breaks;
+};
+
+TEST(AttentionBadInput, Matrix) {
+  static std::vector<float> small(64, 1.0f);
+  const auto tensor1 = [](std::int64_t n) { return Tensor{small.data(), DType::f32, {n}, {1}}; };
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 4;
+  const std::vector<BadAttentionCase> cases{
+      {"q rank 3", "q", [](AttentionArgs& a, Owned&) { a.q.shape.pop_back(), a.q.strides.pop_back(); }},
+      {"k rank 5", "k", [](AttentionArgs& a, Owned&) { a.k.shape.push_back(1), a.k.strides.push_back(1); }},
+      {"v rank 2", "v",
+       [](AttentionArgs& a, Owned&) {
+         a.v.shape = {4, 4}, a.v.strides = {4, 1};
+       }},
+      {"o strides short", "o", [](AttentionArgs& a, Owned&) { a.o.strides.pop_back(); }},
+      {"q negative extent", "q", [](AttentionArgs& a, Owned&) { a.q.shape[2] = -1; }},
+      {"k negative extent", "k", [](AttentionArgs& a, Owned&) { a.k.shape[2] = -4; }},
+      {"q negative stride", "q", [](AttentionArgs& a, Owned&) { a.q.strides[2] = -64; }},
+      {"v negative stride", "v", [](AttentionArgs& a, Owned&) { a.v.strides[3] = -1; }},
+      {"q null data", "q", [](AttentionArgs& a, Owned&) { a.q.data = nullptr; }},
+      {"k null data", "k", [](AttentionArgs& a, Owned&) { a.k.data = nullptr; }},
+      {"v null data", "v", [](AttentionArgs& a, Owned&) { a.v.data = nullptr; }},
+      {"o null data", "o", [](AttentionArgs& a, Owned&) { a.o.data = nullptr; }},
+      {"k batch differs", "k", [](AttentionArgs& a, Owned&) { a.k.shape[0] = 2; }},
+      {"v batch differs", "v", [](AttentionArgs& a, Owned&) { a.v.shape[0] = 3; }},
+      {"o batch differs", "o", [](AttentionArgs& a, Owned&) { a.o.shape[0] = 2; }},
+      {"k head_dim differs", "k", [](AttentionArgs& a, Owned&) { a.k.shape[3] = 63; }},
+      {"v heads differ from k", "v", [](AttentionArgs& a, Owned&) { a.v.shape[1] = 1; }},
+      {"v seq differs from k", "v", [](AttentionArgs& a, Owned&) { a.v.shape[2] -= 1; }},
+      {"o heads differ", "o", [](AttentionArgs& a, Owned&) { a.o.shape[1] = 1; }},
+      {"o seq differs", "o", [](AttentionArgs& a, Owned&) { a.o.shape[2] += 1; }},
+      {"o head_dim differs from v", "o", [](AttentionArgs& a, Owned&) { a.o.shape[3] = 32; }},
+      {"heads not a multiple", "k", [](AttentionArgs& a, Owned&) { a.k.shape[1] = 3, a.v.shape[1] = 3; }},
+      {"no kv heads", "k", [](AttentionArgs& a, Owned&) { a.k.shape[1] = 0, a.v.shape[1] = 0; }},
+      {"head_dim 0", "q", [](AttentionArgs& a, Owned&) { a.q.shape[3] = 0, a.k.shape[3] = 0; }},
+      {"head_dim 1000", "q", [](AttentionArgs& a, Owned&) { a.q.shape[3] = 1000, a.k.shape[3] = 1000; }},
+      {"o rows overlap", "o", [](AttentionArgs& a, Owned&) { a.o.strides[2] = 1; }},
+      {"o heads overlap", "o", [](AttentionArgs& a, Owned&) { a.o.strides[1] = 0; }},
+      {"o is q", "o", [](AttentionArgs& a, Owned&) { a.o.data = a.q.data; }},
+      {"o is k", "o", [](AttentionArgs& a, Owned&) { a.o.data = a.k.data, a.o.strides = a.k.strides; }},
+      {"o is v", "o", [](AttentionArgs& a, Owned&) { a.o.data = a.v.data; }},
+      {"q f16", "q", [](AttentionArgs& a, Owned&) { a.q.dtype = DType::f16; }},
+      {"q i8", "q", [](AttentionArgs& a, Owned&) { a.q.dtype = DType::i8; }},
+      {"q out-of-range dtype", "dtype", [](AttentionArgs& a, Owned&) { a.q.dtype = static_cast<DType>(77); }},
+      {"k bf16 beside f32", "k", [](AttentionArgs& a, Owned&) { a.k.dtype = DType::bf16; }},
+      {"o bf16 beside f32", "o", [](AttentionArgs& a, Owned&) { a.o.dtype = DType::bf16; }},
+      {"scale inf", "scale", [](AttentionArgs& a, Owned&) { a.scale = std::numeric_limits<float>::infinity(); }},
+      {"scale nan", "scale", [](AttentionArgs& a, Owned&) { a.scale = std::nanf(""); }},
+      {"threads negative", "threads", [](AttentionArgs& a, Owned&) { a.threads = -1; }},
+      {"lse rank 2", "lse", [](AttentionArgs& a, Owned&) { a.lse.shape.pop_back(), a.lse.strides.pop_back(); }},
+      {"lse wrong heads", "lse", [](AttentionArgs& a, Owned&) { a.lse.shape[1] = 1; }},
+      {"lse f16", "lse", [](AttentionArgs& a, Owned&) { a.lse.dtype = DType::f16; }},
+      {"lse overlaps o", "lse", [](AttentionArgs& a, Owned&) { a.lse.data = a.o.data; }},
+      {"lse rows overlap", "lse", [](AttentionArgs& a, Owned&) { a.lse.strides[2] = 0; }},
+      {"lse null", "lse", [](AttentionArgs& a, Owned&) { a.lse.data = nullptr; }},
+      {"modifier tensor missing", "score_mod", [](AttentionArgs& a, Owned&) { a.set_score_mod("s + t[h]"); }},
+      {"modifier scalar missing", "score_mod", [](AttentionArgs& a, Owned&) { a.set_score_mod("s * temperature"); }},
+      {"modifier tensor unused", "tensors[x]", [&](AttentionArgs& a, Owned&) { a.tensors["x"] = tensor1(4); }},
+      {"modifier scalar unused", "scalars[x]", [](AttentionArgs& a, Owned&) { a.scalars["x"] = 1; }},
+      {"modifier tensor rank", "tensors[t]",
+       [&](AttentionArgs& a, Owned&) {
+         a.set_score_mod("s + t[h]");
+         a.tensors["t"] = Tensor{small.data(), DType::f32, {2, 2}, {2, 1}};
+       }},
+      {"modifier tensor f16", "tensors[t]",
+       [&](AttentionArgs& a, Owned&) {
+         a.set_score_mod("s + t[h]");
+         a.tensors["t"] = tensor1(4);
+         a.tensors["t"].dtype = DType::f16;
+       }},
+      {"modifier tensor null", "tensors[t]",
+       [&](AttentionArgs& a, Owned&) {
+         a.set_score_mod("s + t[h]");
+         a.tensors["t"] = Tensor{nullptr, DType::f32, {4}, {1}};
+       }},
+      {"modifier read past the end", "tensors[t]",
+       [&](AttentionArgs& a, Owned&) {
+         a.set_score_mod("s + t[j]");  // j < 24, t has 8
+         a.tensors["t"] = tensor1(8);
+       }},
+      {"modifier read negative", "tensors[t]",
+       [&](AttentionArgs& a, Owned&) {
+         a.set_score_mod("s + t[i - j]");
+         a.tensors["t"] = tensor1(64);
+       }},
+      {"modifier index with a division (not in the index language)", "score_mod",
+       [&](AttentionArgs& a, Owned&) {
+         a.set_score_mod("s + t[i / (j - 3)]");
+         a.tensors["t"] = tensor1(64);
+       }},
+      {"modifier index huge", "tensors[t]",
+       [&](AttentionArgs& a, Owned&) {
+         a.set_score_mod("s + t[j * 100000000000]");
+         a.tensors["t"] = tensor1(64);
+       }},
+      {"modifier tensor rank mismatch between reads", "score_mod",
+       [&](AttentionArgs& a, Owned&) { a.set_score_mod("s + t[h] + t[h, j]"); }},
+      {"modifier tensor also a scalar", "score_mod",
+       [&](AttentionArgs& a, Owned&) { a.set_score_mod("s + t[h] + t"); }},
+      {"varlen offsets on rank-4 views", "q",
+       [](AttentionArgs& a, Owned&) {
+         a.seq_offsets_q = {0, 16}, a.seq_offsets_kv = {0, 24};
+       }},
+      {"huge stride on a size-1 dimension is fine, on a longer one refused", "o",
+       [huge](AttentionArgs& a, Owned&) { a.o.strides[0] = huge, a.o.strides[2] = huge; }},
+      {"huge q stride", "q", [huge](AttentionArgs& a, Owned&) { a.q.strides[1] = huge; }},
+  };
+  for (const BadAttentionCase& bad : cases) {
+    Case c;
+    c.heads = 2, c.kv_heads = 2, c.seq_q = 16, c.seq_kv = 24;
+    auto t = make(c);
+    AttentionArgs args = t->args;
+    try {
+      bad.breaks(args, *t);
+    } catch (const Error& e) {  // the break itself refused (parse-time checks): that names the argument too
+      EXPECT_NE(std::string(e.what()).find(bad.argument), std::string::npos) << bad.what << ": " << e.what();
+      continue;
+    }
+    t->o.set(123.0f);
+    try {
+      runtime().attention(args);
+      ADD_FAILURE() << bad.what << ": accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), bad.argument) << bad.what << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << bad.what << ": wrong exception: " << e.what();
+    }
+    bool untouched = true;
+    t->o.each([&](float x) { untouched &= x == 123.0f; });
+    EXPECT_TRUE(untouched) << bad.what << ": a refused call wrote to O";
+  }
 }
 
 }  // namespace
