@@ -1,0 +1,24 @@
+// The parameter block of the CUDA attention kernel, passed by value; the host fills it from the same binding as the
+// CPU path. Strides are in elements; the head dimension is contiguous (unit stride) in Q, K, V and O.
+#pragma once
+
+#include "tessera/platform.cuh"
+
+namespace tessera {
+
+struct AttentionParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;  // null: not written
+  i64 q_bs, q_hs, q_ss;
+  i64 k_bs, k_hs, k_ss;
+  i64 v_bs, v_hs, v_ss;
+  i64 o_bs, o_hs, o_ss;
+  i64 lse_bs, lse_hs;
+  int batch, heads, kv_heads, seq_q, seq_kv;
+  float scale_log2;  // softmax scale × log2 e: scores are kept in base 2
+};
+
+}  // namespace tessera

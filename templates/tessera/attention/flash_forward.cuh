@@ -1,0 +1,196 @@
+// FlashAttention-2's forward pass on tensor cores. A block owns BR = 16·Warps query rows of one head; each warp owns
+// 16 of them. K and V stream through shared memory in blocks of BC keys, double-buffered with cp.async into
+// XOR-swizzled tiles. S = Q·Kᵀ by mma.sync m16n8k16 from ldmatrix'd fragments (Q's kept in registers for the whole
+// loop); the online softmax runs on the accumulators, rows reduced across each quad by shuffles; P stays in registers
+// as the A operand of O += P·V (V through ldmatrix.trans). Causal blocks past the last row's bound are never loaded.
+// Grid: x = query block + blocks × head, z = batch item.
+#pragma once
+
+#include "tessera/arch.cuh"
+#include "tessera/attention/attention_params.cuh"
+#include "tessera/warp/mma_fragments.cuh"
+#include "tessera/warp/smem_swizzle.cuh"
+#include "tessera/warp/tile_loader.cuh"
+
+namespace tessera {
+
+// T supplies: Element (half_t or bfloat16_t), kInput, D (head dimension, a multiple of 16), BC (keys per block, a
+// multiple of 16), Warps, Causal, Align (elements the rows of Q, K, V guarantee: 8 for 16-byte copies).
+template <class T>
+struct FlashShape {
+  using E = typename T::Element;
+  static constexpr int kBR = 16 * T::Warps;
+  static constexpr int kThreads = 32 * T::Warps;
+  static constexpr int kSTiles = T::BC / 8;   // n8 tiles of S per warp
+  static constexpr int kOTiles = T::D / 8;    // n8 tiles of O per warp
+  static constexpr int kQSteps = T::D / 16;   // k-steps of Q·Kᵀ
+  static constexpr int kPSteps = T::BC / 16;  // k-steps of P·V
+  using Tile = SwizzledTile<T::D * 2>;        // every tile: rows of D 16-bit elements
+  static constexpr int kQBytes = kBR * T::D * 2;
+  static constexpr int kKVBytes = T::BC * T::D * 2;  // one K or V tile
+  static constexpr int kSharedBytes = kQBytes + 4 * kKVBytes;
+};
+
+// Two f32 values as the 16-bit pair of an mma operand register (the lower k in the low half).
+template <int kInput>
+TESSERA_DEVICE u32 pack_pair(float lo, float hi) {
+  if constexpr (kInput == kInputF16)
+    return static_cast<u32>(f32_to_f16(lo).bits) | (static_cast<u32>(f32_to_f16(hi).bits) << 16);
+  else
+    return static_cast<u32>(f32_to_bf16(lo).bits) | (static_cast<u32>(f32_to_bf16(hi).bits) << 16);
+}
+
+template <class T>
+TESSERA_DEVICE void store_element(void* base, i64 index, float value) {
+  if constexpr (T::kInput == kInputF16)
+    st_global(static_cast<u16*>(base) + index, f32_to_f16(value).bits);
+  else
+    st_global(static_cast<u16*>(base) + index, f32_to_bf16(value).bits);
+}
+
+TESSERA_DEVICE float negative_infinity() { return __int_as_float(0xff800000u); }
+
+template <class T>
+TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
+  const float kNegInf = negative_infinity();
+  using S = FlashShape<T>;
+  using E = typename S::E;
+  constexpr int kBR = S::kBR, BC = T::BC;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+
+  const int q_blocks = (p.seq_q + kBR - 1) / kBR;
+  const int qb = static_cast<int>(blockIdx.x) % q_blocks, h = static_cast<int>(blockIdx.x) / q_blocks;
+  const int b = static_cast<int>(blockIdx.z);
+  const int kv_head = h / (p.heads / p.kv_heads);
+  const int q0 = qb * kBR;
+  const int diagonal = p.seq_kv - p.seq_q;  // causal: query i sees keys j <= i + diagonal
+  int kv_end = p.seq_kv;
+  if constexpr (T::Causal) {
+    const int last = q0 + kBR - 1 + diagonal + 1;
+    kv_end = last < 0 ? 0 : (last < p.seq_kv ? last : p.seq_kv);
+  }
+  const int kv_blocks = (kv_end + BC - 1) / BC;
+
+  const E* q = static_cast<const E*>(p.q) + b * p.q_bs + h * p.q_hs + q0 * p.q_ss;
+  const E* k = static_cast<const E*>(p.k) + b * p.k_bs + kv_head * p.k_hs;
+  const E* v = static_cast<const E*>(p.v) + b * p.v_bs + kv_head * p.v_hs;
+  constexpr u32 kQTile = 0, kKTile = S::kQBytes;  // then K0, V0, K1, V1
+  const auto k_tile = [](int stage) { return kKTile + stage * 2 * S::kKVBytes; };
+  const auto v_tile = [](int stage) { return kKTile + stage * 2 * S::kKVBytes + S::kKVBytes; };
+  using Loader = TileLoader<E, BC, T::D, S::kThreads, T::Align, typename S::Tile>;
+  const auto load_kv = [&](int stage, int block) {
+    const int j0 = block * BC;
+    Loader::load(k_tile(stage), k + j0 * p.k_ss, p.k_ss, kv_end - j0, T::D, tid);
+    Loader::load(v_tile(stage), v + j0 * p.v_ss, p.v_ss, kv_end - j0, T::D, tid);
+  };
+
+  TileLoader<E, kBR, T::D, S::kThreads, T::Align, typename S::Tile>::load(kQTile, q, p.q_ss, p.seq_q - q0, T::D, tid);
+  if (kv_blocks > 0) load_kv(0, 0);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+
+  u32 fq[S::kQSteps][1][4];
+#pragma unroll
+  for (int ks = 0; ks < S::kQSteps; ++ks)
+    load_a_fragments<T::kInput, true, typename S::Tile, 1>(fq[ks], kQTile, warp * 16, ks, lane);
+
+  float o[S::kOTiles][4];
+#pragma unroll
+  for (int i = 0; i < S::kOTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // rows g and g + 8; sums per thread
+  const int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+
+  for (int block = 0; block < kv_blocks; ++block) {
+    const int stage = block & 1;
+    // The next block streams in while this one is computed; its slot was last read before the previous barrier.
+    if (block + 1 < kv_blocks) load_kv(stage ^ 1, block + 1);
+    cp_async_commit();
+
+    float s[S::kSTiles][4];
+#pragma unroll
+    for (int i = 0; i < S::kSTiles; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < S::kQSteps; ++ks) {
+      u32 fk[S::kSTiles][2];
+      load_b_fragments<T::kInput, true, typename S::Tile, S::kSTiles>(fk, k_tile(stage), 0, ks, lane);
+#pragma unroll
+      for (int i = 0; i < S::kSTiles; ++i) mma<T::kInput>(s[i], fq[ks][0], fk[i]);
+    }
+
+    // Online softmax in base 2 on this thread's two rows: mask, raise the max, rescale, exponentiate.
+    const int j0 = block * BC;
+    float block_max[2] = {kNegInf, kNegInf};
+#pragma unroll
+    for (int i = 0; i < S::kSTiles; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = j0 + i * 8 + 2 * t + (e & 1), r = e >> 1;
+        bool visible = j < kv_end;
+        if constexpr (T::Causal) visible = visible && j <= row[r] + diagonal;
+        s[i][e] = visible ? s[i][e] * p.scale_log2 : kNegInf;
+        block_max[r] = fmaxf(block_max[r], s[i][e]);
+      }
+    float rescale[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      block_max[r] = fmaxf(block_max[r], shfl_xor(0xffffffffu, block_max[r], 1));
+      block_max[r] = fmaxf(block_max[r], shfl_xor(0xffffffffu, block_max[r], 2));
+      const float new_max = fmaxf(row_max[r], block_max[r]);
+      const float base = new_max == kNegInf ? 0.0f : new_max;  // a row that has seen no key yet
+      rescale[r] = row_max[r] == kNegInf ? 0.0f : exp2f(row_max[r] - base);
+      row_max[r] = new_max;
+      row_sum[r] *= rescale[r];
+#pragma unroll
+      for (int i = 0; i < S::kSTiles; ++i)
+#pragma unroll
+        for (int e = 2 * r; e < 2 * r + 2; ++e) {
+          s[i][e] = s[i][e] == kNegInf ? 0.0f : exp2f(s[i][e] - base);
+          row_sum[r] += s[i][e];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < S::kOTiles; ++i) {
+      o[i][0] *= rescale[0], o[i][1] *= rescale[0];
+      o[i][2] *= rescale[1], o[i][3] *= rescale[1];
+    }
+
+    // O += P·V: the accumulators of two n8 tiles of S are the A fragment of one k16 step.
+#pragma unroll
+    for (int kk = 0; kk < S::kPSteps; ++kk) {
+      const u32 a[4] = {pack_pair<T::kInput>(s[2 * kk][0], s[2 * kk][1]),
+                        pack_pair<T::kInput>(s[2 * kk][2], s[2 * kk][3]),
+                        pack_pair<T::kInput>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                        pack_pair<T::kInput>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      u32 fv[S::kOTiles][2];
+      load_b_fragments<T::kInput, false, typename S::Tile, S::kOTiles>(fv, v_tile(stage), 0, kk, lane);
+#pragma unroll
+      for (int i = 0; i < S::kOTiles; ++i) mma<T::kInput>(o[i], a, fv[i]);
+    }
+    // The next block has landed, and every warp is done with this one's slot before it is refilled.
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  // O = accumulated / sum (0 for a row that saw no key), and the log-sum-exp.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += shfl_xor(0xffffffffu, sum, 1);
+    sum += shfl_xor(0xffffffffu, sum, 2);
+    if (row[r] >= p.seq_q) continue;
+    const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const i64 out = b * p.o_bs + h * p.o_hs + row[r] * p.o_ss;
+#pragma unroll
+    for (int i = 0; i < S::kOTiles; ++i) {
+      store_element<T>(p.o, out + i * 8 + 2 * t, o[i][2 * r] * inverse);
+      store_element<T>(p.o, out + i * 8 + 2 * t + 1, o[i][2 * r + 1] * inverse);
+    }
+    if (p.lse != nullptr && t == 0)
+      st_global(p.lse + b * p.lse_bs + h * p.lse_hs + row[r],
+                sum > 0.0f ? row_max[r] * 0.69314718055994531f + logf(sum) : kNegInf);
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,208 @@
+// The CUDA FlashAttention-2 kernel (templates/tessera/attention/flash_forward.cuh), before the runtime launches it:
+// NVRTC compiles each configuration for sm_80 and sm_90 without spills and with the mma.sync, ldmatrix and cp.async it
+// claims; the SIMT emulator runs it against the double-precision reference (f16 and bf16, causal or not, GQA, edges).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <span>
+
+#include "generator/core/cuda_target.hpp"
+#include "generator/core/dtype.hpp"
+#include "jit/embedded_templates.hpp"
+#include "jit/nvrtc.hpp"
+#include "jit/simt_emulator.hpp"
+#include "tessera/attention/attention_params.cuh"
+#include "tessera/reference.hpp"
+
+namespace tessera {
+namespace {
+
+struct FlashConfig {
+  bool bf16 = false;
+  int d = 64, bc = 64, warps = 4;
+  bool causal = false;
+  int rows() const { return 16 * warps; }
+  int shared_bytes() const { return rows() * d * 2 + 4 * bc * d * 2; }
+  std::string name() const {
+    return fmt::format("flash_{}_d{}_bc{}_w{}{}", bf16 ? "bf16" : "f16", d, bc, warps, causal ? "_causal" : "");
+  }
+  // The kernel's source; `kernel_text` (the template, mutated) replaces its #include when given.
+  std::string source(const std::string& kernel_text = "") const {
+    const std::string kernel = kernel_text.empty() ? "#include \"tessera/attention/flash_forward.cuh\"" : kernel_text;
+    return fmt::format(R"({}
+struct Config {{
+  using Element = tessera::{};
+  static constexpr int kInput = tessera::{};
+  static constexpr int D = {}, BC = {}, Warps = {}, Align = 8;
+  static constexpr bool Causal = {};
+}};
+extern "C" __global__ void __launch_bounds__({}) {}(const tessera::AttentionParams p) {{
+  tessera::flash_forward<Config>(p);
+}}
+)",
+                       kernel, bf16 ? "bfloat16_t" : "half_t", bf16 ? "kInputBf16" : "kInputF16", d, bc, warps,
+                       causal ? "true" : "false", 32 * warps, name());
+  }
+};
+
+std::vector<FlashConfig> configs() {
+  std::vector<FlashConfig> out;
+  for (bool bf16 : {false, true})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) out.push_back({bf16, d, d == 128 ? 32 : 64, 4, causal});
+  return out;
+}
+
+TEST(FlashAttentionCuda, CompilesWithoutSpillsForAmpereAndHopper) {
+  for (const FlashConfig& c : configs())
+    for (const char* arch : {"cuda:sm_80", "cuda:sm_90"}) {
+      const CudaBinary binary = Nvrtc::instance().compile(c.source(), c.name(), CudaTarget::parse(arch), true);
+      const KernelResources& r = binary.resources.at(c.name());
+      EXPECT_EQ(r.spill_store_bytes + r.spill_load_bytes, 0) << c.name() << " " << arch;
+      EXPECT_LE(r.registers, 255) << c.name() << " " << arch;
+      const PtxCounts ptx = count_ptx(binary.ptx);
+      EXPECT_GT(ptx.mma, 0) << c.name();
+      EXPECT_GT(ptx.ldmatrix, 0) << c.name();
+      EXPECT_GT(ptx.cp_async, 0) << c.name();
+      EXPECT_EQ(ptx.local_access, 0) << c.name() << " " << arch;
+    }
+}
+
+// Q, K, V in 16-bit storage (BHSD, dense) with f32 copies of the same values for the reference.
+struct Problem {
+  int batch = 1, heads = 2, kv_heads = 1, seq_q = 37, seq_kv = 70;
+};
+
+// Runs the kernel and returns how many outputs miss the reference (with the first in `first`).
+std::size_t mismatches(const FlashConfig& c, const Problem& pr, const EmuModule& module, std::string& first) {
+  const int d = c.d;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const auto count = [&](int heads, int seq) { return static_cast<std::size_t>(pr.batch * heads * seq * d); };
+  std::vector<std::uint16_t> q16(count(pr.heads, pr.seq_q)), k16(count(pr.kv_heads, pr.seq_kv)),
+      v16(count(pr.kv_heads, pr.seq_kv)), o16(count(pr.heads, pr.seq_q), 0x7e00);
+  std::vector<float> q(q16.size()), k(k16.size()), v(v16.size()), o(o16.size()), lse(pr.batch * pr.heads * pr.seq_q);
+  const auto fill = [&](std::vector<std::uint16_t>& bits, std::vector<float>& values) {
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      const float x = dist(rng);
+      bits[i] = c.bf16 ? to_bf16(x) : to_f16(x);
+      values[i] = c.bf16 ? from_bf16(bits[i]) : from_f16(bits[i]);
+    }
+  };
+  fill(q16, q), fill(k16, k), fill(v16, v);
+  AttentionParams p{};
+  p.q = q16.data(), p.k = k16.data(), p.v = v16.data(), p.o = o16.data(), p.lse = lse.data();
+  p.q_bs = pr.heads * pr.seq_q * d, p.q_hs = pr.seq_q * d, p.q_ss = d;
+  p.k_bs = pr.kv_heads * pr.seq_kv * d, p.k_hs = pr.seq_kv * d, p.k_ss = d;
+  p.v_bs = p.k_bs, p.v_hs = p.k_hs, p.v_ss = d;
+  p.o_bs = p.q_bs, p.o_hs = p.q_hs, p.o_ss = d;
+  p.lse_bs = pr.heads * pr.seq_q, p.lse_hs = pr.seq_q;
+  p.batch = pr.batch, p.heads = pr.heads, p.kv_heads = pr.kv_heads, p.seq_q = pr.seq_q, p.seq_kv = pr.seq_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  p.scale_log2 = scale * 1.4426950408889634f;
+  EmuLaunch launch;
+  launch.kernel = c.name();
+  launch.grid_x = static_cast<unsigned>((pr.seq_q + c.rows() - 1) / c.rows() * pr.heads);
+  launch.grid_z = static_cast<unsigned>(pr.batch);
+  launch.block = static_cast<unsigned>(32 * c.warps);
+  launch.shared_bytes = static_cast<unsigned>(c.shared_bytes());
+  const auto bytes = std::as_bytes(std::span(&p, 1));
+  launch.params.assign(bytes.begin(), bytes.end());
+  launch.global = {{q16.data(), q16.size() * 2},
+                   {k16.data(), k16.size() * 2},
+                   {v16.data(), v16.size() * 2},
+                   {o16.data(), o16.size() * 2},
+                   {lse.data(), lse.size() * 4}};
+  module.launch(launch);
+  for (std::size_t i = 0; i < o.size(); ++i) o[i] = c.bf16 ? from_bf16(o16[i]) : from_f16(o16[i]);
+
+  // The reference on the same (rounded) values, through the CPU API's views.
+  const auto view = [&](std::vector<float>& x, int heads, int seq) {
+    return Tensor{x.data(), DType::f32, {pr.batch, heads, seq, d}, {heads * seq * d, seq * d, d, 1}};
+  };
+  AttentionArgs args;
+  args.q = view(q, pr.heads, pr.seq_q), args.k = view(k, pr.kv_heads, pr.seq_kv);
+  args.v = view(v, pr.kv_heads, pr.seq_kv), args.o = view(o, pr.heads, pr.seq_q);
+  args.lse = Tensor{lse.data(), DType::f32, {pr.batch, pr.heads, pr.seq_q}, {pr.heads * pr.seq_q, pr.seq_q, 1}};
+  args.causal = c.causal;
+  const AttentionReference ref = reference_attention(args);
+  // P is rounded to 16 bits before P·V and O on the store: a few units of the format's precision.
+  const double eps = c.bf16 ? 1.0 / 128 : 1.0 / 1024;
+  std::size_t row = 0, bad = 0;
+  for (int b = 0; b < pr.batch; ++b)
+    for (int h = 0; h < pr.heads; ++h)
+      for (int i = 0; i < pr.seq_q; ++i, ++row) {
+        for (int x = 0; x < d; ++x) {
+          const double want = ref.o[row * d + x], got = o[row * d + x];
+          if (!(std::fabs(got - want) <= 2 * eps * (1 + std::fabs(want))) && bad++ == 0)
+            first = fmt::format("o[{},{},{},{}] = {}, expected {}", b, h, i, x, got, want);
+        }
+        const double want = ref.lse[row], got = lse[row];
+        if (!(std::isinf(want) ? got == want : std::fabs(got - want) <= 1e-3 * (1 + std::fabs(want))) && bad++ == 0)
+          first = fmt::format("lse[{},{},{}] = {}, expected {}", b, h, i, got, want);
+      }
+  return bad;
+}
+
+TEST(FlashAttentionCuda, EmulatorMatchesTheReference) {
+  for (const FlashConfig& c : configs()) {
+    const auto module = EmuModule::compile(c.source(), c.name());
+    // Edges of both blocks, GQA, seq_q < seq_kv and seq_q > seq_kv (causal rows that see no key), one key.
+    for (const Problem& pr :
+         {Problem{1, 2, 1, 37, 70}, Problem{2, 2, 2, 64, 64}, Problem{1, 1, 1, 70, 33}, Problem{1, 1, 1, 5, 1}}) {
+      std::string first;
+      EXPECT_EQ(mismatches(c, pr, *module, first), 0u)
+          << c.name() << " B" << pr.batch << " H" << pr.heads << "/" << pr.kv_heads << " Sq" << pr.seq_q << " Skv"
+          << pr.seq_kv << ": first " << first;
+    }
+  }
+}
+
+// Seeded bugs, each a one-line mutation of the template: the emulator must catch every one, by a wrong result or by
+// reporting the race.
+TEST(FlashAttentionCuda, SeededBugsAreCaught) {
+  std::string text;
+  for (const EmbeddedFile& f : embedded_templates())
+    if (f.path == "tessera/attention/flash_forward.cuh") text = f.text;
+  ASSERT_FALSE(text.empty());
+  struct Bug {
+    const char* what;
+    const char* original;
+    const char* mutated;
+  };
+  const std::vector<Bug> bugs{
+      {"(control: the template as it is)", "", ""},
+      {"no rescale of O", "o[i][0] *= rescale[0], o[i][1] *= rescale[0];", "(void)0;"},
+      {"causal bound off by one", "visible = visible && j <= row[r] + diagonal;",
+       "visible = visible && j < row[r] + diagonal;"},
+      {"next K/V tile read before its cp.async wait", "    cp_async_wait<0>();\n    __syncthreads();\n  }",
+       "    __syncthreads();\n  }"},
+  };
+  for (const Bug& bug : bugs) {
+    std::string mutated = text;
+    const bool control = std::string(bug.original).empty();
+    if (!control) {
+      const auto at = mutated.find(bug.original);
+      ASSERT_NE(at, std::string::npos) << bug.what << ": the template changed";
+      mutated.replace(at, std::string(bug.original).size(), bug.mutated);
+    }
+    FlashConfig c;
+    c.causal = true;
+    bool caught = false;
+    try {
+      const auto module = EmuModule::compile(c.source(mutated), c.name());
+      for (const Problem& pr : {Problem{1, 2, 1, 37, 150}, Problem{1, 1, 1, 70, 200}}) {
+        std::string first;
+        caught = caught || mismatches(c, pr, *module, first) > 0;
+      }
+    } catch (const EmulationError& e) {
+      caught = true;  // the emulator reported the bug (a race, a read of unwritten shared memory)
+    }
+    EXPECT_EQ(caught, !control) << bug.what << (control ? " failed" : " was not caught");
+  }
+}
+
+}  // namespace
+}  // namespace tessera
