@@ -297,7 +297,21 @@ if "$bin" attention 1 4 200 64 --kv-heads 2 --causal --dtype bf16 --repeat 1 --v
 expect_bad "--seq-lens-kv" attention 0 2 0 64 --seq-lens 3,4 --seq-lens-kv 5
 expect_bad "D" attention 1 2 10 0
 expect_bad "block_q" attention 1 2 10 64 --config block_q=7
-if "$bin" attention 1 2 10 64 --target cuda:sm_80 >/dev/null 2>&1; then bad "attention on CUDA ran"; else
+# CUDA attention: in the emulator against the reference, its resources from NVRTC, and what it cannot do yet.
+for args in "2 4 100 64 --kv-heads 2 --causal --lse --dtype f16" "1 2 70 128 --seq-kv 33 --causal --dtype bf16 --layout bhsd"; do
+  # shellcheck disable=SC2086
+  if "$bin" attention $args --target cuda-emu:sm_80 --repeat 1 --verify >/dev/null; then ok; else
+    bad "attention $args --target cuda-emu:sm_80: exit $?"; fi
+done
+out=$("$bin" emit attention 1 8 4096 128 --causal --dtype f16 --target cuda:sm_90 --json)
+for field in registers shared_bytes spill_store_bytes mma_count ldmatrix_count cp_async_count local_access_count; do
+  if [[ $out == *"\"$field\":"* ]]; then ok; else bad "emit attention --json lacks $field: $out"; fi
+done
+if [[ $out == *'"spill_store_bytes":0'* && $out == *'"local_access_count":0'* ]]; then ok; else bad "attention spills: $out"; fi
+expect_bad "head_dim 32, 64, 96 or 128" attention 1 2 64 80 --target cuda-emu:sm_80 --dtype f16
+expect_bad "no score modifiers" attention 1 2 64 64 --target cuda-emu:sm_80 --dtype f16 --score-mod "30*tanh(s/30)"
+expect_bad "f16 or bf16" attention 1 2 64 64 --target cuda-emu:sm_80
+if "$bin" attention 1 2 10 64 --dtype f16 --target cuda:sm_80 >/dev/null 2>&1; then bad "attention ran on a GPU"; else
   [[ $? -eq 3 ]] && ok || bad "attention --target cuda:sm_80: exit $?"; fi
 
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi

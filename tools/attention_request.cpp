@@ -46,16 +46,15 @@ void add_attention_options(CLI::App& app, AttentionRequest& r) {
   app.add_option("--tensor", r.tensors, "a tensor the modifier reads, NAME=AxB (random values)");
   app.add_option("--scalar", r.scalars, "a scalar the modifier reads, NAME=VALUE");
   app.add_option("--layout", r.layout, "bshd or bhsd memory for Q, K, V and O");
-  app.add_option("--dtype", r.dtype, "element type of Q, K, V and O: f32 or bf16 (CPU; softmax and sums in f32)");
-  app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2");
+  app.add_option("--dtype", r.dtype, "element type of Q, K, V and O: f32 or bf16 (CPU), f16 or bf16 (CUDA)");
+  app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2, cuda:sm_XX, cuda-emu:sm_XX");
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
   app.add_option("--config", r.config, "override the default config: block_q=48,block_kv=128,mr=6,nv=4");
 }
 
 AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t seed) {
-  if (r.dtype != "f32" && r.dtype != "bf16")
-    throw InvalidArgument("--dtype",
-                          "the CPU attention kernel takes f32 or bf16 (f16 is not built yet), got '" + r.dtype + "'");
+  if (r.dtype != "f32" && r.dtype != "bf16" && r.dtype != "f16")
+    throw InvalidArgument("--dtype", "must be f32, bf16 or f16, got '" + r.dtype + "'");
   if (r.layout != "bshd" && r.layout != "bhsd") throw InvalidArgument("--layout", "must be bshd or bhsd");
   if (r.batch < 0 || r.heads < 0 || r.seq < 0) throw InvalidArgument("B/H/S", "must be >= 0");
   if (r.head_dim < 1 || r.head_dim > 512) throw InvalidArgument("D", "must be in [1, 512]");
@@ -110,13 +109,17 @@ AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t
   a.k = tensor(buf.k, kv_heads, skv, r.head_dim, true);
   a.v = tensor(buf.v, kv_heads, skv, dv, true);
   a.o = tensor(buf.o, r.heads, sq, dv, false);
-  if (r.dtype == "bf16") {
-    // The same random values rounded to bf16, viewed with the same shapes and strides.
-    const auto narrow = [](const std::vector<float>& from, std::vector<std::uint16_t>& to, Tensor& t) {
+  if (r.dtype != "f32") {
+    // The same random values rounded to 16 bits, viewed with the same shapes and strides.
+    const bool bf16 = r.dtype == "bf16";
+    const auto narrow = [bf16](std::vector<float>& from, std::vector<std::uint16_t>& to, Tensor& t) {
       to.resize(from.size());
-      for (std::size_t i = 0; i < from.size(); ++i) to[i] = to_bf16(from[i]);
+      for (std::size_t i = 0; i < from.size(); ++i) {
+        to[i] = bf16 ? to_bf16(from[i]) : to_f16(from[i]);
+        from[i] = bf16 ? from_bf16(to[i]) : from_f16(to[i]);
+      }
       t.data = to.data();
-      t.dtype = DType::bf16;
+      t.dtype = bf16 ? DType::bf16 : DType::f16;
     };
     narrow(buf.q, buf.q16, a.q);
     narrow(buf.k, buf.k16, a.k);

@@ -9,6 +9,7 @@
 #include "attention_request.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "generator/cuda/attention_source.hpp"
 #include "tessera/cuda.hpp"
 #include "tessera/tuner.hpp"
 
@@ -16,9 +17,14 @@ namespace tessera::cli {
 
 namespace {
 
-void refuse_cuda(const std::string& target) {
-  if (CudaTarget::is_cuda_text(target))
-    throw Unavailable("the CUDA attention kernel is not built yet; use --target cpu, cpu:avx512 or cpu:avx2");
+// The CPU kernel's types (f16 runs on CUDA targets).
+void check_cpu_dtype(const AttentionRequest& request) {
+  if (request.dtype == "f16")
+    throw InvalidArgument("--dtype", "f16 runs on CUDA targets; the CPU attention kernel takes f32 or bf16");
+}
+
+void refuse_cuda(const std::string& target, const char* what) {
+  if (CudaTarget::is_cuda_text(target)) throw InvalidArgument("--target", std::string(what) + " is for CPU targets");
 }
 
 struct AttentionCommand {
@@ -29,7 +35,8 @@ struct AttentionCommand {
 
   int run() const {
     if (repeat < 1) throw InvalidArgument("--repeat", "must be >= 1");
-    refuse_cuda(request.target);
+    if (CudaTarget::is_cuda_text(request.target)) return run_cuda();
+    check_cpu_dtype(request);
     AttentionBuffers buffers = make_attention_buffers(request);
     const AttentionArgs& args = buffers.args;
     Runtime runtime({request.target, 0});
@@ -83,14 +90,108 @@ struct AttentionCommand {
     }
     return ok ? kOk : kVerifyFailed;
   }
+
+  // On a GPU (or in the emulator): host buffers mirrored to the device, timed with CUDA events (wall time in the
+  // emulator), O copied back and verified.
+  int run_cuda() const {
+    if (!request.config.empty()) throw InvalidArgument("--config", "is for CPU targets");
+    CudaRuntime runtime(request.target);  // no driver or no device: Unavailable, with the reason
+    AttentionBuffers host = make_attention_buffers(request);
+    if (host.q16.empty()) throw InvalidArgument("--dtype", "the CUDA attention kernel takes f16 or bf16");
+    AttentionArgs device_args = host.args;
+    std::vector<DeviceBuffer> keep;
+    const auto mirror = [&](Tensor& t, const void* data, std::size_t bytes) {
+      DeviceBuffer buffer = runtime.allocate(std::max<std::size_t>(bytes, 1));
+      buffer.copy_from_host(data, bytes);
+      t.data = buffer.data();
+      keep.push_back(std::move(buffer));
+    };
+    const auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
+    mirror(device_args.q, host.q16.data(), bytes_of(host.q16));
+    mirror(device_args.k, host.k16.data(), bytes_of(host.k16));
+    mirror(device_args.v, host.v16.data(), bytes_of(host.v16));
+    mirror(device_args.o, host.o16.data(), bytes_of(host.o16));
+    if (!host.lse.empty()) mirror(device_args.lse, host.lse.data(), bytes_of(host.lse));
+    const AttentionProblem problem = describe_attention(device_args);
+    AttentionReference reference;
+    if (verify) reference = reference_attention(host.args);
+    const double ms = runtime.attention_ms(device_args, repeat);
+    runtime.synchronize();
+    keep[3].copy_to_host(host.o16.data(), bytes_of(host.o16));
+    if (!host.lse.empty()) keep[4].copy_to_host(host.lse.data(), bytes_of(host.lse));
+    Comparison cmp;
+    // The kernel multiplies 16-bit softmax weights.
+    if (verify) cmp = compare_attention(reference, host.args, request.dtype == "bf16" ? 1.0 / 256 : 1.0 / 2048);
+    const bool ok = !verify || cmp.ok();
+    const double gflops = ms > 0 ? problem.flops() / (ms * 1e6) : 0;
+    if (json) {
+      nlohmann::json j{{"target", request.target},
+                       {"device", runtime.device_name()},
+                       {"batch", problem.batch},
+                       {"heads", problem.heads},
+                       {"kv_heads", problem.kv_heads},
+                       {"seq_q", problem.seq_q},
+                       {"seq_kv", problem.seq_kv},
+                       {"head_dim", problem.signature.head_dim_qk},
+                       {"causal", problem.signature.causal},
+                       {"workspace_bytes", 0},
+                       {"median_ms", ms},
+                       {"gflops", gflops},
+                       {"verified", verify},
+                       {"ok", ok}};
+      if (verify) j["max_abs_err"] = cmp.max_abs_err, j["max_rel_err"] = cmp.max_rel_err;
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << fmt::format(
+          "flash attention on {}\n  B {} H {}/{} Sq {} Skv {} d {}{}  run {:.3f} ms  {:.1f} GFLOP/s\n",
+          runtime.device_name(), problem.batch, problem.heads, problem.kv_heads, problem.seq_q, problem.seq_kv,
+          problem.signature.head_dim_qk, problem.signature.causal ? " causal" : "", ms, gflops);
+      if (verify)
+        std::cout << fmt::format("  verify: {}  max abs err {:.3g}{}\n", ok ? "ok" : "FAILED", cmp.max_abs_err,
+                                 ok ? "" : "  first: " + cmp.first_mismatch);
+    }
+    return ok ? kOk : kVerifyFailed;
+  }
 };
 
 struct EmitAttentionCommand {
   AttentionRequest request;
-  bool assembly = false;
+  bool assembly = false, ptx = false, resources = false, json = false;
+
+  // CUDA: the source, or NVRTC's PTX, or the ptxas resources (text or JSON), without a GPU.
+  int run_cuda() const {
+    if (assembly) throw InvalidArgument("--asm", "is for CPU targets (use --ptx)");
+    AttentionBuffers buffers = make_attention_buffers(request);
+    if (buffers.q16.empty()) throw InvalidArgument("--dtype", "the CUDA attention kernel takes f16 or bf16");
+    const AttentionProblem problem = describe_attention(buffers.args);
+    const CudaTarget target = CudaTarget::parse(request.target);
+    const CudaAttentionSpec spec{problem.signature, CudaAttentionConfig::default_for(problem, target), target};
+    validate(spec.signature, spec.config, spec.target);
+    if (!ptx && !resources && !json) {
+      std::cout << emit_cuda_attention(spec).code;
+      return kOk;
+    }
+    const CudaCode code = generate_cuda_attention(spec, resources || json);
+    const nlohmann::json& r = code.report;
+    if (json)
+      std::cout << r.dump() << "\n";
+    else if (ptx)
+      std::cout << code.ptx;
+    else
+      std::cout << fmt::format(
+          "{}\n  {} threads, {} registers, {} bytes shared, spills {} / {} bytes (store / load)\n"
+          "  PTX: {} mma.sync, {} ldmatrix, {} cp.async, {} local accesses\n",
+          r["name"].get<std::string>(), r["threads"].get<int>(), r["registers"].get<int>(),
+          r["shared_bytes"].get<std::int64_t>(), r["spill_store_bytes"].get<int>(), r["spill_load_bytes"].get<int>(),
+          r["mma_count"].get<int>(), r["ldmatrix_count"].get<int>(), r["cp_async_count"].get<int>(),
+          r["local_access_count"].get<int>());
+    return kOk;
+  }
 
   int run() const {
-    refuse_cuda(request.target);
+    if (CudaTarget::is_cuda_text(request.target)) return run_cuda();
+    if (ptx || resources || json) throw InvalidArgument("--ptx/--resources/--json", "are for CUDA targets");
+    check_cpu_dtype(request);
     AttentionBuffers buffers = make_attention_buffers(request);
     Runtime runtime({request.target, 1});
     const AttentionProblem problem = runtime.describe(buffers.args);
@@ -108,7 +209,8 @@ struct TuneAttentionCommand {
   bool json = false;
 
   int run() {
-    refuse_cuda(request.target);
+    refuse_cuda(request.target, "tune attention");
+    check_cpu_dtype(request);
     if (options.top_k < 1) throw InvalidArgument("--top-k", "must be >= 1");
     if (options.samples < 1) throw InvalidArgument("--samples", "must be >= 1");
     AttentionBuffers buffers = make_attention_buffers(request);
@@ -166,7 +268,10 @@ void add_emit_attention_command(CLI::App& emit, int& result) {
   auto cmd = std::make_shared<EmitAttentionCommand>();
   CLI::App* sub = emit.add_subcommand("attention", "the attention kernel for these arguments");
   add_attention_options(*sub, cmd->request);
-  sub->add_flag("--asm", cmd->assembly, "print host assembly instead of LLVM IR");
+  sub->add_flag("--asm", cmd->assembly, "CPU: print host assembly instead of LLVM IR");
+  sub->add_flag("--ptx", cmd->ptx, "CUDA: print the PTX NVRTC produces instead of the CUDA source");
+  sub->add_flag("--resources", cmd->resources, "CUDA: compile to CUBIN and print registers, shared memory, spills");
+  sub->add_flag("--json", cmd->json, "CUDA: compile to CUBIN and print one JSON object with the resource report");
   sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 }
 

@@ -42,7 +42,7 @@ struct EmitCommand {
       std::cout << emit_cuda(spec).code;
       return kOk;
     }
-    const CudaGemmCode code = generate_cuda_gemm(spec, resources || json);
+    const CudaCode code = generate_cuda_gemm(spec, resources || json);
     if (json) {
       std::cout << code.report.dump() << "\n";
     } else if (ptx) {

@@ -169,7 +169,12 @@ AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAtten
   return AttentionKernel(std::move(compiled), impl_);
 }
 
-void Runtime::attention(const AttentionArgs& args) { compile(describe(args)).run(args); }
+void Runtime::attention(const AttentionArgs& args) {
+  const AttentionProblem problem = describe(args);
+  if (problem.signature.dtype == DType::f16)
+    throw InvalidArgument("q", "is f16; the CPU attention kernel takes f32 or bf16 (f16 runs on CUDA targets)");
+  compile(problem).run(args);
+}
 
 std::string attention_llvm_ir(const CpuAttentionSpec& spec, int ir_opt_level) {
   return OrcSession::ir_text(cpu_module_source(spec), checked_ir_opt_level(ir_opt_level));

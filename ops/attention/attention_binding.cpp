@@ -26,7 +26,7 @@ void check_tensor(const std::string& name, const Tensor& t, std::size_t rank, DT
     if (s < 0) throw InvalidArgument(name, "strides must be >= 0, strides are " + shape_text(t.strides));
   if (t.dtype != dtype)
     throw InvalidArgument(name, fmt::format("is {}; {}", dtype_name(t.dtype),
-                                            name == "q" ? std::string("CPU attention takes f32 or bf16")
+                                            name == "q" ? std::string("attention takes f32, bf16 or f16")
                                                         : "it must be " + std::string(dtype_name(dtype))));
   // The farthest element must be addressable: offsets are 64-bit element counts, multiplied by the element size.
   double reach = 0;
@@ -117,8 +117,9 @@ AttentionBinding bind_attention(const AttentionArgs& args) {
   AttentionProblem& p = r.problem;
   const bool varlen = !args.seq_offsets_q.empty() || !args.seq_offsets_kv.empty();
   const std::size_t rank = varlen ? 3 : 4;
-  // Q, K, V and O of one type, f32 or bf16 (scores, softmax and accumulation are f32 either way).
-  const DType dtype = args.q.dtype == DType::bf16 ? DType::bf16 : DType::f32;
+  // Q, K, V and O of one type, f32, bf16 or f16 (scores, softmax and accumulation are f32 in every case); which
+  // types a back-end's kernel takes, the back-end checks.
+  const DType dtype = args.q.dtype == DType::bf16 || args.q.dtype == DType::f16 ? args.q.dtype : DType::f32;
   check_tensor("q", args.q, rank, dtype);
   check_tensor("k", args.k, rank, dtype);
   check_tensor("v", args.v, rank, dtype);

@@ -16,6 +16,7 @@ double at(const Tensor& t, std::initializer_list<std::int64_t> index) {
   std::size_t d = 0;
   for (std::int64_t x : index) offset += x * t.strides[d++];
   if (t.dtype == DType::bf16) return from_bf16(static_cast<const std::uint16_t*>(t.data)[offset]);
+  if (t.dtype == DType::f16) return from_f16(static_cast<const std::uint16_t*>(t.data)[offset]);
   return static_cast<const float*>(t.data)[offset];
 }
 
@@ -109,6 +110,7 @@ AttentionReference reference_attention(const AttentionArgs& args) {
         // that into the same relative error of each weight; the rest is f32 rounding of the weighted sum.
         const double score_error = 8 * kF32Epsilon * (magnitude + 1) * std::sqrt(static_cast<double>(dqk) + 1);
         ref.tolerance.push_back(v_max * (score_error + 1e-5) + 1e-6);
+        ref.v_max.push_back(v_max);
         ref.lse_tolerance.push_back(score_error + 1e-5 * (1 + std::fabs(ref.lse.back())));
       }
     }
@@ -116,7 +118,7 @@ AttentionReference reference_attention(const AttentionArgs& args) {
   return ref;
 }
 
-Comparison compare_attention(const AttentionReference& ref, const AttentionArgs& args) {
+Comparison compare_attention(const AttentionReference& ref, const AttentionArgs& args, double weight_rounding) {
   const AttentionProblem p = describe_attention(args);
   const bool varlen = p.varlen();
   const std::int64_t dv = p.signature.head_dim_v;
@@ -142,8 +144,12 @@ Comparison compare_attention(const AttentionReference& ref, const AttentionArgs&
         for (std::int64_t d = 0; d < dv; ++d) {
           const double got = varlen ? at(args.o, {first + i, h, d}) : at(args.o, {b, h, i, d});
           const double want = ref.o[row * static_cast<std::size_t>(dv) + static_cast<std::size_t>(d)];
-          // A bf16 O rounded to nearest: at most half an ulp, 2^-8 of the value (truncation would be twice that).
-          const double rounding = args.o.dtype == DType::bf16 ? std::fabs(want) / 256 : 0.0;
+          // A 16-bit O rounded to nearest: at most half an ulp, 2^-8 (bf16) or 2^-11 (f16) of the value (truncation
+          // would be twice that); weights rounded before P·V move O by up to their rounding times max |V|.
+          const double rounding = (args.o.dtype == DType::bf16  ? std::fabs(want) / 256
+                                   : args.o.dtype == DType::f16 ? std::fabs(want) / 2048
+                                                                : 0.0) +
+                                  2 * weight_rounding * ref.v_max[row];
           check(varlen ? fmt::format("o[{}, {}, {}]", first + i, h, d) : fmt::format("o[{}, {}, {}, {}]", b, h, i, d),
                 got, want, ref.tolerance[row] + rounding);
         }

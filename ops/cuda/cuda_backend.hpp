@@ -42,6 +42,8 @@ class CudaBackend {
   virtual void synchronize() const = 0;
   virtual double time_ms(const std::function<void()>& fn) const = 0;
   virtual std::shared_ptr<const CudaProgram> load(const CudaGemmSpec& spec) const = 0;
+  // Any other operation's kernel: its CUDA source and entry (its `build` stays empty).
+  virtual std::shared_ptr<const CudaProgram> load_source(const std::string& code, const std::string& kernel) const = 0;
 };
 
 // Throws Unavailable (no driver, the stub, no device, or a device that cannot run the target's code).

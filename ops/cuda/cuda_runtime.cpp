@@ -9,16 +9,12 @@
 #include "jit/cuda_gemm_build.hpp"
 #include "jit/kernel_cache.hpp"
 #include "ops/cuda/cuda_backend.hpp"
+#include "ops/cuda/cuda_runtime_impl.hpp"
 #include "ops/gemm/cuda_gemm_launch.hpp"
 #include "ops/gemm/gemm_binding.hpp"
 #include "tessera/cuda.hpp"
 
 namespace tessera {
-
-struct CudaRuntime::Impl {
-  std::shared_ptr<const CudaBackend> backend;
-  KernelCache<CudaProgram> programs;  // spec hash → program, each built once however many threads ask
-};
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : backend_(std::move(other.backend_)),
@@ -137,7 +133,7 @@ double CudaGemmKernel::time_ms(const GemmArgs& device_args, int repeat) const {
   return median(std::move(times));
 }
 
-CudaGemmCode generate_cuda_gemm(const CudaGemmSpec& spec, bool cubin) {
+CudaCode generate_cuda_gemm(const CudaGemmSpec& spec, bool cubin) {
   const CudaGemmBuild build = build_cuda_gemm(spec, cubin);
   return {build.source.code, build.binary.ptx, build.report()};
 }

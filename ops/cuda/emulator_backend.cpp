@@ -19,6 +19,10 @@ class EmulatedProgram : public CudaProgram {
     report.shared_bytes = build.source.shared_bytes;
     report.compile_ms = module_->compile_ms();
   }
+  EmulatedProgram(const std::string& code, const std::string& kernel, const EmuOptions& options)
+      : options_(options), module_(EmuModule::compile(code, kernel)) {
+    report.compile_ms = module_->compile_ms();
+  }
   void launch(const std::string& kernel, unsigned grid_x, unsigned grid_z, unsigned block, unsigned shared_bytes,
               std::span<const std::byte> params, const std::vector<EmuMemoryRange>& extents) const override {
     EmuLaunch launch;
@@ -64,6 +68,9 @@ class EmulatorBackend : public CudaBackend {
   }
   std::shared_ptr<const CudaProgram> load(const CudaGemmSpec& spec) const override {
     return std::make_shared<EmulatedProgram>(spec, options_);
+  }
+  std::shared_ptr<const CudaProgram> load_source(const std::string& code, const std::string& kernel) const override {
+    return std::make_shared<EmulatedProgram>(code, kernel, options_);
   }
 
  private:

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "jit/cuda_driver.hpp"
+#include "jit/nvrtc.hpp"
 #include "ops/cuda/cuda_backend.hpp"
 
 namespace tessera {
@@ -15,6 +16,15 @@ class GpuProgram : public CudaProgram {
               build.gemm.spill_store_bytes, build.gemm.spill_load_bytes,
               build.gemm.stack_bytes,       build.binary.compile_ms};
     module_ = driver_->load_module(build.binary.cubin);
+  }
+  GpuProgram(std::shared_ptr<const CudaDriver> driver, const std::string& code, const std::string& kernel,
+             const CudaTarget& target)
+      : driver_(std::move(driver)) {
+    const CudaBinary binary = Nvrtc::instance().compile(code, kernel, target, true);
+    const KernelResources& r = binary.resources.at(kernel);
+    report = {r.registers,        r.static_shared_bytes, r.spill_store_bytes,
+              r.spill_load_bytes, r.stack_bytes,         binary.compile_ms};
+    module_ = driver_->load_module(binary.cubin);
   }
   void launch(const std::string& kernel, unsigned grid_x, unsigned grid_z, unsigned block, unsigned shared_bytes,
               std::span<const std::byte> params, const std::vector<EmuMemoryRange>&) const override {
@@ -52,6 +62,9 @@ class GpuBackend : public CudaBackend {
   double time_ms(const std::function<void()>& fn) const override { return driver_->time_ms(fn); }
   std::shared_ptr<const CudaProgram> load(const CudaGemmSpec& spec) const override {
     return std::make_shared<GpuProgram>(driver_, spec);
+  }
+  std::shared_ptr<const CudaProgram> load_source(const std::string& code, const std::string& kernel) const override {
+    return std::make_shared<GpuProgram>(driver_, code, kernel, target_);
   }
 
  private:

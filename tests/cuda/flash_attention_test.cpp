@@ -14,6 +14,7 @@
 #include "jit/nvrtc.hpp"
 #include "jit/simt_emulator.hpp"
 #include "tessera/attention/attention_params.cuh"
+#include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
 
 namespace tessera {
@@ -202,6 +203,41 @@ TEST(FlashAttentionCuda, SeededBugsAreCaught) {
     }
     EXPECT_EQ(caught, !control) << bug.what << (control ? " failed" : " was not caught");
   }
+}
+
+// Through the public API: CudaRuntime::attention in the emulator, BSHD views with GQA, causal and the LSE, checked by
+// compare_attention with the 16-bit weights' rounding allowed.
+TEST(FlashAttentionCuda, RuntimeRunsItInTheEmulator) {
+  CudaRuntime rt("cuda-emu:sm_80");
+  for (bool bf16 : {false, true}) {
+    const int batch = 2, heads = 4, kv_heads = 2, sq = 45, skv = 81, d = 64;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    const auto bshd = [&](std::vector<std::uint16_t>& bits, int h, int seq) {
+      bits.resize(static_cast<std::size_t>(batch * seq * h * d));
+      for (auto& x : bits) x = bf16 ? to_bf16(dist(rng)) : to_f16(dist(rng));
+      return Tensor{bits.data(), bf16 ? DType::bf16 : DType::f16, {batch, h, seq, d}, {seq * h * d, d, h * d, 1}};
+    };
+    std::vector<std::uint16_t> q, k, v, o;
+    std::vector<float> lse(static_cast<std::size_t>(batch * heads * sq));
+    AttentionArgs args;
+    args.q = bshd(q, heads, sq), args.k = bshd(k, kv_heads, skv), args.v = bshd(v, kv_heads, skv);
+    args.o = bshd(o, heads, sq);
+    args.lse = Tensor{lse.data(), DType::f32, {batch, heads, sq}, {heads * sq, sq, 1}};
+    args.causal = true;
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args);
+    const Comparison c = compare_attention(ref, args, bf16 ? 1.0 / 256 : 1.0 / 2048);
+    EXPECT_TRUE(c.ok()) << (bf16 ? "bf16" : "f16") << ": " << c.first_mismatch;
+  }
+  // What the kernel cannot do is refused before anything runs.
+  AttentionArgs bad;
+  std::vector<std::uint16_t> x(4 * 8 * 80);
+  const Tensor t{x.data(), DType::f16, {1, 1, 8, 80}, {640, 640, 80, 1}};
+  bad.q = bad.k = bad.v = t;
+  std::vector<std::uint16_t> y(x.size());
+  bad.o = Tensor{y.data(), DType::f16, {1, 1, 8, 80}, {640, 640, 80, 1}};
+  EXPECT_THROW(rt.attention(bad), InvalidArgument);
 }
 
 }  // namespace

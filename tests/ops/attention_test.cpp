@@ -466,7 +466,7 @@ TEST(Attention, BadInputIsRefusedAndWritesNothing) {
   a.o = a.q;  // o is q
   expect_refused(a, *t, "o");
   a = t->args;
-  a.q.dtype = DType::f16;  // no CPU kernel for f16
+  a.q.dtype = a.k.dtype = a.v.dtype = a.o.dtype = DType::f16;  // no CPU kernel for f16
   expect_refused(a, *t, "q");
   a = t->args;
   a.q.dtype = DType::bf16;  // K, V and O are still f32
@@ -627,7 +627,9 @@ TEST(AttentionBadInput, Matrix) {
       {"o is q", "o", [](AttentionArgs& a, Owned&) { a.o.data = a.q.data; }},
       {"o is k", "o", [](AttentionArgs& a, Owned&) { a.o.data = a.k.data, a.o.strides = a.k.strides; }},
       {"o is v", "o", [](AttentionArgs& a, Owned&) { a.o.data = a.v.data; }},
-      {"q f16", "q", [](AttentionArgs& a, Owned&) { a.q.dtype = DType::f16; }},
+      {"f16 on the CPU", "q",
+       [](AttentionArgs& a, Owned&) { a.q.dtype = a.k.dtype = a.v.dtype = a.o.dtype = DType::f16; }},
+      {"q f16 beside f32", "k", [](AttentionArgs& a, Owned&) { a.q.dtype = DType::f16; }},
       {"q i8", "q", [](AttentionArgs& a, Owned&) { a.q.dtype = DType::i8; }},
       {"q out-of-range dtype", "dtype", [](AttentionArgs& a, Owned&) { a.q.dtype = static_cast<DType>(77); }},
       {"k bf16 beside f32", "k", [](AttentionArgs& a, Owned&) { a.k.dtype = DType::bf16; }},

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "generator/attention/cuda_attention_spec.hpp"
 #include "generator/core/emulation_options.hpp"
 #include "generator/gemm/cuda_gemm_config.hpp"
 #include "generator/gemm/cuda_gemm_spec.hpp"
@@ -84,6 +85,13 @@ class CudaRuntime {
   CudaGemmConfig default_config(const GemmArgs& device_args) const;
   // describe + compile (with the default config) + run.
   void gemm(const GemmArgs& device_args);
+  // Fused attention (FlashAttention-2's forward pass) on device tensors: f16 or bf16 Q, K, V and O with unit
+  // head-dimension strides, head_dim 32, 64, 96 or 128, GQA, causal, LSE; no score modifier or variable lengths yet.
+  // Validates like the CPU path; asynchronous on the default stream.
+  void attention(const AttentionArgs& device_args, std::optional<CudaAttentionConfig> config = std::nullopt);
+  // Milliseconds of `repeat` attention calls (median), after a warm-up call.
+  double attention_ms(const AttentionArgs& device_args, int repeat,
+                      std::optional<CudaAttentionConfig> config = std::nullopt);
   DeviceBuffer allocate(std::size_t bytes) const;
   void synchronize() const;
   // GPU milliseconds of the work fn enqueues (CUDA events), e.g. to time another library on the same device.
@@ -105,10 +113,12 @@ class CudaRuntime {
 // What NVRTC makes of a CUDA GEMM spec, without a GPU: the generated source, the PTX and, with `cubin`, the
 // ptxas report as one JSON object (name, arch, threads, registers, shared, spill and stack bytes, compile_ms, the
 // PTX's mma/ldmatrix/cp.async counts, the split-K reduction's figures). Validates the spec first.
-struct CudaGemmCode {
+struct CudaCode {
   std::string source, ptx;
   nlohmann::json report;
 };
-CudaGemmCode generate_cuda_gemm(const CudaGemmSpec& spec, bool cubin = true);
+CudaCode generate_cuda_gemm(const CudaGemmSpec& spec, bool cubin = true);
+// The same for a CUDA attention spec (the report's keys as GEMM's, without the split-K figures).
+CudaCode generate_cuda_attention(const CudaAttentionSpec& spec, bool cubin = true);
 
 }  // namespace tessera

@@ -40,11 +40,13 @@ struct AttentionReference {
   std::vector<double> o;          // per query row (in batch, head, sequence order), head_dim_v values
   std::vector<double> lse;        // per query row
   std::vector<double> tolerance;  // per query row, for O
+  std::vector<double> v_max;      // per query row: the largest |V| it weighs
   std::vector<double> lse_tolerance;
 };
 
 AttentionReference reference_attention(const AttentionArgs& args);
-// Compares args.o (and args.lse when given) with the reference.
-Comparison compare_attention(const AttentionReference& ref, const AttentionArgs& args);
+// Compares args.o (and args.lse when given) with the reference. `weight_rounding`: the relative rounding of the
+// softmax weights before P·V (a tensor-core kernel multiplies 16-bit weights: 2^-11 for f16, 2^-8 for bf16).
+Comparison compare_attention(const AttentionReference& ref, const AttentionArgs& args, double weight_rounding = 0);
 
 }  // namespace tessera

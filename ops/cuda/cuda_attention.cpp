@@ -1,0 +1,145 @@
+// Fused attention on a CUDA backend: the arguments bound as on the CPU, the FlashAttention-2 kernel built once per
+// spec, one block per (query block, head) and batch item.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <span>
+
+#include "generator/core/arith.hpp"
+#include "generator/cuda/attention_source.hpp"
+#include "jit/nvrtc.hpp"
+#include "ops/attention/attention_binding.hpp"
+#include "ops/cuda/cuda_runtime_impl.hpp"
+#include "tessera/attention/attention_params.cuh"
+
+namespace tessera {
+
+namespace {
+
+// The widest row alignment (elements, at most 8 = 16 bytes) every row of Q, K and V allows.
+int allowed_alignment(const AttentionBinding& bound) {
+  int align = 8;
+  for (const AttentionView* view : {&bound.q, &bound.k, &bound.v}) {
+    const auto address = reinterpret_cast<std::uintptr_t>(view->data);
+    while (align > 1 && (address % static_cast<std::uintptr_t>(2 * align) != 0 || view->seq % align != 0 ||
+                         view->head % align != 0 || view->batch % align != 0))
+      align /= 2;
+  }
+  return align;
+}
+
+// The bytes a view spans, for the emulator's bounds checks.
+EmuMemoryRange extent_of(const Tensor& t) {
+  std::int64_t last = 0;
+  for (std::size_t d = 0; d < t.rank(); ++d) last += (t.shape[d] > 0 ? t.shape[d] - 1 : 0) * t.strides[d];
+  return {t.data, static_cast<std::size_t>((last + 1) * dtype_bytes(t.dtype))};
+}
+
+struct AttentionLaunch {
+  std::shared_ptr<const CudaProgram> program;
+  std::string kernel;
+  AttentionParams params{};
+  unsigned grid_x = 0, grid_z = 0, block = 0, shared_bytes = 0;
+  std::vector<EmuMemoryRange> extents;
+};
+
+AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& programs, const AttentionArgs& args,
+                     std::optional<CudaAttentionConfig> asked) {
+  const AttentionBinding bound = bind_attention(args);
+  const AttentionProblem& p = bound.problem;
+  if (p.varlen()) throw InvalidArgument("seq_offsets_q", "the CUDA attention kernel has no variable lengths yet");
+  const CudaTarget& target = backend.target();
+  CudaAttentionConfig config = asked ? *asked : CudaAttentionConfig::default_for(p, target);
+  config.align = std::min(config.align, allowed_alignment(bound));
+  const CudaAttentionSpec spec{p.signature, config, target};
+  try {
+    validate(spec.signature, spec.config, spec.target);
+  } catch (const ConfigError& e) {
+    throw InvalidArgument("args", e.what());  // what the call asks is what this kernel cannot do
+  }
+  AttentionLaunch launch;
+  launch.kernel = spec.name();
+  launch.program = programs.get_or_build(spec.hash(), [&] {
+    const CudaAttentionSource source = emit_cuda_attention(spec);
+    return backend.load_source(source.code, source.kernel);
+  });
+  AttentionParams& k = launch.params;
+  k.q = bound.q.data, k.k = bound.k.data, k.v = bound.v.data, k.o = const_cast<std::byte*>(bound.o.data);
+  k.lse = bound.lse;
+  k.q_bs = bound.q.batch, k.q_hs = bound.q.head, k.q_ss = bound.q.seq;
+  k.k_bs = bound.k.batch, k.k_hs = bound.k.head, k.k_ss = bound.k.seq;
+  k.v_bs = bound.v.batch, k.v_hs = bound.v.head, k.v_ss = bound.v.seq;
+  k.o_bs = bound.o.batch, k.o_hs = bound.o.head, k.o_ss = bound.o.seq;
+  k.lse_bs = bound.lse_batch, k.lse_hs = bound.lse_head;
+  if (bound.lse && bound.lse_seq != 1) throw InvalidArgument("lse", "the CUDA kernel writes a contiguous row per head");
+  const std::int64_t limit = (std::int64_t{1} << 31) - 1;
+  if (p.seq_q > limit || p.seq_kv > limit || p.heads > limit)
+    throw InvalidArgument("q", "CUDA kernels take sequences and heads below 2^31");
+  k.batch = static_cast<int>(p.batch), k.heads = static_cast<int>(p.heads), k.kv_heads = static_cast<int>(p.kv_heads);
+  k.seq_q = static_cast<int>(p.seq_q), k.seq_kv = static_cast<int>(p.seq_kv);
+  k.scale_log2 = bound.scale * static_cast<float>(std::numbers::log2e);
+  const std::int64_t grid_x = ceil_div(p.seq_q, config.block_q()) * p.heads;
+  if (grid_x > limit) throw InvalidArgument("q", "too many query blocks for one grid");
+  if (p.batch > 65535) throw InvalidArgument("q", "batch exceeds the grid's 65535 z-blocks");
+  launch.grid_x = static_cast<unsigned>(grid_x);
+  launch.grid_z = static_cast<unsigned>(p.batch);
+  launch.block = static_cast<unsigned>(config.threads());
+  launch.shared_bytes = static_cast<unsigned>(config.shared_bytes(p.signature));
+  launch.extents = {extent_of(args.q), extent_of(args.k), extent_of(args.v), extent_of(args.o)};
+  if (!args.lse.empty()) launch.extents.push_back(extent_of(args.lse));
+  return launch;
+}
+
+void run(const AttentionLaunch& launch) {
+  if (launch.grid_x == 0 || launch.grid_z == 0) return;
+  launch.program->launch(launch.kernel, launch.grid_x, launch.grid_z, launch.block, launch.shared_bytes,
+                         std::as_bytes(std::span(&launch.params, 1)), launch.extents);
+}
+
+}  // namespace
+
+void CudaRuntime::attention(const AttentionArgs& device_args, std::optional<CudaAttentionConfig> config) {
+  run(plan(*impl_->backend, impl_->programs, device_args, config));
+}
+
+double CudaRuntime::attention_ms(const AttentionArgs& device_args, int repeat,
+                                 std::optional<CudaAttentionConfig> config) {
+  const AttentionLaunch launch = plan(*impl_->backend, impl_->programs, device_args, config);
+  run(launch);
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, repeat); ++i) times.push_back(impl_->backend->time_ms([&] { run(launch); }));
+  return median(std::move(times));
+}
+
+CudaCode generate_cuda_attention(const CudaAttentionSpec& spec, bool cubin) {
+  const CudaAttentionSource source = emit_cuda_attention(spec);
+  const CudaBinary binary = Nvrtc::instance().compile(source.code, source.kernel, spec.target, cubin);
+  const PtxCounts ptx = count_ptx(binary.ptx);
+  KernelResources r;
+  if (auto it = binary.resources.find(source.kernel); it != binary.resources.end()) r = it->second;
+  nlohmann::json report{{"name", source.kernel},
+                        {"arch", spec.target.arch()},
+                        {"target", spec.target.str()},
+                        {"threads", source.threads},
+                        {"registers", r.registers},
+                        {"shared_bytes", source.shared_bytes + r.static_shared_bytes},
+                        {"dynamic_shared_bytes", source.shared_bytes},
+                        {"static_shared_bytes", r.static_shared_bytes},
+                        {"spill_store_bytes", r.spill_store_bytes},
+                        {"spill_load_bytes", r.spill_load_bytes},
+                        {"stack_bytes", r.stack_bytes},
+                        {"compile_ms", binary.compile_ms},
+                        {"cubin_bytes", binary.cubin.size()},
+                        {"mma_count", ptx.mma},
+                        {"ldmatrix_count", ptx.ldmatrix},
+                        {"cp_async_count", ptx.cp_async},
+                        {"cp_async_wait_count", ptx.cp_async_wait},
+                        {"local_access_count", ptx.local_access},
+                        {"config", spec.config.to_json()},
+                        {"spec_hash", spec.hash().hex()}};
+  return {source.code, binary.ptx, report};
+}
+
+}  // namespace tessera
