@@ -309,7 +309,9 @@ for field in registers shared_bytes spill_store_bytes mma_count ldmatrix_count c
 done
 if [[ $out == *'"spill_store_bytes":0'* && $out == *'"local_access_count":0'* ]]; then ok; else bad "attention spills: $out"; fi
 expect_bad "head_dim 32, 64, 96 or 128" attention 1 2 64 80 --target cuda-emu:sm_80 --dtype f16
-expect_bad "no score modifiers" attention 1 2 64 64 --target cuda-emu:sm_80 --dtype f16 --score-mod "30*tanh(s/30)"
+if "$bin" attention 1 2 64 64 --target cuda-emu:sm_80 --dtype f16 --score-mod "s - slope[h]*(i - j)" \
+  --tensor slope=2 --causal --repeat 1 --verify >/dev/null; then ok; else bad "CUDA attention with a modifier: exit $?"; fi
+expect_bad "varlen" attention 0 2 0 64 --seq-lens 5,7 --target cuda-emu:sm_80 --dtype f16
 expect_bad "f16 or bf16" attention 1 2 64 64 --target cuda-emu:sm_80
 if "$bin" attention 1 2 10 64 --dtype f16 --target cuda:sm_80 >/dev/null 2>&1; then bad "attention ran on a GPU"; else
   [[ $? -eq 3 ]] && ok || bad "attention --target cuda:sm_80: exit $?"; fi

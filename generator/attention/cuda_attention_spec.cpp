@@ -30,7 +30,8 @@ void validate(const AttentionSignature& s, const CudaAttentionConfig& c, const C
   if (s.head_dim_v != d) throw ConfigError("the CUDA attention kernel needs head_dim_v equal to head_dim");
   if (!(s.q_unit_d && s.k_unit_d && s.v_unit_d && s.o_unit_d))
     throw ConfigError("the CUDA attention kernel needs unit strides along the head dimension");
-  if (!s.score_mod.is_identity()) throw ConfigError("the CUDA attention kernel has no score modifiers yet");
+  if (s.score_mod.tensors().size() > 4 || s.score_mod.scalars().size() > 8)
+    throw ConfigError("the CUDA attention kernel takes score modifiers of at most 4 tensors and 8 scalars");
   if (c.block_kv < 16 || c.block_kv % 16 != 0 || c.block_kv > 128)
     throw ConfigError(fmt::format("block_kv = {} must be a multiple of 16 in [16, 128]", c.block_kv));
   if (c.warps < 1 || c.warps > 8) throw ConfigError(fmt::format("warps = {} must be in [1, 8]", c.warps));

@@ -30,7 +30,7 @@ struct CudaAttentionConfig {
 };
 
 // Throws ConfigError stating the rule broken: f16 or bf16; head dims 32, 64, 96 or 128, equal for QK and V; unit
-// head-dimension strides; no score modifier and no variable lengths yet; shared memory within the target's.
+// head-dimension strides; score modifiers of at most 4 tensors and 8 scalars; shared memory within the target's.
 void validate(const AttentionSignature& signature, const CudaAttentionConfig& config, const CudaTarget& target);
 
 struct CudaAttentionSpec {

@@ -49,7 +49,8 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
                      std::optional<CudaAttentionConfig> asked) {
   const AttentionBinding bound = bind_attention(args);
   const AttentionProblem& p = bound.problem;
-  if (p.varlen()) throw InvalidArgument("seq_offsets_q", "the CUDA attention kernel has no variable lengths yet");
+  if (p.varlen())
+    throw InvalidArgument("seq_offsets_q", "the CUDA attention kernel has no variable lengths (varlen) yet");
   const CudaTarget& target = backend.target();
   CudaAttentionConfig config = asked ? *asked : CudaAttentionConfig::default_for(p, target);
   config.align = std::min(config.align, allowed_alignment(bound));
@@ -79,7 +80,13 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
     throw InvalidArgument("q", "CUDA kernels take sequences and heads below 2^31");
   k.batch = static_cast<int>(p.batch), k.heads = static_cast<int>(p.heads), k.kv_heads = static_cast<int>(p.kv_heads);
   k.seq_q = static_cast<int>(p.seq_q), k.seq_kv = static_cast<int>(p.seq_kv);
+  k.scale = bound.scale;
   k.scale_log2 = bound.scale * static_cast<float>(std::numbers::log2e);
+  for (std::size_t t = 0; t < bound.tensors.size(); ++t) {
+    k.mod_data[t] = bound.tensors[t].data;
+    for (int d = 0; d < 4; ++d) k.mod_strides[t][d] = bound.tensors[t].strides[d];
+  }
+  for (std::size_t i = 0; i < bound.scalars.size(); ++i) k.mod_scalars[i] = bound.scalars[i];
   const std::int64_t grid_x = ceil_div(p.seq_q, config.block_q()) * p.heads;
   if (grid_x > limit) throw InvalidArgument("q", "too many query blocks for one grid");
   if (p.batch > 65535) throw InvalidArgument("q", "batch exceeds the grid's 65535 z-blocks");
@@ -89,6 +96,7 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   launch.shared_bytes = static_cast<unsigned>(config.shared_bytes(p.signature));
   launch.extents = {extent_of(args.q), extent_of(args.k), extent_of(args.v), extent_of(args.o)};
   if (!args.lse.empty()) launch.extents.push_back(extent_of(args.lse));
+  for (const auto& [name, tensor] : args.tensors) launch.extents.push_back(extent_of(tensor));
   return launch;
 }
 

@@ -33,7 +33,11 @@ struct FlashConfig {
   std::string source(const std::string& kernel_text = "") const {
     const std::string kernel = kernel_text.empty() ? "#include \"tessera/attention/flash_forward.cuh\"" : kernel_text;
     return fmt::format(R"({}
+struct Identity {{
+  static constexpr bool kIdentity = true;
+}};
 struct Config {{
+  using Mod = Identity;
   using Element = tessera::{};
   static constexpr int kInput = tessera::{};
   static constexpr int D = {}, BC = {}, Warps = {}, Align = 8;
@@ -230,6 +234,35 @@ TEST(FlashAttentionCuda, RuntimeRunsItInTheEmulator) {
     const Comparison c = compare_attention(ref, args, bf16 ? 1.0 / 256 : 1.0 / 2048);
     EXPECT_TRUE(c.ok()) << (bf16 ? "bf16" : "f16") << ": " << c.first_mismatch;
   }
+  // Score modifiers, printed as CUDA by the same Expr printer as epilogues: one text for both back-ends.
+  std::vector<float> slope{0.25f, 0.125f, 0.0625f, 0.03125f}, bias(4 * 200);
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  for (const char* text : {"s - slope[h]*(i - j)", "30*tanh(s/30)", "j < i - 8 ? -inf : s * t",
+                           "s + bias[h, i - j + 100]", "j >= 0 ? -inf : s"}) {
+    const int heads = 4, sq = 40, skv = 60, d = 32;
+    std::mt19937 rng(8);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    const auto bhsd = [&](std::vector<std::uint16_t>& bits, int h, int seq) {
+      bits.resize(static_cast<std::size_t>(h * seq * d));
+      for (auto& x : bits) x = to_f16(dist(rng));
+      return Tensor{bits.data(), DType::f16, {1, h, seq, d}, {h * seq * d, seq * d, d, 1}};
+    };
+    std::vector<std::uint16_t> q, k, v, o;
+    AttentionArgs args;
+    args.q = bhsd(q, heads, sq), args.k = bhsd(k, 2, skv), args.v = bhsd(v, 2, skv), args.o = bhsd(o, heads, sq);
+    args.causal = std::string(text).find("j < i") != std::string::npos;
+    args.set_score_mod(text);
+    for (const auto& use : args.score_mod.tensors()) {
+      if (use.name == "slope") args.tensors["slope"] = Tensor{slope.data(), DType::f32, {4}, {1}};
+      if (use.name == "bias") args.tensors["bias"] = Tensor{bias.data(), DType::f32, {4, 200}, {200, 1}};
+    }
+    for (const auto& name : args.score_mod.scalars()) args.scalars[name] = 0.8f;
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args);
+    const Comparison c = compare_attention(ref, args, 1.0 / 2048);
+    EXPECT_TRUE(c.ok()) << text << ": " << c.first_mismatch;
+  }
+
   // What the kernel cannot do is refused before anything runs.
   AttentionArgs bad;
   std::vector<std::uint16_t> x(4 * 8 * 80);

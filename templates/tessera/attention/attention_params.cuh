@@ -6,6 +6,8 @@
 
 namespace tessera {
 
+constexpr int kMaxModifierTensors = 4, kMaxModifierScalars = 8;
+
 struct AttentionParams {
   const void* q;
   const void* k;
@@ -18,7 +20,13 @@ struct AttentionParams {
   i64 o_bs, o_hs, o_ss;
   i64 lse_bs, lse_hs;
   int batch, heads, kv_heads, seq_q, seq_kv;
-  float scale_log2;  // softmax scale × log2 e: scores are kept in base 2
+  float scale;       // the softmax scale
+  float scale_log2;  // scale × log2 e: scores are kept in base 2
+  // The score modifier's tensors (element [x0, x1, ...] at Σ xk·strides[k]) and scalars, in the order the spec lists
+  // them.
+  const float* mod_data[kMaxModifierTensors];
+  i64 mod_strides[kMaxModifierTensors][4];
+  float mod_scalars[kMaxModifierScalars];
 };
 
 }  // namespace tessera

@@ -15,7 +15,8 @@
 namespace tessera {
 
 // T supplies: Element (half_t or bfloat16_t), kInput, D (head dimension, a multiple of 16), BC (keys per block, a
-// multiple of 16), Warps, Causal, Align (elements the rows of Q, K, V guarantee: 8 for 16-byte copies).
+// multiple of 16), Warps, Causal, Align (elements the rows of Q, K, V guarantee: 8 for 16-byte copies), and Mod, the
+// score modifier: Mod::kIdentity, or Mod::apply(s, i, j, h, b, p) on each visible scaled score.
 template <class T>
 struct FlashShape {
   using E = typename T::Element;
@@ -129,7 +130,10 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
         const int j = j0 + i * 8 + 2 * t + (e & 1), r = e >> 1;
         bool visible = j < kv_end;
         if constexpr (T::Causal) visible = visible && j <= row[r] + diagonal;
-        s[i][e] = visible ? s[i][e] * p.scale_log2 : kNegInf;
+        if constexpr (T::Mod::kIdentity)
+          s[i][e] = visible ? s[i][e] * p.scale_log2 : kNegInf;
+        else  // the modifier sees the natural-base score; it may mask (−inf) too
+          s[i][e] = visible ? T::Mod::apply(s[i][e] * p.scale, row[r], j, h, b, p) * 1.4426950408889634f : kNegInf;
         block_max[r] = fmaxf(block_max[r], s[i][e]);
       }
     float rescale[2];
