@@ -311,7 +311,8 @@ if [[ $out == *'"spill_store_bytes":0'* && $out == *'"local_access_count":0'* ]]
 expect_bad "head_dim 32, 64, 96 or 128" attention 1 2 64 80 --target cuda-emu:sm_80 --dtype f16
 if "$bin" attention 1 2 64 64 --target cuda-emu:sm_80 --dtype f16 --score-mod "s - slope[h]*(i - j)" \
   --tensor slope=2 --causal --repeat 1 --verify >/dev/null; then ok; else bad "CUDA attention with a modifier: exit $?"; fi
-expect_bad "varlen" attention 0 2 0 64 --seq-lens 5,7 --target cuda-emu:sm_80 --dtype f16
+if "$bin" attention 0 4 0 64 --kv-heads 2 --seq-lens 50,0,17 --seq-lens-kv 30,8,0 --causal --lse --dtype bf16 \
+  --target cuda-emu:sm_80 --repeat 1 --verify >/dev/null; then ok; else bad "CUDA varlen attention: exit $?"; fi
 expect_bad "f16 or bf16" attention 1 2 64 64 --target cuda-emu:sm_80
 if "$bin" attention 1 2 10 64 --dtype f16 --target cuda:sm_80 >/dev/null 2>&1; then bad "attention ran on a GPU"; else
   [[ $? -eq 3 ]] && ok || bad "attention --target cuda:sm_80: exit $?"; fi

@@ -39,6 +39,7 @@ EmuMemoryRange extent_of(const Tensor& t) {
 
 struct AttentionLaunch {
   std::shared_ptr<const CudaProgram> program;
+  std::shared_ptr<void> offsets;  // varlen: the offsets in device memory, freed after the device is done with them
   std::string kernel;
   AttentionParams params{};
   unsigned grid_x = 0, grid_z = 0, block = 0, shared_bytes = 0;
@@ -49,8 +50,6 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
                      std::optional<CudaAttentionConfig> asked) {
   const AttentionBinding bound = bind_attention(args);
   const AttentionProblem& p = bound.problem;
-  if (p.varlen())
-    throw InvalidArgument("seq_offsets_q", "the CUDA attention kernel has no variable lengths (varlen) yet");
   const CudaTarget& target = backend.target();
   CudaAttentionConfig config = asked ? *asked : CudaAttentionConfig::default_for(p, target);
   config.align = std::min(config.align, allowed_alignment(bound));
@@ -78,6 +77,21 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   const std::int64_t limit = (std::int64_t{1} << 31) - 1;
   if (p.seq_q > limit || p.seq_kv > limit || p.heads > limit)
     throw InvalidArgument("q", "CUDA kernels take sequences and heads below 2^31");
+  if (p.varlen()) {
+    // Both offset lists in one device buffer, freed once the device is done with every launch of this plan.
+    std::vector<std::int64_t> offsets = args.seq_offsets_q;
+    offsets.insert(offsets.end(), args.seq_offsets_kv.begin(), args.seq_offsets_kv.end());
+    const std::size_t bytes = offsets.size() * sizeof(std::int64_t);
+    const std::uint64_t address = backend.allocate(bytes);
+    backend.copy_to_device(address, offsets.data(), bytes);
+    launch.offsets = std::shared_ptr<void>(reinterpret_cast<void*>(address), [&backend](void* memory) {
+      backend.synchronize();
+      backend.free(reinterpret_cast<std::uint64_t>(memory));
+    });
+    k.q_offsets = static_cast<const i64*>(launch.offsets.get());
+    k.kv_offsets = k.q_offsets + args.seq_offsets_q.size();
+    launch.extents.push_back({launch.offsets.get(), bytes});
+  }
   k.batch = static_cast<int>(p.batch), k.heads = static_cast<int>(p.heads), k.kv_heads = static_cast<int>(p.kv_heads);
   k.seq_q = static_cast<int>(p.seq_q), k.seq_kv = static_cast<int>(p.seq_kv);
   k.scale = bound.scale;
@@ -94,7 +108,7 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   launch.grid_z = static_cast<unsigned>(p.batch);
   launch.block = static_cast<unsigned>(config.threads());
   launch.shared_bytes = static_cast<unsigned>(config.shared_bytes(p.signature));
-  launch.extents = {extent_of(args.q), extent_of(args.k), extent_of(args.v), extent_of(args.o)};
+  for (const Tensor* t : {&args.q, &args.k, &args.v, &args.o}) launch.extents.push_back(extent_of(*t));
   if (!args.lse.empty()) launch.extents.push_back(extent_of(args.lse));
   for (const auto& [name, tensor] : args.tensors) launch.extents.push_back(extent_of(tensor));
   return launch;

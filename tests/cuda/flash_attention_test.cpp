@@ -55,8 +55,8 @@ extern "C" __global__ void __launch_bounds__({}) {}(const tessera::AttentionPara
 std::vector<FlashConfig> configs() {
   std::vector<FlashConfig> out;
   for (bool bf16 : {false, true})
-    for (int d : {64, 128})
-      for (bool causal : {false, true}) out.push_back({bf16, d, d == 128 ? 32 : 64, 4, causal});
+    for (int d : {32, 64, 96, 128})
+      for (bool causal : {false, true}) out.push_back({bf16, d, d > 64 ? 32 : 64, 4, causal});
   return out;
 }
 
@@ -261,6 +261,30 @@ TEST(FlashAttentionCuda, RuntimeRunsItInTheEmulator) {
     rt.attention(args);
     const Comparison c = compare_attention(ref, args, 1.0 / 2048);
     EXPECT_TRUE(c.ok()) << text << ": " << c.first_mismatch;
+  }
+
+  // Variable lengths with empty sequences (a query-less item, a key-less one), causal or not, with the LSE.
+  for (bool causal : {false, true}) {
+    const std::vector<std::int64_t> q_offsets{0, 5, 5, 70, 71}, kv_offsets{0, 9, 20, 20, 100};
+    const int heads = 4, kv_heads = 2, d = 64;
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    const auto packed = [&](std::vector<std::uint16_t>& bits, std::int64_t total, int h) {
+      bits.resize(static_cast<std::size_t>(total * h * d));
+      for (auto& x : bits) x = to_f16(dist(rng));
+      return Tensor{bits.data(), DType::f16, {total, h, d}, {h * d, d, 1}};
+    };
+    std::vector<std::uint16_t> q, k, v, o;
+    std::vector<float> lse(static_cast<std::size_t>(heads * q_offsets.back()));
+    AttentionArgs args;
+    args.q = packed(q, q_offsets.back(), heads), args.k = packed(k, kv_offsets.back(), kv_heads);
+    args.v = packed(v, kv_offsets.back(), kv_heads), args.o = packed(o, q_offsets.back(), heads);
+    args.lse = Tensor{lse.data(), DType::f32, {heads, q_offsets.back()}, {q_offsets.back(), 1}};
+    args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets, args.causal = causal;
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args);
+    const Comparison c = compare_attention(ref, args, 1.0 / 2048);
+    EXPECT_TRUE(c.ok()) << "varlen" << (causal ? " causal" : "") << ": " << c.first_mismatch;
   }
 
   // What the kernel cannot do is refused before anything runs.

@@ -86,7 +86,7 @@ class CudaRuntime {
   // describe + compile (with the default config) + run.
   void gemm(const GemmArgs& device_args);
   // Fused attention (FlashAttention-2's forward pass) on device tensors: f16 or bf16 Q, K, V and O with unit
-  // head-dimension strides, head_dim 32, 64, 96 or 128, GQA, causal, LSE, score modifiers; no variable lengths yet.
+  // head-dimension strides, head_dim 32, 64, 96 or 128, GQA, variable lengths, causal, LSE, score modifiers.
   // Validates like the CPU path; asynchronous on the default stream.
   void attention(const AttentionArgs& device_args, std::optional<CudaAttentionConfig> config = std::nullopt);
   // Milliseconds of `repeat` attention calls (median), after a warm-up call.

@@ -19,6 +19,10 @@ struct AttentionParams {
   i64 v_bs, v_hs, v_ss;
   i64 o_bs, o_hs, o_ss;
   i64 lse_bs, lse_hs;
+  // Variable lengths: batch + 1 cumulative row offsets into the packed sequence dimension (null: every item has
+  // seq_q and seq_kv rows); seq_q and seq_kv are then the longest.
+  const i64* q_offsets;
+  const i64* kv_offsets;
   int batch, heads, kv_heads, seq_q, seq_kv;
   float scale;       // the softmax scale
   float scale_log2;  // scale × log2 e: scores are kept in base 2

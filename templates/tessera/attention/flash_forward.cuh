@@ -60,22 +60,29 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
 
+  // The grid covers the longest sequence; with variable lengths, each batch item's rows start at its offset and a
+  // block past its own length has nothing to do (the whole block leaves before any barrier).
   const int q_blocks = (p.seq_q + kBR - 1) / kBR;
   const int qb = static_cast<int>(blockIdx.x) % q_blocks, h = static_cast<int>(blockIdx.x) / q_blocks;
   const int b = static_cast<int>(blockIdx.z);
+  const i64 q_start = p.q_offsets ? ld_global(p.q_offsets + b) : 0;
+  const i64 kv_start = p.kv_offsets ? ld_global(p.kv_offsets + b) : 0;
+  const int seq_q = p.q_offsets ? static_cast<int>(ld_global(p.q_offsets + b + 1) - q_start) : p.seq_q;
+  const int seq_kv = p.kv_offsets ? static_cast<int>(ld_global(p.kv_offsets + b + 1) - kv_start) : p.seq_kv;
   const int kv_head = h / (p.heads / p.kv_heads);
   const int q0 = qb * kBR;
-  const int diagonal = p.seq_kv - p.seq_q;  // causal: query i sees keys j <= i + diagonal
-  int kv_end = p.seq_kv;
+  if (q0 >= seq_q) return;
+  const int diagonal = seq_kv - seq_q;  // causal: query i sees keys j <= i + diagonal
+  int kv_end = seq_kv;
   if constexpr (T::Causal) {
     const int last = q0 + kBR - 1 + diagonal + 1;
-    kv_end = last < 0 ? 0 : (last < p.seq_kv ? last : p.seq_kv);
+    kv_end = last < 0 ? 0 : (last < seq_kv ? last : seq_kv);
   }
   const int kv_blocks = (kv_end + BC - 1) / BC;
 
-  const E* q = static_cast<const E*>(p.q) + b * p.q_bs + h * p.q_hs + q0 * p.q_ss;
-  const E* k = static_cast<const E*>(p.k) + b * p.k_bs + kv_head * p.k_hs;
-  const E* v = static_cast<const E*>(p.v) + b * p.v_bs + kv_head * p.v_hs;
+  const E* q = static_cast<const E*>(p.q) + b * p.q_bs + h * p.q_hs + (q_start + q0) * p.q_ss;
+  const E* k = static_cast<const E*>(p.k) + b * p.k_bs + kv_head * p.k_hs + kv_start * p.k_ss;
+  const E* v = static_cast<const E*>(p.v) + b * p.v_bs + kv_head * p.v_hs + kv_start * p.v_ss;
   constexpr u32 kQTile = 0, kKTile = S::kQBytes;  // then K0, V0, K1, V1
   const auto k_tile = [](int stage) { return kKTile + stage * 2 * S::kKVBytes; };
   const auto v_tile = [](int stage) { return kKTile + stage * 2 * S::kKVBytes + S::kKVBytes; };
@@ -86,7 +93,7 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     Loader::load(v_tile(stage), v + j0 * p.v_ss, p.v_ss, kv_end - j0, T::D, tid);
   };
 
-  TileLoader<E, kBR, T::D, S::kThreads, T::Align, typename S::Tile>::load(kQTile, q, p.q_ss, p.seq_q - q0, T::D, tid);
+  TileLoader<E, kBR, T::D, S::kThreads, T::Align, typename S::Tile>::load(kQTile, q, p.q_ss, seq_q - q0, T::D, tid);
   if (kv_blocks > 0) load_kv(0, 0);
   cp_async_commit();
   cp_async_wait<0>();
@@ -183,16 +190,16 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     float sum = row_sum[r];
     sum += shfl_xor(0xffffffffu, sum, 1);
     sum += shfl_xor(0xffffffffu, sum, 2);
-    if (row[r] >= p.seq_q) continue;
+    if (row[r] >= seq_q) continue;
     const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const i64 out = b * p.o_bs + h * p.o_hs + row[r] * p.o_ss;
+    const i64 out = b * p.o_bs + h * p.o_hs + (q_start + row[r]) * p.o_ss;
 #pragma unroll
     for (int i = 0; i < S::kOTiles; ++i) {
       store_element<T>(p.o, out + i * 8 + 2 * t, o[i][2 * r] * inverse);
       store_element<T>(p.o, out + i * 8 + 2 * t + 1, o[i][2 * r + 1] * inverse);
     }
     if (p.lse != nullptr && t == 0)
-      st_global(p.lse + b * p.lse_bs + h * p.lse_hs + row[r],
+      st_global(p.lse + b * p.lse_bs + h * p.lse_hs + q_start + row[r],
                 sum > 0.0f ? row_max[r] * 0.69314718055994531f + logf(sum) : kNegInf);
   }
 }
