@@ -17,26 +17,9 @@ CudaGemmBuild build_cuda_gemm(const CudaGemmSpec& spec, bool cubin) {
 }
 
 nlohmann::json CudaGemmBuild::report() const {
-  nlohmann::json j{{"name", source.kernel},
-                   {"arch", spec.target.arch()},
-                   {"target", spec.target.str()},
-                   {"threads", source.threads},
-                   {"registers", gemm.registers},
-                   {"shared_bytes", source.shared_bytes + gemm.static_shared_bytes},
-                   {"dynamic_shared_bytes", source.shared_bytes},
-                   {"static_shared_bytes", gemm.static_shared_bytes},
-                   {"spill_store_bytes", gemm.spill_store_bytes},
-                   {"spill_load_bytes", gemm.spill_load_bytes},
-                   {"stack_bytes", gemm.stack_bytes},
-                   {"compile_ms", binary.compile_ms},
-                   {"cubin_bytes", binary.cubin.size()},
-                   {"mma_count", ptx.mma},
-                   {"ldmatrix_count", ptx.ldmatrix},
-                   {"cp_async_count", ptx.cp_async},
-                   {"cp_async_wait_count", ptx.cp_async_wait},
-                   {"local_access_count", ptx.local_access},
-                   {"config", spec.config.to_json()},
-                   {"spec_hash", spec.hash().hex()}};
+  nlohmann::json j = kernel_report(source.kernel, spec.target, source.threads, source.shared_bytes, binary);
+  j["config"] = spec.config.to_json();
+  j["spec_hash"] = spec.hash().hex();
   if (!source.reduce_kernel.empty())
     j["reduce"] = {{"name", source.reduce_kernel},
                    {"registers", reduce.registers},

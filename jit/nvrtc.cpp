@@ -184,4 +184,29 @@ PtxCounts count_ptx(const std::string& ptx) {
   return c;
 }
 
+nlohmann::json kernel_report(const std::string& name, const CudaTarget& target, int threads,
+                             std::int64_t dynamic_shared, const CudaBinary& binary) {
+  KernelResources r;
+  if (auto it = binary.resources.find(name); it != binary.resources.end()) r = it->second;
+  const PtxCounts ptx = count_ptx(binary.ptx);
+  return {{"name", name},
+          {"arch", target.arch()},
+          {"target", target.str()},
+          {"threads", threads},
+          {"registers", r.registers},
+          {"shared_bytes", dynamic_shared + r.static_shared_bytes},
+          {"dynamic_shared_bytes", dynamic_shared},
+          {"static_shared_bytes", r.static_shared_bytes},
+          {"spill_store_bytes", r.spill_store_bytes},
+          {"spill_load_bytes", r.spill_load_bytes},
+          {"stack_bytes", r.stack_bytes},
+          {"compile_ms", binary.compile_ms},
+          {"cubin_bytes", binary.cubin.size()},
+          {"mma_count", ptx.mma},
+          {"ldmatrix_count", ptx.ldmatrix},
+          {"cp_async_count", ptx.cp_async},
+          {"cp_async_wait_count", ptx.cp_async_wait},
+          {"local_access_count", ptx.local_access}};
+}
+
 }  // namespace tessera

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "generator/core/cuda_target.hpp"
 
 namespace tessera {
@@ -62,5 +64,11 @@ class Nvrtc {
   struct Api;
   Api* api_;
 };
+
+// The resource report of kernel `name` of a build, as every CUDA operation's `emit --json` gives it: arch, target,
+// threads, registers, shared bytes (dynamic + static), spill and stack bytes, compile time, CUBIN size and the
+// PTX's mma.sync / ldmatrix / cp.async / local-access counts.
+nlohmann::json kernel_report(const std::string& name, const CudaTarget& target, int threads,
+                             std::int64_t dynamic_shared, const CudaBinary& binary);
 
 }  // namespace tessera

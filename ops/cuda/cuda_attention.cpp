@@ -138,29 +138,9 @@ double CudaRuntime::attention_ms(const AttentionArgs& device_args, int repeat,
 CudaCode generate_cuda_attention(const CudaAttentionSpec& spec, bool cubin) {
   const CudaAttentionSource source = emit_cuda_attention(spec);
   const CudaBinary binary = Nvrtc::instance().compile(source.code, source.kernel, spec.target, cubin);
-  const PtxCounts ptx = count_ptx(binary.ptx);
-  KernelResources r;
-  if (auto it = binary.resources.find(source.kernel); it != binary.resources.end()) r = it->second;
-  nlohmann::json report{{"name", source.kernel},
-                        {"arch", spec.target.arch()},
-                        {"target", spec.target.str()},
-                        {"threads", source.threads},
-                        {"registers", r.registers},
-                        {"shared_bytes", source.shared_bytes + r.static_shared_bytes},
-                        {"dynamic_shared_bytes", source.shared_bytes},
-                        {"static_shared_bytes", r.static_shared_bytes},
-                        {"spill_store_bytes", r.spill_store_bytes},
-                        {"spill_load_bytes", r.spill_load_bytes},
-                        {"stack_bytes", r.stack_bytes},
-                        {"compile_ms", binary.compile_ms},
-                        {"cubin_bytes", binary.cubin.size()},
-                        {"mma_count", ptx.mma},
-                        {"ldmatrix_count", ptx.ldmatrix},
-                        {"cp_async_count", ptx.cp_async},
-                        {"cp_async_wait_count", ptx.cp_async_wait},
-                        {"local_access_count", ptx.local_access},
-                        {"config", spec.config.to_json()},
-                        {"spec_hash", spec.hash().hex()}};
+  nlohmann::json report = kernel_report(source.kernel, spec.target, source.threads, source.shared_bytes, binary);
+  report["config"] = spec.config.to_json();
+  report["spec_hash"] = spec.hash().hex();
   return {source.code, binary.ptx, report};
 }
 
