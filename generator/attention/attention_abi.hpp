@@ -33,6 +33,9 @@ struct AttentionBlockArgs {
   // Row r of the block is query position i0 + r·position_step of head head + r·head_step: (1, 0) for a block of one
   // head's queries, (0, 1) for the query heads of one KV head stacked at one position (grouped-query decoding).
   std::int64_t position_step = 1, head_step = 0;
+  // Keys [kv_begin, kv_stop) may be visible to some row (kv_begin a multiple of block_kv): blocks outside it are
+  // masked for every row by the score modifier (a sliding window) and are skipped.
+  std::int64_t kv_begin = 0, kv_stop = INT64_MAX;
   // K and V of this head packed by the pack entry, block after block (CpuAttentionConfig::packed_block_floats
   // each); null: the kernel packs each block into its workspace as it goes.
   const float* kv_packed = nullptr;

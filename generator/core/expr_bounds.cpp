@@ -55,4 +55,21 @@ Interval int_bounds(const Expr& e, const std::function<Interval(const std::strin
   }
 }
 
+bool always_holds(const Expr& c, const std::function<Interval(const std::string& name)>& var) {
+  if (!is_comparison(c->op) || c->args[0]->type != ExprType::Int) return false;
+  const Interval a = int_bounds(c->args[0], var), b = int_bounds(c->args[1], var);
+  switch (c->op) {
+    case ExprOp::Lt:
+      return a.hi < b.lo;
+    case ExprOp::Le:
+      return a.hi <= b.lo;
+    case ExprOp::Gt:
+      return a.lo > b.hi;
+    case ExprOp::Ge:
+      return a.lo >= b.hi;
+    default:
+      return false;
+  }
+}
+
 }  // namespace tessera

@@ -20,4 +20,8 @@ struct Interval {
 // division and select.
 Interval int_bounds(const Expr& e, const std::function<Interval(const std::string& name)>& var);
 
+// Whether a Bool condition provably holds for every value of the variables' intervals: comparisons of Int operands
+// whose bounds do not overlap the other way. Anything it cannot prove (Float operands, ==, !=) is false.
+bool always_holds(const Expr& condition, const std::function<Interval(const std::string& name)>& var);
+
 }  // namespace tessera

@@ -20,8 +20,8 @@ namespace tessera {
 
 namespace {
 
-static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, kv_packed) == 176 &&
-              offsetof(AttentionBlockArgs, scale) == 200 && sizeof(AttentionBlockArgs) == 208);
+static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, kv_packed) == 192 &&
+              offsetof(AttentionBlockArgs, scale) == 216 && sizeof(AttentionBlockArgs) == 224);
 static_assert(sizeof(ModifierTensorArg) == 40);
 enum ArgsField : unsigned {
   kQ,
@@ -46,6 +46,8 @@ enum ArgsField : unsigned {
   kHead,
   kPositionStep,
   kHeadStep,
+  kKvBegin,
+  kKvStop,
   kKvPacked,
   kTensors,
   kScalars,
@@ -74,7 +76,7 @@ class CpuAttentionEmitter : RegisterTiles {
     std::vector<llvm::Type*> fields;
     for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
     fields.insert(fields.end(), {ptr_, i64_});                                    // lse
-    for (int i = 0; i < 8; ++i) fields.push_back(i64_);                           // rows … head_step
+    for (int i = 0; i < 10; ++i) fields.push_back(i64_);                          // rows … kv_stop
     fields.insert(fields.end(), {ptr_, ptr_, ptr_, f32_, f32_});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.AttentionBlockArgs");
   }
@@ -197,6 +199,9 @@ class CpuAttentionEmitter : RegisterTiles {
       llvm::Value* last_position = b_.CreateAdd(i0_, b_.CreateMul(b_.CreateSub(rows_, i64c(1)), position_step_));
       kv_end_ = smax(i64c(0), smin(seq_kv_, b_.CreateAdd(b_.CreateAdd(last_position, i64c(1)), diagonal_)));
     }
+    // Blocks the modifier masks for every row (the runtime proved it) are skipped too.
+    kv_end_ = smin(kv_end_, field(kKvStop, i64_));
+    llvm::Value* kv_begin = field(kKvBegin, i64_);
     llvm::Value* k_ptr = field(kK, ptr_);
     llvm::Value *k_rs = field(kKRs, i64_), *k_ds = field(kKDs, i64_);
     llvm::Value* v_ptr = field(kV, ptr_);
@@ -205,7 +210,7 @@ class CpuAttentionEmitter : RegisterTiles {
     llvm::Value* prepacked = b_.CreateICmpNE(kv_packed, llvm::ConstantPointerNull::get(b_.getPtrTy()));
     const std::int64_t packed_block_floats = cfg_.packed_block_floats(sig_, target_);
     emit_for(
-        b_, i64c(0), kv_end_, i64c(cfg_.block_kv),
+        b_, kv_begin, kv_end_, i64c(cfg_.block_kv),
         [&](llvm::Value* kb) {
           llvm::Value* kn = smin(i64c(cfg_.block_kv), b_.CreateSub(kv_end_, kb));
           // Packed blocks hold every key of the sequence's block, also past a causal end: V's slivers are that deep.

@@ -117,13 +117,15 @@ void AttentionKernel::run(const AttentionArgs& args) const {
                        1;
         const std::int64_t within = t - blocks_before[static_cast<std::size_t>(b)];
         if (stacked) {
-          const AttentionBlockArgs a = stacked_block_args(bound, b, within);
+          AttentionBlockArgs a = stacked_block_args(bound, b, within);
+          skip_masked_key_blocks(a, p.signature.score_mod, block_kv);
           fn(&a, scratch);
           return;
         }
         const std::int64_t blocks = ceil_div(p.q_len(b), block_q);
         const std::int64_t h = within / blocks;
         AttentionBlockArgs a = block_args(bound, b, h, within % blocks, block_q);
+        skip_masked_key_blocks(a, p.signature.score_mod, block_kv);
         if (packed)
           a.kv_packed = packed.get() + head_at[static_cast<std::size_t>(b * p.kv_heads + h / (p.heads / p.kv_heads))];
         fn(&a, scratch);

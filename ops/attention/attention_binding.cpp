@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/core/expr_bounds.hpp"
 
@@ -294,6 +295,40 @@ AttentionBlockArgs stacked_block_args(const AttentionBinding& bound, std::int64_
   a.q_rs = bound.q.head, a.o_rs = bound.o.head, a.lse_rs = bound.lse_head;
   a.position_step = 0, a.head_step = 1;
   return a;
+}
+
+void skip_masked_key_blocks(AttentionBlockArgs& a, const ScoreModifier& mod, int block_kv) {
+  if (!mod.can_mask() || a.rows <= 0 || a.seq_kv <= 0) return;
+  // The conditions under which the modifier is −inf: c1 ? -inf : (c2 ? -inf : ...).
+  std::vector<Expr> masks;
+  for (Expr e = mod.tree(); e->op == ExprOp::Select;) {
+    const Expr& then = e->args[1];
+    const bool negative_infinity = (then->op == ExprOp::Const && std::isinf(then->value) && then->value < 0) ||
+                                   (then->op == ExprOp::Neg && then->args[0]->op == ExprOp::Const &&
+                                    std::isinf(then->args[0]->value) && then->args[0]->value > 0);
+    if (!negative_infinity) break;
+    masks.push_back(e->args[0]);
+    e = e->args[2];
+  }
+  if (masks.empty()) return;
+  const double i_lo = static_cast<double>(a.i0), i_hi = static_cast<double>(a.i0 + (a.rows - 1) * a.position_step);
+  const double h_lo = static_cast<double>(a.head), h_hi = static_cast<double>(a.head + (a.rows - 1) * a.head_step);
+  const auto masked = [&](std::int64_t first_key) {
+    const std::int64_t last_key = std::min(first_key + block_kv, a.seq_kv) - 1;
+    const auto range = [&](const std::string& name) -> Interval {
+      if (name == "i") return {i_lo, i_hi};
+      if (name == "j") return {static_cast<double>(first_key), static_cast<double>(last_key)};
+      if (name == "h") return {h_lo, h_hi};
+      return {static_cast<double>(a.batch_index), static_cast<double>(a.batch_index)};
+    };
+    return std::any_of(masks.begin(), masks.end(), [&](const Expr& c) { return always_holds(c, range); });
+  };
+  const std::int64_t blocks = ceil_div(a.seq_kv, block_kv);
+  std::int64_t first = 0, last = blocks - 1;
+  while (first < blocks && masked(first * block_kv)) ++first;
+  while (last >= first && masked(last * block_kv)) --last;
+  a.kv_begin = first * block_kv;
+  a.kv_stop = first > last ? a.kv_begin : std::min(a.seq_kv, (last + 1) * block_kv);
 }
 
 }  // namespace tessera
