@@ -2,10 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "generator/core/error.hpp"
 #include "jit/embedded_templates.hpp"
@@ -142,33 +143,50 @@ CudaBinary Nvrtc::compile(const std::string& source, const std::string& name, co
   return binary;
 }
 
+namespace {
+// The identifier right after `prefix` in `line`, or "" (plain string scanning: <regex> pulled a GCC 12
+// -Wmaybe-uninitialized into sanitizer builds).
+std::string identifier_after(const std::string& line, std::string_view prefix) {
+  const auto at = line.find(prefix);
+  if (at == std::string::npos) return {};
+  std::size_t end = at + prefix.size();
+  while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) ++end;
+  return line.substr(at + prefix.size(), end - at - prefix.size());
+}
+
+// The decimal number that ends right before `suffix` in `line`, or -1.
+int number_before(const std::string& line, std::string_view suffix) {
+  const auto at = line.find(suffix);
+  if (at == std::string::npos) return -1;
+  std::size_t begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+  return begin == at ? -1 : std::stoi(line.substr(begin, at - begin));
+}
+}  // namespace
+
 std::map<std::string, KernelResources> parse_ptxas_report(const std::string& log) {
-  static const std::regex entry(R"(Compiling entry function '([A-Za-z_0-9]+)')");
-  static const std::regex properties(R"(Function properties for ([A-Za-z_0-9]+))");
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex used(R"(Used (\d+) registers)");
-  static const std::regex smem(R"((\d+) bytes smem)");
-  static const std::regex cmem(R"((\d+) bytes cmem\[0\])");
   std::map<std::string, KernelResources> kernels;
   std::string current;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, entry) || std::regex_search(line, m, properties)) {
-      current = m[1];
+    std::string name = identifier_after(line, "Compiling entry function '");
+    if (name.empty()) name = identifier_after(line, "Function properties for ");
+    if (!name.empty()) {
+      current = name;
       kernels[current];
       continue;
     }
     if (current.empty()) continue;
     KernelResources& r = kernels[current];
-    if (std::regex_search(line, m, frame)) {
-      r.stack_bytes = std::stoi(m[1]);
-      r.spill_store_bytes = std::stoi(m[2]);
-      r.spill_load_bytes = std::stoi(m[3]);
-    }
-    if (std::regex_search(line, m, used)) r.registers = std::stoi(m[1]);
-    if (std::regex_search(line, m, smem)) r.static_shared_bytes = std::stoi(m[1]);
-    if (std::regex_search(line, m, cmem)) r.constant_bytes = std::stoi(m[1]);
+    const auto set = [&](int& field, std::string_view suffix) {
+      if (const int n = number_before(line, suffix); n >= 0) field = n;
+    };
+    set(r.stack_bytes, " bytes stack frame");
+    set(r.spill_store_bytes, " bytes spill stores");
+    set(r.spill_load_bytes, " bytes spill loads");
+    set(r.registers, " registers");
+    set(r.static_shared_bytes, " bytes smem");
+    set(r.constant_bytes, " bytes cmem[0]");
   }
   return kernels;
 }
