@@ -169,6 +169,14 @@ double median_ms(int repeat, const std::function<void()>& fn) {
   return median(std::move(times));
 }
 
+std::size_t DeviceMirror::add(Tensor& t, const void* data, std::size_t bytes) {
+  DeviceBuffer buffer = runtime_.allocate(std::max<std::size_t>(bytes, 1));
+  buffer.copy_from_host(data, bytes);
+  t.data = buffer.data();
+  buffers_.push_back(std::move(buffer));
+  return buffers_.size() - 1;
+}
+
 int guarded(const std::function<int()>& body) {
   const auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
   try {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
 
@@ -59,6 +60,27 @@ GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool 
 
 // Median wall time of `repeat` calls in milliseconds, after one warm-up call.
 double median_ms(int repeat, const std::function<void()>& fn);
+
+// Host buffers copied to device memory it owns (host memory in the emulator), for the commands' CUDA paths.
+class DeviceMirror {
+ public:
+  explicit DeviceMirror(const CudaRuntime& runtime) : runtime_(runtime) {}
+  // Copies a host vector to new device memory and points `t` at it; returns the copy's index for fetch().
+  template <class V>
+  std::size_t add(Tensor& t, const V& host) {
+    return add(t, host.data(), host.size() * sizeof(host[0]));
+  }
+  std::size_t add(Tensor& t, const void* data, std::size_t bytes);
+  // Copies copy `index` back into the host vector it came from.
+  template <class V>
+  void fetch(std::size_t index, V& host) const {
+    buffers_.at(index).copy_to_host(host.data(), host.size() * sizeof(host[0]));
+  }
+
+ private:
+  const CudaRuntime& runtime_;
+  std::vector<DeviceBuffer> buffers_;
+};
 
 // Runs a subcommand body, turning tessera errors into a one-line message and an exit code.
 int guarded(const std::function<int()>& body);

@@ -99,26 +99,19 @@ struct AttentionCommand {
     AttentionBuffers host = make_attention_buffers(request);
     if (host.q16.empty()) throw InvalidArgument("--dtype", "the CUDA attention kernel takes f16 or bf16");
     AttentionArgs device_args = host.args;
-    std::vector<DeviceBuffer> keep;
-    const auto mirror = [&](Tensor& t, const void* data, std::size_t bytes) {
-      DeviceBuffer buffer = runtime.allocate(std::max<std::size_t>(bytes, 1));
-      buffer.copy_from_host(data, bytes);
-      t.data = buffer.data();
-      keep.push_back(std::move(buffer));
-    };
-    const auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
-    mirror(device_args.q, host.q16.data(), bytes_of(host.q16));
-    mirror(device_args.k, host.k16.data(), bytes_of(host.k16));
-    mirror(device_args.v, host.v16.data(), bytes_of(host.v16));
-    mirror(device_args.o, host.o16.data(), bytes_of(host.o16));
-    if (!host.lse.empty()) mirror(device_args.lse, host.lse.data(), bytes_of(host.lse));
+    DeviceMirror device(runtime);
+    device.add(device_args.q, host.q16);
+    device.add(device_args.k, host.k16);
+    device.add(device_args.v, host.v16);
+    const std::size_t o_copy = device.add(device_args.o, host.o16);
+    const std::size_t lse_copy = host.lse.empty() ? 0 : device.add(device_args.lse, host.lse);
     const AttentionProblem problem = describe_attention(device_args);
     AttentionReference reference;
     if (verify) reference = reference_attention(host.args);
     const double ms = runtime.attention_ms(device_args, repeat);
     runtime.synchronize();
-    keep[3].copy_to_host(host.o16.data(), bytes_of(host.o16));
-    if (!host.lse.empty()) keep[4].copy_to_host(host.lse.data(), bytes_of(host.lse));
+    device.fetch(o_copy, host.o16);
+    if (!host.lse.empty()) device.fetch(lse_copy, host.lse);
     Comparison cmp;
     // The kernel multiplies 16-bit softmax weights.
     if (verify) cmp = compare_attention(reference, host.args, request.dtype == "bf16" ? 1.0 / 256 : 1.0 / 2048);
@@ -134,7 +127,8 @@ struct AttentionCommand {
                        {"seq_kv", problem.seq_kv},
                        {"head_dim", problem.signature.head_dim_qk},
                        {"causal", problem.signature.causal},
-                       {"workspace_bytes", 0},
+                       // Device memory beyond the tensors: the offsets a varlen call copies to the device.
+                       {"workspace_bytes", problem.varlen() ? 2 * (problem.batch + 1) * 8 : 0},
                        {"median_ms", ms},
                        {"gflops", gflops},
                        {"verified", verify},

@@ -65,25 +65,17 @@ struct GemmCommand {
     CudaRuntime runtime(request.target);  // no driver or no device: Unavailable, with the reason
     GemmBuffers host = make_gemm_buffers(request);
     GemmArgs device_args = host.args;
-    std::vector<DeviceBuffer> keep;
-    const auto mirror = [&](Tensor& t, const void* data, std::size_t bytes) {
-      DeviceBuffer buffer = runtime.allocate(bytes);
-      buffer.copy_from_host(data, bytes);
-      t.data = buffer.data();
-      keep.push_back(std::move(buffer));
-    };
-    const auto bytes_of = [](const auto& v) { return v.size() * sizeof(v[0]); };
+    DeviceMirror device(runtime);
     if (host.a16.empty()) {
-      mirror(device_args.a, host.a.data(), bytes_of(host.a));
-      mirror(device_args.b, host.b.data(), bytes_of(host.b));
+      device.add(device_args.a, host.a);
+      device.add(device_args.b, host.b);
     } else {
-      mirror(device_args.a, host.a16.data(), bytes_of(host.a16));
-      mirror(device_args.b, host.b16.data(), bytes_of(host.b16));
+      device.add(device_args.a, host.a16);
+      device.add(device_args.b, host.b16);
     }
-    mirror(device_args.c, host.c.data(), bytes_of(host.c));
-    mirror(device_args.d, host.d.data(), bytes_of(host.d));
-    for (auto& [name, tensor] : device_args.inputs)
-      mirror(tensor, host.inputs.at(name).data(), bytes_of(host.inputs.at(name)));
+    device.add(device_args.c, host.c);
+    const std::size_t d_copy = device.add(device_args.d, host.d);
+    for (auto& [name, tensor] : device_args.inputs) device.add(tensor, host.inputs.at(name));
 
     const GemmProblem problem = describe_gemm(device_args);
     const CudaGemmKernel kernel =
@@ -92,7 +84,7 @@ struct GemmCommand {
     if (verify) reference = reference_gemm(host.args);
     const double ms = kernel.time_ms(device_args, repeat);
     runtime.synchronize();
-    keep[3].copy_to_host(host.d.data(), bytes_of(host.d));
+    device.fetch(d_copy, host.d);
     Comparison cmp;
     if (verify) cmp = compare_gemm(reference, host.args.d);
     const double gflops = ms > 0 ? problem.flops() / (ms * 1e6) : 0;
