@@ -17,6 +17,20 @@ int checked_ir_opt_level(int level) {
   return level;
 }
 
+// Runs task(t, scratch) for t < tasks on up to `participants` threads of the pool (the caller alone for one).
+void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size_t scratch_bytes,
+               const ThreadPool::Task& task) {
+  if (tasks == 0) return;
+  participants = static_cast<int>(std::min<std::int64_t>(participants, tasks));
+  if (participants == 1) {
+    thread_local Scratch scratch;
+    void* memory = scratch.get(scratch_bytes);
+    for (std::int64_t t = 0; t < tasks; ++t) task(t, memory);
+    return;
+  }
+  pool.run(participants, tasks, scratch_bytes, task);
+}
+
 namespace {
 int pool_threads(const RuntimeOptions& options) {
   if (options.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: one per hardware thread)");

@@ -8,6 +8,7 @@
 #include "generator/attention/attention_abi.hpp"
 #include "generator/cost/cost_model.hpp"
 #include "generator/gemm/gemm_abi.hpp"
+#include "generator/sparse/sparse_abi.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/orc_session.hpp"
 #include "jit/thread_pool.hpp"
@@ -24,10 +25,26 @@ struct GemmKernel::Compiled {
 // The IR pipeline level, checked: 0, 2 or 3.
 int checked_ir_opt_level(int level);
 
+// Runs task(t, scratch) for t < tasks on up to `participants` threads of the pool (the caller alone for one).
+void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size_t scratch_bytes,
+               const ThreadPool::Task& task);
+
 struct AttentionKernel::Compiled {
   CpuAttentionSpec spec;
   AttentionKernelFn fn = nullptr;
   AttentionPackFn pack = nullptr;
+  double compile_ms = 0;
+};
+
+struct SpmmKernel::Compiled {
+  CpuSpmmSpec spec;
+  SpmmKernelFn fn = nullptr;
+  double compile_ms = 0;
+};
+
+struct SddmmKernel::Compiled {
+  CpuSddmmSpec spec;
+  SddmmKernelFn fn = nullptr;
   double compile_ms = 0;
 };
 
@@ -41,10 +58,15 @@ struct Runtime::Impl {
   ThreadPool pool;
   KernelCache<GemmKernel::Compiled> cache;
   KernelCache<AttentionKernel::Compiled> attention_cache;
+  KernelCache<SpmmKernel::Compiled> spmm_cache;
+  KernelCache<SddmmKernel::Compiled> sddmm_cache;
   std::shared_ptr<const CpuCostModel> cost_model;  // null: default_for's rules
   std::mutex choices_mutex;
   std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses
   std::map<std::string, CpuAttentionConfig> attention_choices;
+
+  // Threads a call of `requested` threads (0: all) runs on.
+  int participants(int requested) const { return requested ? std::min(requested, threads) : threads; }
 };
 
 }  // namespace tessera

@@ -78,6 +78,7 @@ void add_emit_command(CLI::App& app, int& result) {
     result = guarded([&] { return CudaTarget::is_cuda_text(cmd->request.target) ? cmd->run_cuda() : cmd->run_cpu(); });
   });
   add_emit_attention_command(*emit, result);
+  add_emit_sparse_commands(*emit, result);
 }
 
 }  // namespace tessera::cli

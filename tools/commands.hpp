@@ -12,6 +12,9 @@ void add_attention_command(CLI::App& app, int& result);
 void add_emit_attention_command(CLI::App& emit, int& result);
 // `tune attention`, added to the `tune` command.
 void add_tune_attention_command(CLI::App& tune, int& result);
+// `spmm` and `sddmm`, and their `emit` subcommands.
+void add_sparse_commands(CLI::App& app, int& result);
+void add_emit_sparse_commands(CLI::App& emit, int& result);
 void add_emit_command(CLI::App& app, int& result);
 void add_tune_command(CLI::App& app, int& result);
 void add_model_command(CLI::App& app, int& result);

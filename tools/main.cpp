@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_demo_command(app, result);
   tessera::cli::add_gemm_command(app, result);
   tessera::cli::add_attention_command(app, result);
+  tessera::cli::add_sparse_commands(app, result);
   tessera::cli::add_emit_command(app, result);
   tessera::cli::add_tune_command(app, result);
   tessera::cli::add_model_command(app, result);

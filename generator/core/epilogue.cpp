@@ -16,7 +16,7 @@ namespace {
 // The epilogue language: scalars acc, c, alpha, beta; tensors indexed by the output coordinates [m], [n] or [m,n].
 class EpilogueParser : public ExprParser {
  public:
-  explicit EpilogueParser(std::string_view text) : ExprParser(text) {}
+  EpilogueParser(std::string_view text, bool sampled) : ExprParser(text), sampled_(sampled) {}
 
  private:
   [[noreturn]] void fail(std::size_t at, const std::string& what) const override {
@@ -25,14 +25,24 @@ class EpilogueParser : public ExprParser {
   std::string_view whole() const override { return "the epilogue"; }
 
   Expr name(std::size_t start, const std::string& word) override {
-    if (word == "acc" || word == "c" || word == "alpha" || word == "beta") return var(word);
+    if (sampled_) {
+      if (word == "acc" || word == "alpha" || word == "s") return var(word);
+      if (word == "c" || word == "beta")
+        fail(start, "'" + word + "' has no meaning in a sampled product (SDDMM): the pattern's value is s");
+    } else if (word == "acc" || word == "c" || word == "alpha" || word == "beta") {
+      return var(word);
+    }
     if (word == "m" || word == "n") fail(start, "index '" + word + "' may only appear inside [...]");
+    if (sampled_)
+      fail(start, "unknown name '" + word + "' (scalars are acc, alpha, s; tensors need an index: " + word + "[n] or " +
+                      word + "[m])");
     fail(start, "unknown name '" + word + "' (scalars are acc, c, alpha, beta; tensors need an index: " + word +
                     "[n], " + word + "[m] or " + word + "[m,n])");
   }
 
   Expr tensor_read(std::size_t start, const std::string& word) override {
-    if (is_reserved_epilogue_name(word)) fail(start, "'" + word + "' is reserved and cannot be indexed");
+    if (is_reserved_epilogue_name(word) || (sampled_ && word == "s"))
+      fail(start, "'" + word + "' is reserved and cannot be indexed");
     expect('[');
     std::vector<std::string> indices;
     do {
@@ -44,12 +54,17 @@ class EpilogueParser : public ExprParser {
       indices.push_back(index);
     } while (accept(','));
     expect(']');
-    const bool valid = (indices.size() == 1) || (indices.size() == 2 && indices[0] == "m" && indices[1] == "n");
-    if (!valid) fail(start, "tensor '" + word + "' must be indexed [m], [n] or [m,n]");
+    const bool valid =
+        (indices.size() == 1) || (!sampled_ && indices.size() == 2 && indices[0] == "m" && indices[1] == "n");
+    if (!valid)
+      fail(start, sampled_ ? "tensor '" + word + "' must be indexed [m] or [n] in a sampled product"
+                           : "tensor '" + word + "' must be indexed [m], [n] or [m,n]");
     std::vector<Expr> index_exprs;
     for (const auto& i : indices) index_exprs.push_back(var(i, ExprType::Int));
     return read(word, std::move(index_exprs));
   }
+
+  bool sampled_;
 };
 
 IndexForm form_of(const ExprNode& read_node) {
@@ -87,8 +102,9 @@ bool c_only_under_beta(const Expr& e, bool under_beta) {
 }
 }  // namespace
 
-Epilogue::Epilogue(Expr tree) {
+Epilogue::Epilogue(Expr tree, bool sampled) {
   auto s = std::make_shared<State>();
+  s->sampled = sampled;
   s->tree = std::move(tree);
   s->text = to_string(s->tree);
   auto& tensors = s->tensors;
@@ -109,6 +125,7 @@ Epilogue::Epilogue(Expr tree) {
       s->reads_c |= node.name == "c";
       s->reads_alpha |= node.name == "alpha";
       s->reads_beta |= node.name == "beta";
+      s->reads_s |= node.name == "s";
     } else if (node.op == ExprOp::Read) {
       const EpilogueTensor t{node.name, form_of(node)};
       auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& x) { return x.name == t.name; });
@@ -125,7 +142,9 @@ Epilogue::Epilogue(Expr tree) {
   state_ = std::move(s);
 }
 
-Epilogue Epilogue::parse(std::string_view text) { return Epilogue(EpilogueParser(text).parse()); }
+Epilogue Epilogue::parse(std::string_view text) { return Epilogue(EpilogueParser(text, false).parse(), false); }
+
+Epilogue Epilogue::parse_sampled(std::string_view text) { return Epilogue(EpilogueParser(text, true).parse(), true); }
 
 Epilogue Epilogue::from_tree(Expr tree) {
   if (!tree) throw InvalidArgument("epilogue", "empty expression tree");
@@ -141,7 +160,7 @@ Epilogue Epilogue::from_tree(Expr tree) {
 
 Epilogue Epilogue::linear_combination() {
   // Built once: every default-constructed signature copies it (a shared tree, no re-parsing).
-  static const Epilogue instance(var("alpha") * var("acc") + var("beta") * var("c"));
+  static const Epilogue instance(var("alpha") * var("acc") + var("beta") * var("c"), false);
   return instance;
 }
 

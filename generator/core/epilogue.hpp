@@ -1,4 +1,5 @@
-// The epilogue: an expression over acc, c, alpha, beta and user-named tensors, with its text parser.
+// The epilogue: an expression over acc, c, alpha, beta and user-named tensors, with its text parser. A sampled
+// product (SDDMM) has its own dialect: acc, alpha, the sampling pattern's value s and tensors [m] / [n], no c.
 #pragma once
 
 #include <string>
@@ -27,6 +28,8 @@ class Epilogue {
  public:
   // Parses user text; throws EpilogueError naming the column.
   static Epilogue parse(std::string_view text);
+  // The sampled dialect (SDDMM): acc, alpha, s and tensors [m] or [n]; throws EpilogueError naming the column.
+  static Epilogue parse_sampled(std::string_view text);
   // Checks a tree built in code by the same rules as parsed text.
   static Epilogue from_tree(Expr tree);
   // The BLAS default, alpha*acc + beta*c.
@@ -39,6 +42,8 @@ class Epilogue {
   bool reads_c() const { return state_->reads_c; }
   bool reads_alpha() const { return state_->reads_alpha; }
   bool reads_beta() const { return state_->reads_beta; }
+  bool reads_s() const { return state_->reads_s; }  // the sampled dialect's pattern value
+  bool sampled() const { return state_->sampled; }
   // True when every c appears inside a product with beta (as in beta*c), so beta = 0 means C is never read.
   bool c_scaled_by_beta() const { return state_->c_scaled_by_beta; }
   // True when it calls exp, tanh, sigmoid, silu or a gelu: a vectorised polynomial per element, which the CPU
@@ -53,10 +58,11 @@ class Epilogue {
     Expr tree;
     std::string text;
     std::vector<EpilogueTensor> tensors;
-    bool reads_c = false, reads_alpha = false, reads_beta = false, c_scaled_by_beta = false;
+    bool reads_c = false, reads_alpha = false, reads_beta = false, c_scaled_by_beta = false, reads_s = false;
+    bool sampled = false;
     bool calls_transcendental = false;
   };
-  explicit Epilogue(Expr tree);
+  Epilogue(Expr tree, bool sampled);
   std::shared_ptr<const State> state_;
 };
 

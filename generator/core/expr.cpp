@@ -149,8 +149,8 @@ const std::vector<FunctionInfo>& functions() {
   static const std::vector<FunctionInfo> table{
       {"relu", ExprOp::Relu, 1}, {"gelu", ExprOp::Gelu, 1},       {"gelu_tanh", ExprOp::GeluTanh, 1},
       {"silu", ExprOp::Silu, 1}, {"sigmoid", ExprOp::Sigmoid, 1}, {"tanh", ExprOp::Tanh, 1},
-      {"exp", ExprOp::Exp, 1},   {"abs", ExprOp::Abs, 1},         {"min", ExprOp::Min, 2},
-      {"max", ExprOp::Max, 2},   {"clamp", ExprOp::Clamp, 3},
+      {"exp", ExprOp::Exp, 1},   {"abs", ExprOp::Abs, 1},         {"sqrt", ExprOp::Sqrt, 1},
+      {"min", ExprOp::Min, 2},   {"max", ExprOp::Max, 2},         {"clamp", ExprOp::Clamp, 3},
   };
   return table;
 }

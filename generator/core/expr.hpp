@@ -22,6 +22,7 @@ enum class ExprOp : unsigned char {
   Max,
   Clamp,
   Abs,
+  Sqrt,
   Relu,
   Exp,
   Tanh,

@@ -32,6 +32,8 @@ double evaluate(const Expr& e, const std::function<double(const ExprNode& leaf)>
       return std::fmin(std::fmax(arg(0), arg(1)), arg(2));
     case ExprOp::Abs:
       return std::fabs(arg(0));
+    case ExprOp::Sqrt:
+      return std::sqrt(arg(0));
     case ExprOp::Relu:
       return std::fmax(arg(0), 0.0);
     case ExprOp::Exp:

@@ -42,6 +42,8 @@ std::string print_cuda(const Expr& e, const std::function<std::string(const Expr
       return fmt::format("tessera::epi::clamp({}, {}, {})", arg(0), arg(1), arg(2));
     case ExprOp::Abs:
       return fmt::format("fabsf({})", arg(0));
+    case ExprOp::Sqrt:
+      return fmt::format("sqrtf({})", arg(0));
     case ExprOp::Relu:
       return fmt::format("tessera::epi::relu({})", arg(0));
     case ExprOp::Exp:

@@ -54,13 +54,17 @@ nlohmann::json GemmSignature::to_json() const {
                   {"index", std::string(index_form_name(i.form))},
                   {"dtype", std::string(dtype_name(i.operand.dtype))},
                   {"layout", std::string(i.operand.layout.name())}});
-  return {{"a", operand_json(a)},
-          {"b", operand_json(b)},
-          {"c", operand_json(c)},
-          {"d", operand_json(d)},
-          {"accumulator", std::string(dtype_name(accumulator))},
-          {"epilogue", epilogue.text()},
-          {"inputs", in}};
+  nlohmann::json j = {{"a", operand_json(a)},
+                      {"b", operand_json(b)},
+                      {"c", operand_json(c)},
+                      {"d", operand_json(d)},
+                      {"accumulator", std::string(dtype_name(accumulator))},
+                      {"epilogue", epilogue.text()},
+                      {"inputs", in}};
+  // Only a sampled product (SDDMM) says which dialect its text is in; GEMM's JSON, and so its hashes, stay as they
+  // were.
+  if (epilogue.sampled()) j["epilogue_dialect"] = "sampled";
+  return j;
 }
 
 GemmSignature GemmSignature::from_json(const nlohmann::json& j) {
@@ -70,7 +74,11 @@ GemmSignature GemmSignature::from_json(const nlohmann::json& j) {
   s.c = operand_from(j.at("c"), "c");
   s.d = operand_from(j.at("d"), "d");
   s.accumulator = dtype_from(j.at("accumulator"), "accumulator");
-  s.epilogue = Epilogue::parse(j.at("epilogue").get<std::string>());
+  const bool sampled = j.contains("epilogue_dialect") && j.at("epilogue_dialect").get<std::string>() == "sampled";
+  if (j.contains("epilogue_dialect") && !sampled)
+    throw InvalidArgument("epilogue_dialect", "must be \"sampled\" when given, got " + j.at("epilogue_dialect").dump());
+  const std::string text = j.at("epilogue").get<std::string>();
+  s.epilogue = sampled ? Epilogue::parse_sampled(text) : Epilogue::parse(text);
   for (const auto& i : j.at("inputs")) {
     EpilogueInput in;
     in.name = i.at("name").get<std::string>();
@@ -123,7 +131,9 @@ GemmProblem transposed(const GemmProblem& p) {
 
 bool operator==(const GemmSignature& x, const GemmSignature& y) {
   return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d && x.accumulator == y.accumulator &&
-         (x.epilogue.same_as(y.epilogue) || x.epilogue.text() == y.epilogue.text()) && x.inputs == y.inputs;
+         (x.epilogue.same_as(y.epilogue) ||
+          (x.epilogue.text() == y.epilogue.text() && x.epilogue.sampled() == y.epilogue.sampled())) &&
+         x.inputs == y.inputs;
 }
 
 void check_extents(const GemmProblem& p) {

@@ -78,6 +78,8 @@ llvm::Value* emit_expr(llvm::IRBuilder<>& b, const Expr& e, llvm::Type* float_ty
       return intrinsic(llvm::Intrinsic::minnum, {intrinsic(llvm::Intrinsic::maxnum, {arg(0), arg(1)}), arg(2)});
     case ExprOp::Abs:
       return intrinsic(llvm::Intrinsic::fabs, {arg(0)});
+    case ExprOp::Sqrt:
+      return intrinsic(llvm::Intrinsic::sqrt, {arg(0)});
     case ExprOp::Relu:
       return intrinsic(llvm::Intrinsic::maxnum, {arg(0), llvm::ConstantFP::get(float_type, 0.0)});
     case ExprOp::Exp:

@@ -16,7 +16,7 @@
 #include "generator/gemm/gemm_epilogue_binding.hpp"
 #include "generator/llvm/expr_llvm.hpp"
 #include "generator/llvm/loops.hpp"
-#include "generator/llvm/register_tile.hpp"
+#include "generator/llvm/output_tile.hpp"
 
 namespace tessera {
 
@@ -35,11 +35,11 @@ constexpr int kFullUnrollFmas = 256;
 
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-class CpuGemmEmitter : RegisterTiles {
+class CpuGemmEmitter : OutputTiles {
  public:
   // `name` is the entry point's symbol: the requested spec's name, also when `spec` is its transposed product.
   CpuGemmEmitter(const CpuGemmSpec& spec, std::string name, llvm::LLVMContext& ctx)
-      : RegisterTiles(ctx, name, spec.target, spec.signature.a.dtype == DType::bf16 ? "+avx512bf16" : ""),
+      : OutputTiles(ctx, name, spec.target, spec.signature.a.dtype == DType::bf16 ? "+avx512bf16" : ""),
         spec_(spec),
         name_(std::move(name)),
         sig_(spec.signature),
@@ -376,7 +376,6 @@ class CpuGemmEmitter : RegisterTiles {
 
   void emit_epilogue(llvm::Value* args, const LoopValues& acc, llvm::Value* row0, llvm::Value* col0, llvm::Value* rows,
                      llvm::Value* cols, llvm::Value* batch) {
-    const int nv = static_cast<int>(acc.size()) / cfg_.mr;
     llvm::Value* alpha = b_.CreateVectorSplat(lanes_, args_field(args, kAlpha, f32_));
     // C not read although the epilogue names it: the binding guarantees beta = 0 (c appears only scaled by beta),
     // so beta·c is the constant -0 and `x + beta·c` folds to x (the +0 it replaces changed only a -0's sign).
@@ -394,142 +393,7 @@ class CpuGemmEmitter : RegisterTiles {
     for (std::size_t i = 0; i < sig_.inputs.size(); ++i)
       inputs.push_back(load_tensor(b_.CreateGEP(tensor_ty_, inputs_ptr, i64c(static_cast<std::int64_t>(i)))));
 
-    // Integer leaves of layout index expressions.
-    llvm::Value *row = nullptr, *col = nullptr;
-    const auto fields_of = [&](const std::string& prefix) -> const TensorFields& {
-      if (prefix == "c") return c;
-      if (prefix == "d") return d;
-      for (std::size_t i = 0; i < sig_.inputs.size(); ++i)
-        if (prefix == "in." + sig_.inputs[i].name) return inputs[i];
-      throw std::logic_error("emit_llvm: unknown tensor " + prefix);
-    };
-    const auto int_leaf = [&](const ExprNode& node) -> llvm::Value* {
-      if (node.name == "row") return row;
-      if (node.name == "col") return col;
-      if (node.name == "batch") return batch;
-      const auto dot = node.name.rfind('.');
-      const TensorFields& t = fields_of(node.name.substr(0, dot));
-      const std::string field = node.name.substr(dot + 1);
-      return field == "rs" ? t.rs : field == "cs" ? t.cs : t.bs;
-    };
-    const auto index = [&](const Expr& e) { return emit_expr(b_, e, f32_, int_leaf); };
-    const Expr row_e = var("row", ExprType::Int), col_e = var("col", ExprType::Int),
-               batch_e = var("batch", ExprType::Int), zero_e = int_constant(0);
-
-    // A column-major D (the product of a transposed kernel, or asked for) is stored by columns: the tile's rows go
-    // through a stack tile and are transposed in registers, MR contiguous values per column, instead of a scatter
-    // per row vector (a transposed 1024³ ran 24% slower with scatters).
-    const Layout& dl = sig_.d.layout;
-    const bool column_major_d = dl.kind() == LayoutKind::ColMajor;
-    llvm::Value* tile = nullptr;
-    if (column_major_d) {
-      llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
-      llvm::IRBuilder<> at_entry(&entry, entry.begin());
-      auto* slots = at_entry.CreateAlloca(vec_, i64c(static_cast<std::int64_t>(cfg_.mr) * nv), "d.tile");
-      slots->setAlignment(llvm::Align(64));
-      tile = slots;
-    }
-    // An epilogue with a transcendental function needs a dozen registers per vector; with the whole tile's
-    // accumulators live across it, LLVM spilled its constants and temporaries. Such an epilogue parks the tile in
-    // a stack array and runs as a loop over its rows, one row's vectors live at a time and the constants hoisted;
-    // a cheap one stays unrolled in registers.
-    llvm::Value* parked = nullptr;
-    if (sig_.epilogue.calls_transcendental()) {
-      llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
-      llvm::IRBuilder<> at_entry(&entry, entry.begin());
-      auto* slots = at_entry.CreateAlloca(vec_, i64c(static_cast<std::int64_t>(acc.size())), "acc.tile");
-      slots->setAlignment(llvm::Align(64));
-      parked = slots;
-      for (std::size_t i = 0; i < acc.size(); ++i)
-        b_.CreateAlignedStore(acc[i], b_.CreateGEP(vec_, parked, i64c(static_cast<std::int64_t>(i))), llvm::Align(64));
-    }
-    // D's offset at the tile's first row and column, computed once: each row's blocks of the epilogue add their row
-    // to it instead of evaluating the layout's offset again (at IR level 0 nothing hoists it; per row it was five
-    // instructions with a multiply, for two stores).
-    llvm::Value *d_base = nullptr, *d_rs = nullptr, *d_cs = nullptr;
-    if (!column_major_d) {
-      row = row0, col = col0;
-      d_base = index(dl.offset("d", row_e, col_e, batch_e));
-      d_rs = index(dl.row_stride("d"));
-      d_cs = index(dl.col_stride("d"));
-    }
-    // Slot of row r's vector v in the tile (r constant when not parked).
-    const auto slot = [&](llvm::Value* r, int v) { return b_.CreateAdd(b_.CreateMul(r, i64c(nv)), i64c(v)); };
-    const auto accumulator = [&](llvm::Value* r, int v) -> llvm::Value* {
-      if (!parked) return acc[static_cast<std::size_t>(llvm::cast<llvm::ConstantInt>(r)->getSExtValue() * nv + v)];
-      return b_.CreateAlignedLoad(vec_, b_.CreateGEP(vec_, parked, slot(r, v)), llvm::Align(64));
-    };
-    const auto emit_row = [&](llvm::Value* r) {
-      row = b_.CreateAdd(row0, r);
-      for (int v = 0; v < nv; ++v) {
-        col = b_.CreateAdd(col0, i64c(v * lanes_));
-        llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
-        const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
-          const EpilogueRead read = bind_epilogue_leaf(sig_, node, row_e, col_e, batch_e);
-          switch (read.source) {
-            case EpilogueSource::Accumulator:
-              return accumulator(r, v);
-            case EpilogueSource::Alpha:
-              return alpha;
-            case EpilogueSource::Beta:
-              return beta;
-            case EpilogueSource::ZeroC:
-              return llvm::ConstantFP::getNegativeZero(vec_);
-            case EpilogueSource::C:
-            case EpilogueSource::Input:
-              break;
-          }
-          const TensorFields& t = read.source == EpilogueSource::C ? c : inputs[read.input];
-          return load_lanes(t, index(read.offset), read.column_step, read.broadcast ? nullptr : index(read.column_step),
-                            mask);
-        };
-        llvm::Value* value = emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
-        if (column_major_d) {
-          b_.CreateAlignedStore(value, b_.CreateGEP(vec_, tile, slot(r, v)), llvm::Align(4));
-          continue;
-        }
-        llvm::Value* offset =
-            b_.CreateAdd(b_.CreateAdd(d_base, b_.CreateMul(r, d_rs)),
-                         is_constant(dl.col_stride("d"), 1) ? i64c(v * lanes_) : b_.CreateMul(i64c(v * lanes_), d_cs));
-        if (is_constant(dl.col_stride("d"), 1))
-          store_masked(value, gep(d.data, offset), mask);
-        else
-          b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4), mask);
-      }
-    };
-    if (parked) {
-      llvm::Value* last = b_.CreateSelect(b_.CreateICmpSLT(rows, i64c(cfg_.mr)), rows, i64c(cfg_.mr));
-      emit_for(
-          b_, i64c(0), last, i64c(1), [&](llvm::Value* r) { emit_row(r); }, "epilogue.row");
-    } else {
-      for (int r = 0; r < cfg_.mr; ++r)
-        emit_if(
-            b_, b_.CreateICmpSLT(i64c(r), rows), [&] { emit_row(i64c(r)); }, "row");
-    }
-    if (!column_major_d) return;
-    // Per vector of columns and chunk of at most 8 rows: the chunk's columns by staged shuffles (columns_of_rows),
-    // one store of the chunk's rows per column; rows past the edge, or past the tile's MR, are masked off, columns
-    // past the edge store nothing.
-    const int chunk = 8;
-    for (int v = 0; v < nv; ++v)
-      for (int r0 = 0; r0 < cfg_.mr; r0 += chunk) {
-        const int rows_here = std::min(chunk, cfg_.mr - r0);
-        std::vector<llvm::Value*> values;
-        for (int r = r0; r < r0 + rows_here; ++r)
-          values.push_back(b_.CreateAlignedLoad(vec_, b_.CreateGEP(vec_, tile, i64c(r * nv + v)), llvm::Align(4)));
-        const std::vector<llvm::Value*> columns = columns_of_rows(std::move(values));
-        const int piece = static_cast<int>(llvm::cast<llvm::FixedVectorType>(columns[0]->getType())->getNumElements());
-        llvm::Value* row_mask = lane_mask(piece, b_.CreateSub(rows, i64c(r0)));
-        if (rows_here < piece) row_mask = b_.CreateAnd(row_mask, lane_mask(piece, i64c(rows_here)));
-        row = b_.CreateAdd(row0, i64c(r0));
-        for (int q = 0; q < lanes_; ++q) {
-          col = b_.CreateAdd(col0, i64c(v * lanes_ + q));
-          llvm::Value* col_valid = b_.CreateVectorSplat(piece, b_.CreateICmpSLT(i64c(v * lanes_ + q), cols));
-          llvm::Value* ptr = gep(d.data, index(dl.offset("d", row_e, col_e, batch_e)));
-          b_.CreateMaskedStore(columns[static_cast<std::size_t>(q)], ptr, llvm::Align(4),
-                               b_.CreateAnd(row_mask, col_valid));
-        }
-      }
+    store_output_tile(sig_, {c, d, std::move(inputs), alpha, beta}, acc, cfg_.mr, row0, col0, rows, cols, batch);
   }
 
   // The micro-kernels of a runtime-sized kernel. A packed B panel is zero-padded, so one kernel serves every tile

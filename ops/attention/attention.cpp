@@ -31,20 +31,6 @@ std::vector<std::int64_t> packed_head_offsets(const AttentionProblem& p, std::in
   return offsets;
 }
 
-// Runs task(t, scratch) for t < tasks on up to `participants` threads of the pool (the caller alone for one).
-void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size_t scratch_bytes,
-               const ThreadPool::Task& task) {
-  if (tasks == 0) return;
-  participants = static_cast<int>(std::min<std::int64_t>(participants, tasks));
-  if (participants == 1) {
-    thread_local Scratch scratch;
-    void* memory = scratch.get(scratch_bytes);
-    for (std::int64_t t = 0; t < tasks; ++t) task(t, memory);
-    return;
-  }
-  pool.run(participants, tasks, scratch_bytes, task);
-}
-
 // Whether some head's keys are read by several query blocks (or query heads): then they are packed once, before.
 bool packs_keys_first(const AttentionProblem& p, const CpuAttentionConfig& config) {
   if (config.in_place) return false;

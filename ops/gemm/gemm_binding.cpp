@@ -134,7 +134,104 @@ bool same_view(const MatrixView& x, const MatrixView& y) {
          x.layout == y.layout;
 }
 
+// D, C and the epilogue's tensors of an M×N output, checked and described as every op with such an output binds them.
+struct OutputViews {
+  MatrixView d, c;
+  bool c_read = false;
+  std::vector<MatrixView> inputs;  // in the epilogue's tensor order
+};
+
+OutputViews bind_output_views(const Tensor& ct, const Tensor& dt, const std::map<std::string, Tensor>& given,
+                              float beta, std::int64_t m, std::int64_t n, GemmSignature& s) {
+  OutputViews out;
+  if (dt.empty()) fail("d", "is required");
+  out.d = matrix_view(dt, "d", true);
+  if (out.d.rows != m || out.d.cols != n)
+    fail("d", fmt::format("is {}x{}, the product is {}x{}", out.d.rows, out.d.cols, m, n));
+
+  out.c_read = s.epilogue.reads_c() && !(beta == 0 && s.epilogue.c_scaled_by_beta());
+  if (out.c_read) {
+    if (ct.empty()) fail("c", "the epilogue reads c, but no c tensor was given");
+    out.c = matrix_view(ct, "c", false);
+    if (out.c.rows != m || out.c.cols != n)
+      fail("c", fmt::format("is {}x{}, the output is {}x{}", out.c.rows, out.c.cols, m, n));
+  } else {
+    out.c.layout = Layout::zero();
+  }
+
+  // Epilogue tensors, in the signature's (name) order; extra names are typos worth reporting.
+  for (const auto& [name, tensor] : given) {
+    const auto& wanted = s.epilogue.tensors();
+    if (std::none_of(wanted.begin(), wanted.end(), [&](const auto& t) { return t.name == name; }))
+      fail("inputs." + name, "is not read by the epilogue '" + s.epilogue.text() + "'");
+  }
+  for (const auto& t : s.epilogue.tensors()) {
+    const std::string name = "inputs." + t.name;
+    auto it = given.find(t.name);
+    if (it == given.end()) fail(name, "the epilogue reads " + t.name + " but no tensor was bound to it");
+    MatrixView v;
+    if (t.form == IndexForm::MN) {
+      v = matrix_view(it->second, name, false);
+      if (v.rows != m || v.cols != n) fail(name, fmt::format("is {}x{}, the output is {}x{}", v.rows, v.cols, m, n));
+    } else {
+      v = vector_view(it->second, name, t.form, t.form == IndexForm::N ? n : m);
+    }
+    out.inputs.push_back(v);
+    s.inputs.push_back({t.name, t.form, {v.dtype, v.layout}});
+  }
+  s.c = {out.c_read ? out.c.dtype : DType::f32, out.c.layout};
+  s.d = {out.d.dtype, out.d.layout};
+  return out;
+}
+
+// D is written while the others are read: elementwise operands may be D itself, nothing may partly overlap it.
+void check_output_overlaps(const OutputViews& o, const GemmSignature& s) {
+  if (o.c_read && overlaps(o.d, o.c) && !same_view(o.d, o.c))
+    fail("d", "partly overlaps c (in place needs the same view)");
+  for (std::size_t i = 0; i < o.inputs.size(); ++i) {
+    const bool elementwise = s.inputs[i].form == IndexForm::MN && same_view(o.d, o.inputs[i]);
+    if (overlaps(o.d, o.inputs[i]) && !elementwise) fail("d", "overlaps inputs." + s.inputs[i].name);
+  }
+}
+
 }  // namespace
+
+namespace {
+MatrixOperand operand_of(const MatrixView& v, const std::string& name) {
+  if (v.batched && v.batch != 1) fail(name, fmt::format("must be 2-D, got a batch of {}", v.batch));
+  return {v.rows, v.cols, v.arg, v.layout, v.dtype, static_cast<std::int64_t>(v.extent) * dtype_bytes(v.dtype)};
+}
+}  // namespace
+
+MatrixOperand bind_matrix(const Tensor& t, const std::string& name) {
+  return operand_of(matrix_view(t, name, false), name);
+}
+
+MatrixOperand bind_vector(const Tensor& t, const std::string& name, IndexForm form, std::int64_t length) {
+  return operand_of(vector_view(t, name, form, length), name);
+}
+
+OutputBinding bind_output(const Tensor& c, const Tensor& d, const std::map<std::string, Tensor>& inputs,
+                          const Epilogue& epilogue, float beta, std::int64_t m, std::int64_t n,
+                          const std::vector<ReadRange>& reads) {
+  OutputBinding bound;
+  bound.signature.epilogue = epilogue;
+  const OutputViews o = bind_output_views(c, d, inputs, beta, m, n, bound.signature);
+  if (o.d.batched && o.d.batch != 1) fail("d", "must be 2-D [M, N]");
+  if (o.c_read && o.c.batched && o.c.batch != 1) fail("c", "must be 2-D [M, N]");
+  for (std::size_t i = 0; i < o.inputs.size(); ++i)
+    if (o.inputs[i].batched && o.inputs[i].batch != 1) fail("inputs." + bound.signature.inputs[i].name, "is batched");
+  for (const ReadRange& r : reads) {
+    if (r.bytes <= 0 || o.d.extent == 0) continue;
+    const char* begin = static_cast<const char*>(r.data);
+    if (o.d.begin() < begin + r.bytes && begin < o.d.end()) fail("d", "overlaps " + r.name);
+  }
+  check_output_overlaps(o, bound.signature);
+  bound.c = o.c_read ? o.c.arg : TensorArg{};
+  bound.d = o.d.arg;
+  for (const auto& v : o.inputs) bound.inputs.push_back(v.arg);
+  return bound;
+}
 
 GemmBinding bind_gemm(const GemmArgs& g) {
   GemmBinding bound;
@@ -148,47 +245,12 @@ GemmBinding bind_gemm(const GemmArgs& g) {
   if (g.d.empty()) fail("d", "is required");
   const MatrixView a = matrix_view(g.a, "a", false);
   const MatrixView b = matrix_view(g.b, "b", false);
-  const MatrixView d = matrix_view(g.d, "d", true);
   p.m = a.rows;
   p.k = a.cols;
   p.n = b.cols;
   if (b.rows != p.k) fail("b", fmt::format("has {} rows, but a has K = {} columns", b.rows, p.k));
-  if (d.rows != p.m || d.cols != p.n)
-    fail("d", fmt::format("is {}x{}, the product a·b is {}x{}", d.rows, d.cols, p.m, p.n));
-
-  const bool c_read = s.epilogue.reads_c() && !(g.beta == 0 && s.epilogue.c_scaled_by_beta());
-  MatrixView c;
-  if (c_read) {
-    if (g.c.empty()) fail("c", "the epilogue reads c, but no c tensor was given");
-    c = matrix_view(g.c, "c", false);
-    if (c.rows != p.m || c.cols != p.n)
-      fail("c", fmt::format("is {}x{}, the output is {}x{}", c.rows, c.cols, p.m, p.n));
-  } else {
-    c.layout = Layout::zero();
-  }
-
-  // Epilogue tensors, in the signature's (name) order; extra names are typos worth reporting.
-  std::vector<MatrixView> inputs;
-  for (const auto& [name, tensor] : g.inputs) {
-    const auto& wanted = s.epilogue.tensors();
-    if (std::none_of(wanted.begin(), wanted.end(), [&](const auto& t) { return t.name == name; }))
-      fail("inputs." + name, "is not read by the epilogue '" + s.epilogue.text() + "'");
-  }
-  for (const auto& t : s.epilogue.tensors()) {
-    const std::string name = "inputs." + t.name;
-    auto it = g.inputs.find(t.name);
-    if (it == g.inputs.end()) fail(name, "the epilogue reads " + t.name + " but no tensor was bound to it");
-    MatrixView v;
-    if (t.form == IndexForm::MN) {
-      v = matrix_view(it->second, name, false);
-      if (v.rows != p.m || v.cols != p.n)
-        fail(name, fmt::format("is {}x{}, the output is {}x{}", v.rows, v.cols, p.m, p.n));
-    } else {
-      v = vector_view(it->second, name, t.form, t.form == IndexForm::N ? p.n : p.m);
-    }
-    inputs.push_back(v);
-    s.inputs.push_back({t.name, t.form, {v.dtype, v.layout}});
-  }
+  const OutputViews o = bind_output_views(g.c, g.d, g.inputs, g.beta, p.m, p.n, s);
+  const MatrixView& d = o.d;
 
   // Batch: every batched operand agrees; 2-D operands are shared by all batches.
   p.batch = d.batch;
@@ -199,22 +261,15 @@ GemmBinding bind_gemm(const GemmArgs& g) {
     fail("d", "must be 3-D [batch, M, N] when a or b is batched");
   check_batch(a, "a");
   check_batch(b, "b");
-  if (c_read) check_batch(c, "c");
-  for (std::size_t i = 0; i < inputs.size(); ++i) check_batch(inputs[i], "inputs." + s.inputs[i].name);
+  if (o.c_read) check_batch(o.c, "c");
+  for (std::size_t i = 0; i < o.inputs.size(); ++i) check_batch(o.inputs[i], "inputs." + s.inputs[i].name);
 
-  // D is written while the others are read: elementwise operands may be D itself, nothing may partly overlap it.
   if (overlaps(d, a)) fail("d", "overlaps a");
   if (overlaps(d, b)) fail("d", "overlaps b");
-  if (c_read && overlaps(d, c) && !same_view(d, c)) fail("d", "partly overlaps c (in place needs the same view)");
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const bool elementwise = s.inputs[i].form == IndexForm::MN && same_view(d, inputs[i]);
-    if (overlaps(d, inputs[i]) && !elementwise) fail("d", "overlaps inputs." + s.inputs[i].name);
-  }
+  check_output_overlaps(o, s);
 
   s.a = {a.dtype, a.layout};
   s.b = {b.dtype, b.layout};
-  s.c = {c_read ? c.dtype : DType::f32, c.layout};
-  s.d = {d.dtype, d.layout};
   s.accumulator = DType::f32;
   s.check();
 
@@ -225,11 +280,11 @@ GemmBinding bind_gemm(const GemmArgs& g) {
   k.batch = p.batch;
   k.a = a.arg;
   k.b = b.arg;
-  k.c = c_read ? c.arg : TensorArg{};
+  k.c = o.c_read ? o.c.arg : TensorArg{};
   k.d = d.arg;
   k.alpha = g.alpha;
   k.beta = g.beta;
-  for (const auto& v : inputs) bound.inputs.push_back(v.arg);
+  for (const auto& v : o.inputs) bound.inputs.push_back(v.arg);
   return bound;
 }
 

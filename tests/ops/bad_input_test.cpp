@@ -80,7 +80,7 @@ TEST(BadInput, MissingAndNullTensors) {
 
 TEST(BadInput, Shapes) {
   EXPECT_REJECTED("b: has 3 rows, but a has K = 4 columns", g.b.shape[0] = 3);
-  EXPECT_REJECTED("d: is 6x4, the product a·b is 6x5", g.d.shape[1] = 4);
+  EXPECT_REJECTED("d: is 6x4, the product is 6x5", g.d.shape[1] = 4);
   EXPECT_REJECTED("c: is 5x5, the output is 6x5", g.c.shape[0] = 5);
   EXPECT_REJECTED("a: shape[0] = -6 is negative", g.a.shape[0] = -6);
   EXPECT_REJECTED("a: must be 2-D [rows, cols] or 3-D [batch, rows, cols], got 1-D",

@@ -50,3 +50,21 @@ AttentionReference reference_attention(const AttentionArgs& args);
 Comparison compare_attention(const AttentionReference& ref, const AttentionArgs& args, double weight_rounding = 0);
 
 }  // namespace tessera
+
+namespace tessera {
+
+// SpMM through the GEMM reference: A densified from its arrays (the values as stored, partial edge blocks cut),
+// then the plain double loop. Compare args.d with compare_gemm.
+GemmReference reference_spmm(const SpmmArgs& args);
+
+// SDDMM in double precision, entry by entry from the pattern's arrays.
+struct SddmmReference {
+  std::vector<double> values, tolerance;  // per entry
+};
+SddmmReference reference_sddmm(const SddmmArgs& args);
+Comparison compare_sddmm(const SddmmReference& ref, const Tensor& out);
+
+// A sparse matrix's elements as a dense row-major f32 M×K array (what dense GEMM peers multiply).
+std::vector<float> densify(const SparseMatrix& matrix);
+
+}  // namespace tessera

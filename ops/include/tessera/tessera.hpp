@@ -1,5 +1,5 @@
-// tessera's public C++ API: a Runtime that JIT-compiles, caches and runs GEMM and attention kernels described by
-// their parts.
+// tessera's public C++ API: a Runtime that JIT-compiles, caches and runs GEMM, attention and sparse kernels
+// described by their parts.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "generator/gemm/cpu_gemm_spec.hpp"
 #include "generator/gemm/gemm_problem.hpp"
 #include "tessera/attention.hpp"
+#include "tessera/sparse.hpp"
 #include "tessera/tensor.hpp"
 
 namespace tessera {
@@ -131,12 +132,27 @@ class Runtime {
   // describe + compile + run.
   void attention(const AttentionArgs& args);
 
+  // Sparse × dense (SpMM) and the sampled dense product (SDDMM): kernels from the cache or compiled now, with
+  // default_for's config (or the one given). spmm / sddmm inspect the pattern unless the args carry its plan.
+  SpmmProblem describe(const SpmmArgs& args) const { return describe_spmm(args); }
+  CpuSpmmConfig choose_config(const SpmmProblem& problem);
+  SpmmKernel compile(const SpmmProblem& problem);
+  SpmmKernel compile(const SpmmProblem& problem, const CpuSpmmConfig& config);
+  void spmm(const SpmmArgs& args);
+  SddmmProblem describe(const SddmmArgs& args) const { return describe_sddmm(args); }
+  CpuSddmmConfig choose_config(const SddmmProblem& problem);
+  SddmmKernel compile(const SddmmProblem& problem);
+  SddmmKernel compile(const SddmmProblem& problem, const CpuSddmmConfig& config);
+  void sddmm(const SddmmArgs& args);
+
   CacheStats cache_stats() const;
 
  private:
   friend class GemmKernel;
   friend class PreparedGemm;
   friend class AttentionKernel;
+  friend class SpmmKernel;
+  friend class SddmmKernel;
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };

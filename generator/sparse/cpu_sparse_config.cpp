@@ -1,0 +1,160 @@
+#include "generator/sparse/cpu_sparse_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "generator/core/arith.hpp"
+#include "generator/core/config_overrides.hpp"
+#include "generator/core/error.hpp"
+
+namespace tessera {
+
+namespace {
+
+// Registers left for B's vectors, the broadcast value and addresses beside the accumulators.
+constexpr int kSpareRegisters = 4;
+constexpr int kMaxPrefetch = 64;
+
+int accumulator_budget(const CpuTarget& target) { return target.vector_registers() - kSpareRegisters; }
+
+}  // namespace
+
+CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& target) {
+  CpuSpmmConfig c;
+  const int lanes = target.vector_lanes();
+  const int rows = p.signature.a.block_rows;
+  // N in as few tiles as the registers allow: a tile re-reads the row's indices and values, B is read once anyway.
+  const int budget = accumulator_budget(target);
+  const int widest = std::max(1, std::min(8, budget / rows));
+  c.nv = static_cast<int>(std::clamp<std::int64_t>(ceil_div(std::max<std::int64_t>(p.n, 1), lanes), 1, widest));
+  // Tiles of equal width: N = 80 on 16 lanes is two tiles of 3 and 2 vectors rather than 4 and 1.
+  const std::int64_t tiles = ceil_div(std::max<std::int64_t>(p.n, 1), std::int64_t{c.nv} * lanes);
+  c.nv = static_cast<int>(ceil_div(ceil_div(std::max<std::int64_t>(p.n, 1), tiles), lanes));
+  // One block row of a BSR block already gives `rows` independent chains.
+  c.chains = rows >= 4 ? 1 : std::max(1, std::min(2, budget / (rows * c.nv)));
+  c.prefetch = 8;
+  return c;
+}
+
+CpuSpmmConfig CpuSpmmConfig::with_overrides(const std::string& text) const {
+  CpuSpmmConfig c = *this;
+  for (const auto& [key, value] : parse_config_overrides(text)) {
+    if (key == "nv")
+      c.nv = value;
+    else if (key == "chains")
+      c.chains = value;
+    else if (key == "prefetch")
+      c.prefetch = value;
+    else
+      throw InvalidArgument("config", "unknown key '" + key + "' (nv, chains, prefetch)");
+  }
+  return c;
+}
+
+nlohmann::json CpuSpmmConfig::to_json() const { return {{"nv", nv}, {"chains", chains}, {"prefetch", prefetch}}; }
+
+CpuSpmmConfig CpuSpmmConfig::from_json(const nlohmann::json& j) {
+  CpuSpmmConfig c;
+  c.nv = j.at("nv").get<int>();
+  c.chains = j.at("chains").get<int>();
+  c.prefetch = j.at("prefetch").get<int>();
+  return c;
+}
+
+CpuSddmmConfig CpuSddmmConfig::default_for(const SddmmProblem& p, const CpuTarget& target) {
+  CpuSddmmConfig c;
+  c.cols = std::min(8, target.vector_lanes());
+  // Short rows of K take one vector step each; longer ones get two independent vectors per step.
+  c.unroll = p.k > target.vector_lanes() ? std::clamp(accumulator_budget(target) / c.cols, 1, 2) : 1;
+  return c;
+}
+
+CpuSddmmConfig CpuSddmmConfig::with_overrides(const std::string& text) const {
+  CpuSddmmConfig c = *this;
+  for (const auto& [key, value] : parse_config_overrides(text)) {
+    if (key == "cols")
+      c.cols = value;
+    else if (key == "unroll")
+      c.unroll = value;
+    else
+      throw InvalidArgument("config", "unknown key '" + key + "' (cols, unroll)");
+  }
+  return c;
+}
+
+nlohmann::json CpuSddmmConfig::to_json() const { return {{"cols", cols}, {"unroll", unroll}}; }
+
+CpuSddmmConfig CpuSddmmConfig::from_json(const nlohmann::json& j) {
+  CpuSddmmConfig c;
+  c.cols = j.at("cols").get<int>();
+  c.unroll = j.at("unroll").get<int>();
+  return c;
+}
+
+void validate(const SpmmSignature& s, const CpuSpmmConfig& c, const CpuTarget& target) {
+  s.check();
+  if (s.a.value == DType::f16) throw ConfigError("spmm: f16 values run on CUDA targets; the CPU takes f32 or bf16");
+  if (c.nv < 1 || c.nv > 8) throw ConfigError(fmt::format("spmm: nv must be in 1..8, got {}", c.nv));
+  if (c.chains < 1 || c.chains > 4) throw ConfigError(fmt::format("spmm: chains must be in 1..4, got {}", c.chains));
+  if (c.prefetch < 0 || c.prefetch > kMaxPrefetch)
+    throw ConfigError(fmt::format("spmm: prefetch must be in 0..{}, got {}", kMaxPrefetch, c.prefetch));
+  const int accumulators = c.chains * s.a.block_rows * c.nv;
+  if (accumulators > accumulator_budget(target))
+    throw ConfigError(
+        fmt::format("spmm: chains x block rows x nv = {} accumulators, more than the {} vector "
+                    "registers {} leaves for them",
+                    accumulators, accumulator_budget(target), target.str()));
+}
+
+void validate(const SddmmSignature& s, const CpuSddmmConfig& c, const CpuTarget& target) {
+  s.check();
+  if (s.pattern.value == DType::f16)
+    throw ConfigError("sddmm: f16 pattern values run on CUDA targets; the CPU takes f32 or bf16");
+  const int widest = std::min(8, target.vector_lanes());
+  if (c.cols < 1 || c.cols > widest)
+    throw ConfigError(fmt::format("sddmm: cols must be in 1..{}, got {}", widest, c.cols));
+  if (c.unroll < 1 || c.unroll > 4) throw ConfigError(fmt::format("sddmm: unroll must be in 1..4, got {}", c.unroll));
+  if (c.cols * c.unroll > accumulator_budget(target))
+    throw ConfigError(fmt::format("sddmm: cols x unroll = {} accumulators, more than {} registers", c.cols * c.unroll,
+                                  accumulator_budget(target)));
+}
+
+std::vector<CpuSpmmConfig> cpu_spmm_variants(const SpmmProblem& p, const CpuTarget& target) {
+  std::vector<CpuSpmmConfig> out{CpuSpmmConfig::default_for(p, target)};
+  const int lanes = target.vector_lanes();
+  const int most = static_cast<int>(std::min<std::int64_t>(8, ceil_div(std::max<std::int64_t>(p.n, 1), lanes)));
+  for (int nv : {1, 2, 3, 4, 6, 8}) {
+    if (nv > most) continue;
+    for (int chains : {1, 2, 4})
+      for (int prefetch : {0, 8, 16}) {
+        const CpuSpmmConfig c{nv, chains, prefetch};
+        if (std::find(out.begin(), out.end(), c) != out.end()) continue;
+        try {
+          validate(p.signature, c, target);
+        } catch (const ConfigError&) {
+          continue;
+        }
+        out.push_back(c);
+      }
+  }
+  return out;
+}
+
+std::vector<CpuSddmmConfig> cpu_sddmm_variants(const SddmmProblem& p, const CpuTarget& target) {
+  std::vector<CpuSddmmConfig> out{CpuSddmmConfig::default_for(p, target)};
+  for (int cols : {2, 4, 8})
+    for (int unroll : {1, 2, 4}) {
+      const CpuSddmmConfig c{cols, unroll};
+      if (std::find(out.begin(), out.end(), c) != out.end()) continue;
+      try {
+        validate(p.signature, c, target);
+      } catch (const ConfigError&) {
+        continue;
+      }
+      out.push_back(c);
+    }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,52 @@
+// How the CPU sparse kernels are blocked.
+//
+// SpMM walks the block rows of A; for each it keeps an output tile of block_rows × nv vectors of N in registers
+// (GEMM's outer-product register tile: A's stored values broadcast, B's rows loaded whole) across the row's entries,
+// `chains` independent sets of accumulators so that consecutive entries do not wait on one FMA chain, and prefetches
+// the B rows named `prefetch` entries ahead. SDDMM takes a pattern row's entries `cols` at a time as a dot tile (the
+// A row against `cols` B rows gathered by column, vectorised along K, `unroll` vectors per step).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/core/cpu_target.hpp"
+#include "generator/sparse/sparse_problem.hpp"
+
+namespace tessera {
+
+struct CpuSpmmConfig {
+  int nv = 4;        // vectors of N per output tile
+  int chains = 2;    // accumulator sets summed at the end of a row
+  int prefetch = 8;  // entries ahead whose B rows are prefetched (0: none)
+
+  static CpuSpmmConfig default_for(const SpmmProblem& problem, const CpuTarget& target);
+  // "nv=8,chains=2,prefetch=16" applied to this config; throws InvalidArgument for an unknown key.
+  CpuSpmmConfig with_overrides(const std::string& text) const;
+  nlohmann::json to_json() const;
+  static CpuSpmmConfig from_json(const nlohmann::json& j);
+  friend bool operator==(const CpuSpmmConfig&, const CpuSpmmConfig&) = default;
+};
+
+struct CpuSddmmConfig {
+  int cols = 4;    // pattern entries per dot tile (at most the vector's lanes, and 8)
+  int unroll = 2;  // K vectors per step of the dot tile
+
+  static CpuSddmmConfig default_for(const SddmmProblem& problem, const CpuTarget& target);
+  CpuSddmmConfig with_overrides(const std::string& text) const;
+  nlohmann::json to_json() const;
+  static CpuSddmmConfig from_json(const nlohmann::json& j);
+  friend bool operator==(const CpuSddmmConfig&, const CpuSddmmConfig&) = default;
+};
+
+// Throw ConfigError stating the rule the config breaks for this signature and target.
+void validate(const SpmmSignature& signature, const CpuSpmmConfig& config, const CpuTarget& target);
+void validate(const SddmmSignature& signature, const CpuSddmmConfig& config, const CpuTarget& target);
+
+// The configs worth timing: default_for first, then alternatives, all valid.
+std::vector<CpuSpmmConfig> cpu_spmm_variants(const SpmmProblem& problem, const CpuTarget& target);
+std::vector<CpuSddmmConfig> cpu_sddmm_variants(const SddmmProblem& problem, const CpuTarget& target);
+
+}  // namespace tessera

@@ -1,0 +1,41 @@
+// The calling convention between the runtime and the generated CPU sparse kernels; the emitter mirrors these structs.
+// Index arrays are of the signature's index type (i32 or i64), value arrays of its value type.
+#pragma once
+
+#include <cstdint>
+
+#include "generator/gemm/gemm_abi.hpp"
+
+namespace tessera {
+
+struct SpmmKernelArgs {
+  std::int64_t m = 0, n = 0, k = 0;   // elements of D (m×n) and of A's columns (k)
+  std::int64_t entries = 0;           // stored entries of A (blocks for BSR): the length of col_indices
+  const void* row_offsets = nullptr;  // block rows + 1
+  const void* col_indices = nullptr;  // block columns
+  const void* values = nullptr;       // block_rows·block_cols per entry, row-major within a block
+  TensorArg b, c, d;
+  const TensorArg* inputs = nullptr;  // one per epilogue tensor, in signature order
+  float alpha = 1, beta = 0;
+};
+
+// Computes the block rows [row_begin, row_end) of D; disjoint ranges may run concurrently.
+using SpmmKernelFn = void (*)(const SpmmKernelArgs* args, std::int64_t row_begin, std::int64_t row_end);
+
+struct SddmmKernelArgs {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t entries = 0;
+  const void* row_offsets = nullptr;
+  const void* col_indices = nullptr;
+  const void* values = nullptr;  // the pattern's values (s); read only when the epilogue names s
+  TensorArg a;                   // M×K, unit stride along K
+  TensorArg b;                   // N×K, unit stride along K (rs: a row's stride)
+  void* out = nullptr;           // one value per entry, in the pattern's order
+  const TensorArg* inputs = nullptr;
+  float alpha = 1;
+};
+
+// Computes the entries of the pattern rows [row_begin, row_end).
+using SddmmKernelFn = void (*)(const SddmmKernelArgs* args, std::int64_t row_begin, std::int64_t row_end);
+
+}  // namespace tessera

@@ -1,0 +1,93 @@
+#include "generator/sparse/sparse_problem.hpp"
+
+#include "generator/core/error.hpp"
+
+namespace tessera {
+
+nlohmann::json PatternStats::to_json() const {
+  return {{"rows", rows},
+          {"nnz", nnz},
+          {"mean_row", mean_row},
+          {"stddev_row", stddev_row},
+          {"max_row", max_row},
+          {"empty_rows", empty_rows},
+          {"block_fill", block_fill}};
+}
+
+namespace {
+
+void check_dense_value(DType value, const char* name) {
+  if (value != DType::f32 && value != DType::bf16)
+    throw InvalidArgument(name, std::string("must be f32 or bf16 on the CPU, got ") + std::string(dtype_name(value)));
+}
+
+}  // namespace
+
+void SpmmSignature::check() const {
+  a.check();
+  dense.check();
+  if (dense.epilogue.sampled()) throw InvalidArgument("epilogue", "SpMM takes a GEMM epilogue, not a sampled one");
+  check_dense_value(dense.b.dtype, "b");
+  if (dense.d.dtype != DType::f32 && dense.d.dtype != DType::bf16) throw InvalidArgument("d", "must be f32 or bf16");
+}
+
+nlohmann::json SpmmSignature::to_json() const { return {{"a", a.to_json()}, {"dense", dense.to_json()}}; }
+
+SpmmSignature SpmmSignature::from_json(const nlohmann::json& j) {
+  SpmmSignature s{SparseSignature::from_json(j.at("a")), GemmSignature::from_json(j.at("dense"))};
+  s.check();
+  return s;
+}
+
+double SpmmProblem::flops() const {
+  const double values = static_cast<double>(pattern.nnz) * signature.a.block_rows * signature.a.block_cols;
+  return 2.0 * values * static_cast<double>(n);
+}
+
+double SpmmProblem::min_bytes() const {
+  const SparseSignature& a = signature.a;
+  const double index = a.index_bits / 8.0;
+  const double values = static_cast<double>(pattern.nnz) * a.block_rows * a.block_cols;
+  double bytes = values * dtype_bytes(a.value) + static_cast<double>(pattern.nnz) * index +
+                 static_cast<double>(pattern.rows + 1) * index;
+  bytes += static_cast<double>(k) * static_cast<double>(n) * dtype_bytes(signature.dense.b.dtype);
+  const double output = static_cast<double>(m) * static_cast<double>(n);
+  bytes += output * dtype_bytes(signature.dense.d.dtype);
+  if (signature.dense.c.layout.reads_memory()) bytes += output * dtype_bytes(signature.dense.c.dtype);
+  return bytes;
+}
+
+void SddmmSignature::check() const {
+  pattern.check();
+  if (pattern.format != SparseFormat::Csr) throw InvalidArgument("pattern", "SDDMM samples at a CSR pattern");
+  dense.check();
+  if (!dense.epilogue.sampled())
+    throw InvalidArgument("epilogue", "SDDMM takes a sampled epilogue (acc, alpha, s, tensors [m] or [n])");
+  // The kernel reads f32 rows; the runtime widens bf16 operands first.
+  if (dense.a.dtype != DType::f32) throw InvalidArgument("a", "the kernel reads f32 rows");
+  if (dense.b.dtype != DType::f32) throw InvalidArgument("b", "the kernel reads f32 rows");
+  if (dense.d.dtype != DType::f32) throw InvalidArgument("out", "must be f32");
+}
+
+nlohmann::json SddmmSignature::to_json() const { return {{"pattern", pattern.to_json()}, {"dense", dense.to_json()}}; }
+
+SddmmSignature SddmmSignature::from_json(const nlohmann::json& j) {
+  SddmmSignature s{SparseSignature::from_json(j.at("pattern")), GemmSignature::from_json(j.at("dense"))};
+  s.check();
+  return s;
+}
+
+double SddmmProblem::flops() const { return 2.0 * static_cast<double>(pattern.nnz) * static_cast<double>(k); }
+
+double SddmmProblem::min_bytes() const {
+  const SparseSignature& p = signature.pattern;
+  const double index = p.index_bits / 8.0;
+  double bytes = static_cast<double>(pattern.nnz) * index + static_cast<double>(pattern.rows + 1) * index;
+  if (signature.dense.epilogue.reads_s()) bytes += static_cast<double>(pattern.nnz) * dtype_bytes(p.value);
+  bytes += static_cast<double>(m) * static_cast<double>(k) * dtype_bytes(signature.dense.a.dtype);
+  bytes += static_cast<double>(n) * static_cast<double>(k) * dtype_bytes(signature.dense.b.dtype);
+  bytes += static_cast<double>(pattern.nnz) * dtype_bytes(signature.dense.d.dtype);
+  return bytes;
+}
+
+}  // namespace tessera

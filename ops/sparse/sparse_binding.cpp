@@ -1,0 +1,195 @@
+#include "ops/sparse/sparse_binding.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ops/gemm/gemm_binding.hpp"
+
+namespace tessera {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& rule) { throw InvalidArgument(name, rule); }
+
+// The pattern's plan: the one given (if it describes this pattern) or a new inspection.
+std::shared_ptr<const SparsePlan> plan_of(const SparseMatrix& m, const std::shared_ptr<const SparsePlan>& given,
+                                          int threads, const char* name) {
+  if (given) {
+    if (!given->describes(m))
+      fail(std::string(name) + ".plan", "was made for another pattern (the arrays or their contents changed)");
+    return given;
+  }
+  return std::make_shared<const SparsePlan>(SparsePlan::inspect(m, threads, name));
+}
+
+// The byte ranges of a pattern's arrays, which an output must not overlap.
+std::vector<ReadRange> pattern_ranges(const SparseMatrix& m, const std::string& name) {
+  const std::int64_t index = m.index_bits / 8;
+  return {{m.row_offsets, (m.block_row_count() + 1) * index, name + ".row_offsets"},
+          {m.col_indices, m.entries * index, name + ".col_indices"},
+          {m.values, m.entries * m.block_rows * m.block_cols * dtype_bytes(m.value), name + ".values"}};
+}
+
+double element(const MatrixOperand& t, std::int64_t r, std::int64_t c) {
+  const std::int64_t at = r * t.arg.rs + c * t.arg.cs;
+  if (t.dtype == DType::f32) return static_cast<const float*>(t.arg.data)[at];
+  const std::uint16_t h = static_cast<const std::uint16_t*>(t.arg.data)[at];
+  return t.dtype == DType::bf16 ? from_bf16(h) : from_f16(h);
+}
+
+// A matrix operand as row-major f32 in `copy`, unless it already is (or is bf16 row-major and `bf16_ok`).
+TensorArg row_major(const MatrixOperand& t, std::vector<float>& copy, bool bf16_ok, const std::string& name) {
+  if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
+    fail(name, fmt::format("must be f32 or bf16, got {}", dtype_name(t.dtype)));
+  const bool unit_columns = t.arg.cs == 1 || t.cols <= 1;
+  if (unit_columns && (t.dtype == DType::f32 || (bf16_ok && t.dtype == DType::bf16))) {
+    TensorArg a = t.arg;
+    a.cs = 1;
+    if (t.rows <= 1) a.rs = t.cols;
+    return a;
+  }
+  copy.resize(static_cast<std::size_t>(t.rows * t.cols));
+  for (std::int64_t r = 0; r < t.rows; ++r)
+    for (std::int64_t c = 0; c < t.cols; ++c)
+      copy[static_cast<std::size_t>(r * t.cols + c)] = static_cast<float>(element(t, r, c));
+  return {copy.data(), t.cols, 1, 0};
+}
+
+bool overlaps(const void* x, std::int64_t x_bytes, const void* y, std::int64_t y_bytes) {
+  if (x_bytes <= 0 || y_bytes <= 0) return false;
+  const char *a = static_cast<const char*>(x), *b = static_cast<const char*>(y);
+  return a < b + y_bytes && b < a + x_bytes;
+}
+
+}  // namespace
+
+SpmmBinding bind_spmm(const SpmmArgs& g, int threads) {
+  SpmmBinding bound;
+  SpmmProblem& p = bound.problem;
+  p.threads = g.threads;
+  if (g.a.value == DType::f16) fail("a.values", "are f16; the CPU takes f32 or bf16 (f16 runs on CUDA targets)");
+  bound.plan = plan_of(g.a, g.plan, g.threads ? g.threads : threads, "a");
+  p.m = g.a.rows;
+  p.k = g.a.cols;
+  p.pattern = bound.plan->stats();
+  if (g.b.empty()) fail("b", "is required");
+  const MatrixOperand b = bind_matrix(g.b, "b");
+  if (b.rows != p.k) fail("b", fmt::format("has {} rows, but a has K = {} columns", b.rows, p.k));
+  p.n = b.cols;
+
+  std::vector<ReadRange> reads = pattern_ranges(g.a, "a");
+  reads.push_back({b.arg.data, b.bytes, "b"});
+  OutputBinding out = bind_output(g.c, g.d, g.inputs, g.epilogue, g.beta, p.m, p.n, reads);
+  if (out.signature.d.dtype != DType::f32) fail("d", "must be f32");
+  if (out.signature.c.layout.reads_memory() && out.signature.c.dtype != DType::f32) fail("c", "must be f32");
+  for (const EpilogueInput& in : out.signature.inputs)
+    if (in.operand.dtype != DType::f32) fail("inputs." + in.name, "must be f32");
+
+  SpmmKernelArgs& k = bound.args;
+  k.b = row_major(b, bound.b_copy, true, "b");
+  const DType b_dtype = bound.b_copy.empty() ? b.dtype : DType::f32;
+  GemmSignature& dense = p.signature.dense;
+  dense = out.signature;
+  dense.a = {g.a.value == DType::bf16 ? DType::bf16 : DType::f32, Layout::row_major()};
+  dense.b = {b_dtype, Layout::row_major()};
+  dense.accumulator = DType::f32;
+  p.signature.a = g.a.signature();
+  p.signature.check();
+
+  k.m = p.m;
+  k.n = p.n;
+  k.k = p.k;
+  k.entries = g.a.entries;
+  k.row_offsets = g.a.row_offsets;
+  k.col_indices = g.a.col_indices;
+  k.values = g.a.values;
+  k.c = out.c;
+  k.d = out.d;
+  k.alpha = g.alpha;
+  k.beta = g.beta;
+  bound.inputs = std::move(out.inputs);
+  return bound;
+}
+
+SddmmBinding bind_sddmm(const SddmmArgs& g, int threads) {
+  SddmmBinding bound;
+  SddmmProblem& p = bound.problem;
+  p.threads = g.threads;
+  if (g.pattern.format != SparseFormat::Csr) fail("pattern", "must be CSR (SDDMM samples at single entries)");
+  if (g.pattern.value == DType::f16) fail("pattern.values", "are f16; the CPU takes f32 or bf16");
+  if (!g.epilogue.sampled())
+    fail("epilogue", "must be in the sampled dialect (SddmmArgs::set_epilogue or Epilogue::parse_sampled)");
+  bound.plan = plan_of(g.pattern, g.plan, g.threads ? g.threads : threads, "pattern");
+  p.m = g.pattern.rows;
+  p.n = g.pattern.cols;
+  p.pattern = bound.plan->stats();
+  if (g.a.empty()) fail("a", "is required");
+  if (g.b.empty()) fail("b", "is required");
+  if (g.out.empty()) fail("out", "is required");
+  const MatrixOperand a = bind_matrix(g.a, "a");
+  const MatrixOperand b = bind_matrix(g.b, "b");
+  if (a.rows != p.m) fail("a", fmt::format("has {} rows, the pattern has M = {}", a.rows, p.m));
+  if (b.rows != p.n) fail("b", fmt::format("has {} rows, the pattern has N = {} columns", b.rows, p.n));
+  if (a.cols != b.cols) fail("b", fmt::format("has K = {} columns, a has {}", b.cols, a.cols));
+  p.k = a.cols;
+  if (g.epilogue.reads_s() && g.pattern.entries > 0 && g.pattern.values == nullptr)
+    fail("pattern.values", "the epilogue reads s, but the pattern has no values");
+
+  // out: one f32 per entry, contiguous.
+  const Tensor& o = g.out;
+  if (o.rank() != 1) fail("out", fmt::format("must be 1-D [entries], got {}-D", o.rank()));
+  if (o.strides.size() != 1) fail("out", "has 1 dimension but a different number of strides");
+  if (o.dtype != DType::f32) fail("out", fmt::format("must be f32, got {}", dtype_name(o.dtype)));
+  if (o.shape[0] != g.pattern.entries)
+    fail("out", fmt::format("has {} elements, the pattern has {} entries", o.shape[0], g.pattern.entries));
+  if (o.shape[0] > 1 && o.strides[0] != 1) fail("out", fmt::format("must be contiguous, got stride {}", o.strides[0]));
+  if (o.shape[0] > 0 && o.data == nullptr) fail("out", "data is null");
+  const std::int64_t out_bytes = o.shape[0] * 4;
+
+  GemmSignature& dense = p.signature.dense;
+  dense.epilogue = g.epilogue;
+  for (const auto& [name, tensor] : g.inputs) {
+    const auto& wanted = g.epilogue.tensors();
+    if (std::none_of(wanted.begin(), wanted.end(), [&](const auto& t) { return t.name == name; }))
+      fail("inputs." + name, "is not read by the epilogue '" + g.epilogue.text() + "'");
+  }
+  std::vector<std::pair<const void*, std::int64_t>> reads{{a.arg.data, a.bytes}, {b.arg.data, b.bytes}};
+  for (const auto& t : g.epilogue.tensors()) {
+    const std::string name = "inputs." + t.name;
+    auto it = g.inputs.find(t.name);
+    if (it == g.inputs.end()) fail(name, "the epilogue reads " + t.name + " but no tensor was bound to it");
+    const MatrixOperand v = bind_vector(it->second, name, t.form, t.form == IndexForm::N ? p.n : p.m);
+    if (v.dtype != DType::f32) fail(name, "must be f32");
+    bound.inputs.push_back(v.arg);
+    dense.inputs.push_back({t.name, t.form, {v.dtype, v.layout}});
+    reads.emplace_back(v.arg.data, v.bytes);
+  }
+  for (const ReadRange& r : pattern_ranges(g.pattern, "pattern"))
+    if (overlaps(o.data, out_bytes, r.data, r.bytes)) fail("out", "overlaps " + r.name);
+  for (const auto& [data, bytes] : reads)
+    if (overlaps(o.data, out_bytes, data, bytes)) fail("out", "overlaps an input");
+
+  SddmmKernelArgs& k = bound.args;
+  k.a = row_major(a, bound.a_copy, false, "a");
+  k.b = row_major(b, bound.b_copy, false, "b");
+  dense.a = {DType::f32, Layout::row_major()};
+  dense.b = {DType::f32, Layout::col_major()};  // Bᵀ as GEMM's K×N operand
+  dense.c = {DType::f32, Layout::zero()};
+  dense.d = {DType::f32, Layout::row_major()};
+  p.signature.pattern = g.pattern.signature();
+  p.signature.check();
+
+  k.m = p.m;
+  k.n = p.n;
+  k.k = p.k;
+  k.entries = g.pattern.entries;
+  k.row_offsets = g.pattern.row_offsets;
+  k.col_indices = g.pattern.col_indices;
+  k.values = g.epilogue.reads_s() ? g.pattern.values : nullptr;
+  k.out = o.data;
+  k.alpha = g.alpha;
+  return bound;
+}
+
+}  // namespace tessera

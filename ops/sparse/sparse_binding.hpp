@@ -1,0 +1,45 @@
+// Binds user SpmmArgs / SddmmArgs to a kernel: validates every argument (the pattern through the inspector), copies
+// operands the kernels do not read in place, and produces the problem and the kernel's arguments.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "generator/sparse/sparse_abi.hpp"
+#include "tessera/sparse.hpp"
+
+namespace tessera {
+
+struct SpmmBinding {
+  SpmmProblem problem;
+  SpmmKernelArgs args;
+  std::vector<TensorArg> inputs;
+  std::shared_ptr<const SparsePlan> plan;
+  std::vector<float> b_copy;  // B as row-major f32 when it was given in another layout
+
+  SpmmKernelArgs kernel_args() const {
+    SpmmKernelArgs a = args;
+    a.inputs = inputs.data();
+    return a;
+  }
+};
+
+struct SddmmBinding {
+  SddmmProblem problem;
+  SddmmKernelArgs args;
+  std::vector<TensorArg> inputs;
+  std::shared_ptr<const SparsePlan> plan;
+  std::vector<float> a_copy, b_copy;  // A and B as row-major f32 when given otherwise
+
+  SddmmKernelArgs kernel_args() const {
+    SddmmKernelArgs a = args;
+    a.inputs = inputs.data();
+    return a;
+  }
+};
+
+// `threads`: the threads the plan is made for when args carry none. Throw InvalidArgument naming the argument.
+SpmmBinding bind_spmm(const SpmmArgs& args, int threads);
+SddmmBinding bind_sddmm(const SddmmArgs& args, int threads);
+
+}  // namespace tessera

@@ -1,0 +1,122 @@
+// The Runtime's sparse operations: compiling SpMM and SDDMM kernels and running them over the inspector's tasks.
+#include <chrono>
+
+#include "generator/llvm/sparse_emitter.hpp"
+#include "ops/runtime_impl.hpp"
+#include "ops/sparse/sparse_binding.hpp"
+
+namespace tessera {
+
+namespace {
+
+template <class Signature>
+void check_signature(const Signature& kernel, const Signature& args) {
+  if (!(kernel == args))
+    throw InvalidArgument("args", "describe a different signature than this kernel was compiled for:\n  kernel: " +
+                                      kernel.to_json().dump() + "\n  args:   " + args.to_json().dump());
+}
+
+// Runs fn(args, rows of task t) over the plan's tasks.
+template <class Args, class Fn>
+void run_plan(ThreadPool& pool, int participants, const SparsePlan& plan, const Args& args, Fn fn) {
+  const std::vector<std::int64_t>& splits = plan.splits();
+  if (splits.size() < 2) return;
+  run_tasks(pool, participants, static_cast<std::int64_t>(splits.size()) - 1, 0, [&](std::int64_t t, void*) {
+    fn(&args, splits[static_cast<std::size_t>(t)], splits[static_cast<std::size_t>(t) + 1]);
+  });
+}
+
+template <class Compiled, class Spec, class Source>
+std::shared_ptr<const Compiled> build(OrcSession& orc, KernelCache<Compiled>& cache, const Spec& spec,
+                                      Source&& source) {
+  return cache.get_or_build(spec.hash(), [&] {
+    const auto start = std::chrono::steady_clock::now();
+    auto c = std::make_shared<Compiled>();
+    c->spec = spec;
+    c->fn = reinterpret_cast<decltype(c->fn)>(orc.compile(source(spec)));
+    c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return std::shared_ptr<const Compiled>(std::move(c));
+  });
+}
+
+}  // namespace
+
+SpmmKernel::SpmmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime)
+    : compiled_(std::move(compiled)), runtime_(std::move(runtime)) {}
+const CpuSpmmSpec& SpmmKernel::spec() const { return compiled_->spec; }
+double SpmmKernel::compile_ms() const { return compiled_->compile_ms; }
+
+void SpmmKernel::run(const SpmmArgs& args) const {
+  auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
+  const SpmmBinding bound = bind_spmm(args, impl.participants(args.threads));
+  check_signature(compiled_->spec.signature, bound.problem.signature);
+  const SpmmKernelArgs k = bound.kernel_args();
+  run_plan(impl.pool, impl.participants(args.threads), *bound.plan, k, compiled_->fn);
+}
+
+SddmmKernel::SddmmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime)
+    : compiled_(std::move(compiled)), runtime_(std::move(runtime)) {}
+const CpuSddmmSpec& SddmmKernel::spec() const { return compiled_->spec; }
+double SddmmKernel::compile_ms() const { return compiled_->compile_ms; }
+
+void SddmmKernel::run(const SddmmArgs& args) const {
+  auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
+  const SddmmBinding bound = bind_sddmm(args, impl.participants(args.threads));
+  check_signature(compiled_->spec.signature, bound.problem.signature);
+  const SddmmKernelArgs k = bound.kernel_args();
+  run_plan(impl.pool, impl.participants(args.threads), *bound.plan, k, compiled_->fn);
+}
+
+SpmmProblem describe_spmm(const SpmmArgs& args) { return bind_spmm(args, 1).problem; }
+SddmmProblem describe_sddmm(const SddmmArgs& args) { return bind_sddmm(args, 1).problem; }
+
+CpuSpmmConfig Runtime::choose_config(const SpmmProblem& problem) {
+  return CpuSpmmConfig::default_for(problem, impl_->target);
+}
+SpmmKernel Runtime::compile(const SpmmProblem& problem) { return compile(problem, choose_config(problem)); }
+SpmmKernel Runtime::compile(const SpmmProblem& problem, const CpuSpmmConfig& config) {
+  const CpuSpmmSpec spec{problem.signature, config, impl_->target};
+  validate(spec.signature, spec.config, spec.target);
+  return SpmmKernel(
+      build(impl_->orc, impl_->spmm_cache, spec, [](const CpuSpmmSpec& s) { return cpu_module_source(s); }), impl_);
+}
+
+void Runtime::spmm(const SpmmArgs& args) {
+  const SpmmBinding bound = bind_spmm(args, impl_->participants(args.threads));
+  const SpmmKernel kernel = compile(bound.problem);
+  const SpmmKernelArgs k = bound.kernel_args();
+  run_plan(impl_->pool, impl_->participants(args.threads), *bound.plan, k, kernel.compiled_->fn);
+}
+
+CpuSddmmConfig Runtime::choose_config(const SddmmProblem& problem) {
+  return CpuSddmmConfig::default_for(problem, impl_->target);
+}
+SddmmKernel Runtime::compile(const SddmmProblem& problem) { return compile(problem, choose_config(problem)); }
+SddmmKernel Runtime::compile(const SddmmProblem& problem, const CpuSddmmConfig& config) {
+  const CpuSddmmSpec spec{problem.signature, config, impl_->target};
+  validate(spec.signature, spec.config, spec.target);
+  return SddmmKernel(
+      build(impl_->orc, impl_->sddmm_cache, spec, [](const CpuSddmmSpec& s) { return cpu_module_source(s); }), impl_);
+}
+
+void Runtime::sddmm(const SddmmArgs& args) {
+  const SddmmBinding bound = bind_sddmm(args, impl_->participants(args.threads));
+  const SddmmKernel kernel = compile(bound.problem);
+  const SddmmKernelArgs k = bound.kernel_args();
+  run_plan(impl_->pool, impl_->participants(args.threads), *bound.plan, k, kernel.compiled_->fn);
+}
+
+std::string spmm_llvm_ir(const CpuSpmmSpec& spec, int ir_opt_level) {
+  return OrcSession::ir_text(cpu_module_source(spec), checked_ir_opt_level(ir_opt_level));
+}
+std::string spmm_host_assembly(const CpuSpmmSpec& spec, int ir_opt_level) {
+  return OrcSession::assembly(cpu_module_source(spec), checked_ir_opt_level(ir_opt_level));
+}
+std::string sddmm_llvm_ir(const CpuSddmmSpec& spec, int ir_opt_level) {
+  return OrcSession::ir_text(cpu_module_source(spec), checked_ir_opt_level(ir_opt_level));
+}
+std::string sddmm_host_assembly(const CpuSddmmSpec& spec, int ir_opt_level) {
+  return OrcSession::assembly(cpu_module_source(spec), checked_ir_opt_level(ir_opt_level));
+}
+
+}  // namespace tessera
