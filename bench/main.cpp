@@ -10,6 +10,7 @@
 #include "bench/fusion_benchmark.hpp"
 #include "bench/gemm_benchmark.hpp"
 #include "bench/report.hpp"
+#include "bench/sparse_benchmark.hpp"
 #include "bench/suite.hpp"
 #include "generator/core/cuda_target.hpp"
 #include "generator/core/error.hpp"
@@ -78,6 +79,19 @@ int main(int argc, char** argv) {
   attention->add_option("--threads", threads_text, "comma-separated thread counts");
   attention->add_option("--repeat", options.repeat, "samples per contender (median reported)");
   attention->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+  std::string sparse_suite, sparse_cases, sparse_peers = "eigen,librsb,openmp,dense";
+  CLI::App* spmm = app.add_subcommand("spmm", "SpMM against Eigen, librsb, a plain OpenMP loop and dense oneDNN");
+  CLI::App* sddmm = app.add_subcommand("sddmm", "SDDMM (acc * s) against a plain OpenMP loop");
+  for (CLI::App* sub : {spmm, sddmm}) {
+    sub->add_option("--suite", sparse_suite, "a suite file, or a name in bench/suites (spmm, sddmm, ...)");
+    sub->add_option("--cases", sparse_cases, "PATTERN@DENSE[@FORMAT];... (e.g. uniform:4096,4096,0.01@64)");
+    sub->add_option("--threads", threads_text, "comma-separated thread counts");
+    sub->add_option("--repeat", options.repeat, "samples per contender (median reported)");
+    sub->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+    sub->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
+    sub->add_option("--settle-ms", options.settle_ms, "pause before each sample");
+  }
+  spmm->add_option("--peers", sparse_peers, "comma-separated: eigen,librsb,openmp,dense");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -95,6 +109,27 @@ int main(int argc, char** argv) {
       write_file_atomically(json_path, report.dump(1) + "\n");
   };
   try {
+    if (spmm->parsed() || sddmm->parsed()) {
+      if (sparse_suite.empty() == sparse_cases.empty())
+        throw tessera::InvalidArgument("--suite/--cases", "give exactly one");
+      std::vector<int> threads;
+      for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));
+      const auto cases = sparse_suite.empty() ? parse_sparse_cases(sparse_cases) : load_sparse_suite(sparse_suite);
+      std::string command = "tessera-bench";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      std::ostream& log = json_path == "-" ? std::cerr : std::cout;
+      const Sampling sampling{options.sample_ms, options.settle_ms};
+      const auto rows = spmm->parsed()
+                            ? run_spmm_benchmark(cases, threads, split(sparse_peers), options.repeat, sampling, log)
+                            : run_sddmm_benchmark(cases, threads, options.repeat, sampling, log);
+      write_json(nlohmann::json{{"command", command}, {"rows", rows}});
+      for (const auto& row : rows)
+        if (!row["agrees"].get<bool>()) {
+          std::cerr << "tessera-bench: a peer disagrees with tessera on " << row["case"] << "\n";
+          return 1;
+        }
+      return 0;
+    }
     if (attention->parsed()) {
       if (attention_suite.empty() == attention_shapes.empty())
         throw tessera::InvalidArgument("--suite/--shapes", "give exactly one");
