@@ -264,6 +264,9 @@ class CpuSpmmEmitter : SparseKernelEmitter {
   llvm::Value* last_entry_ = nullptr;
 };
 
+// Cache lines of a prefetched B row at most (a longer row's later lines follow the hardware prefetcher).
+constexpr int kPrefetchLines = 4;
+
 enum SddmmField : unsigned { kSddmmA = kValues + 1, kSddmmB, kSddmmOut, kSddmmInputs, kSddmmAlpha };
 
 class CpuSddmmEmitter : SparseKernelEmitter {
@@ -321,6 +324,17 @@ class CpuSddmmEmitter : SparseKernelEmitter {
       // Past the group's real entries the last one is read again (its result is not stored).
       llvm::Value* e = c == 0 ? p : smin(b_.CreateAdd(p, i64c(c)), last);
       b_rows.push_back(gep(bt_.data, b_.CreateMul(load_index(indices_, e), bt_.rs)));
+    }
+    if (cfg_.prefetch > 0) {
+      // The B rows of the entries `prefetch` ahead (the pattern runs on past this row), their first lines.
+      llvm::Value* last_entry = b_.CreateSub(entries_, i64c(1));
+      for (int c = 0; c < cols; ++c) {
+        llvm::Value* e = smin(b_.CreateAdd(p, i64c(cfg_.prefetch + c)), last_entry);
+        llvm::Value* row_at = b_.CreateMul(load_index(indices_, e), bt_.rs);
+        // A prefetch never faults: lines past a short row cost an instruction, not a branch.
+        for (int line = 0; line < kPrefetchLines; ++line)
+          prefetch(gep(bt_.data, b_.CreateAdd(row_at, i64c(16 * line))));
+      }
     }
     LoopValues acc(static_cast<std::size_t>(cols), llvm::Constant::getNullValue(vec_));
     acc = dot_k_loop(acc, {a_row}, b_rows, k_, cfg_.unroll);

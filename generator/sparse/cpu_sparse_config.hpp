@@ -4,7 +4,8 @@
 // (GEMM's outer-product register tile: A's stored values broadcast, B's rows loaded whole) across the row's entries,
 // `chains` independent sets of accumulators so that consecutive entries do not wait on one FMA chain, and prefetches
 // the B rows named `prefetch` entries ahead. SDDMM takes a pattern row's entries `cols` at a time as a dot tile (the
-// A row against `cols` B rows gathered by column, vectorised along K, `unroll` vectors per step).
+// A row against `cols` B rows gathered by column, vectorised along K, `unroll` vectors per step), prefetching the B
+// rows of the entries `prefetch` ahead.
 #pragma once
 
 #include <string>
@@ -31,8 +32,9 @@ struct CpuSpmmConfig {
 };
 
 struct CpuSddmmConfig {
-  int cols = 4;    // pattern entries per dot tile (at most the vector's lanes, and 8)
-  int unroll = 2;  // K vectors per step of the dot tile
+  int cols = 4;       // pattern entries per dot tile (at most the vector's lanes, and 8)
+  int unroll = 2;     // K vectors per step of the dot tile
+  int prefetch = 16;  // entries ahead whose B rows are prefetched (0: none)
 
   static CpuSddmmConfig default_for(const SddmmProblem& problem, const CpuTarget& target);
   CpuSddmmConfig with_overrides(const std::string& text) const;
