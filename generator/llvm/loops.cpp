@@ -68,6 +68,37 @@ void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()
   b.SetInsertPoint(done);
 }
 
+LoopValues emit_select_values(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<LoopValues()>& then,
+                              const std::function<LoopValues()>& otherwise, const char* name) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  const std::string n(name);
+  llvm::BasicBlock* then_block = llvm::BasicBlock::Create(b.getContext(), n + ".then", f);
+  llvm::BasicBlock* else_block = llvm::BasicBlock::Create(b.getContext(), n + ".else", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(b.getContext(), n + ".done", f);
+  b.CreateCondBr(cond, then_block, else_block);
+  b.SetInsertPoint(then_block);
+  const LoopValues x = then();
+  llvm::BasicBlock* then_end = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(else_block);
+  const LoopValues y = otherwise();
+  llvm::BasicBlock* else_end = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  LoopValues out;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (x[i] == y[i]) {
+      out.push_back(x[i]);
+      continue;
+    }
+    llvm::PHINode* phi = b.CreatePHI(x[i]->getType(), 2, n + ".value");
+    phi->addIncoming(x[i], then_end);
+    phi->addIncoming(y[i], else_end);
+    out.push_back(phi);
+  }
+  return out;
+}
+
 void emit_if_else(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then,
                   const std::function<void()>& otherwise, const char* name) {
   llvm::Function* f = b.GetInsertBlock()->getParent();

@@ -24,6 +24,11 @@ void emit_for(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, llvm::
 // Emits if (cond) then(); continues after it.
 void emit_if(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then, const char* name);
 
+// Emits values = cond ? then() : otherwise() over blocks (both return as many values, of matching types); the
+// values are joined by phis where the branches differ.
+LoopValues emit_select_values(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<LoopValues()>& then,
+                              const std::function<LoopValues()>& otherwise, const char* name);
+
 // Emits if (cond) then(); else otherwise(); continues after it.
 void emit_if_else(llvm::IRBuilder<>& b, llvm::Value* cond, const std::function<void()>& then,
                   const std::function<void()>& otherwise, const char* name);

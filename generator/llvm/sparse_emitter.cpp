@@ -19,7 +19,7 @@ namespace tessera {
 namespace {
 
 static_assert(offsetof(SpmmKernelArgs, b) == 56 && offsetof(SpmmKernelArgs, inputs) == 152 &&
-              sizeof(SpmmKernelArgs) == 168);
+              offsetof(SpmmKernelArgs, accumulate) == 168 && sizeof(SpmmKernelArgs) == 176);
 static_assert(offsetof(SddmmKernelArgs, a) == 56 && offsetof(SddmmKernelArgs, out) == 120 &&
               sizeof(SddmmKernelArgs) == 144);
 
@@ -89,7 +89,16 @@ class SparseKernelEmitter : protected OutputTiles {
   llvm::Value *offsets_ = nullptr, *indices_ = nullptr, *values_ = nullptr;
 };
 
-enum SpmmField : unsigned { kSpmmB = kValues + 1, kSpmmC, kSpmmD, kSpmmInputs, kSpmmAlpha, kSpmmBeta };
+enum SpmmField : unsigned {
+  kSpmmB = kValues + 1,
+  kSpmmC,
+  kSpmmD,
+  kSpmmInputs,
+  kSpmmAlpha,
+  kSpmmBeta,
+  kSpmmAccumulate,
+  kSpmmFinish
+};
 
 class CpuSpmmEmitter : SparseKernelEmitter {
  public:
@@ -101,7 +110,8 @@ class CpuSpmmEmitter : SparseKernelEmitter {
         rows_(spec.signature.a.block_rows),
         cols_(spec.signature.a.block_cols) {
     std::vector<llvm::Type*> fields{i64_, i64_, i64_, i64_, ptr_, ptr_, ptr_};
-    fields.insert(fields.end(), {tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_});
+    fields.insert(fields.end(),
+                  {tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_, b_.getInt32Ty(), b_.getInt32Ty()});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.SpmmKernelArgs");
   }
 
@@ -120,6 +130,8 @@ class CpuSpmmEmitter : SparseKernelEmitter {
     operands_.beta = !sig_.c.layout.reads_memory() ? llvm::Constant::getNullValue(vec_)
                                                    : b_.CreateVectorSplat(lanes_, field(kSpmmBeta, f32_));
     last_entry_ = b_.CreateSub(entries_, i64c(1));
+    accumulate_ = b_.CreateICmpNE(field(kSpmmAccumulate, b_.getInt32Ty()), b_.getInt32(0));
+    finish_ = b_.CreateICmpNE(field(kSpmmFinish, b_.getInt32Ty()), b_.getInt32(0));
 
     const std::int64_t width = std::int64_t{cfg_.nv} * lanes_;
     llvm::Value* n_full = b_.CreateMul(b_.CreateSDiv(n_, i64c(width)), i64c(width));
@@ -154,6 +166,21 @@ class CpuSpmmEmitter : SparseKernelEmitter {
       masks.push_back(edge ? lane_mask(lanes_, cols, std::int64_t{v} * lanes_)
                            : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)));
     LoopValues acc(tile * static_cast<std::size_t>(chains), llvm::Constant::getNullValue(vec_));
+    // A later column panel starts from the partial sums the earlier ones left in D.
+    const LoopValues start = emit_select_values(
+        b_, accumulate_,
+        [&] {
+          LoopValues partial;
+          for (int r = 0; r < rows_; ++r) {
+            llvm::Value* row_valid = b_.CreateVectorSplat(lanes_, b_.CreateICmpSLT(i64c(r), rows));
+            for (int v = 0; v < nv; ++v)
+              partial.push_back(load_masked(gep(operands_.d.data, partial_offset(row0, r, n0, v)),
+                                            b_.CreateAnd(masks[static_cast<std::size_t>(v)], row_valid)));
+          }
+          return partial;
+        },
+        [&] { return LoopValues(tile, llvm::Constant::getNullValue(vec_)); }, "partial");
+    std::copy(start.begin(), start.end(), acc.begin());
     llvm::Value* count = b_.CreateSub(end, first);
     llvm::Value* main_end = b_.CreateAdd(first, b_.CreateMul(b_.CreateSDiv(count, i64c(chains)), i64c(chains)));
     acc = emit_for(
@@ -178,7 +205,24 @@ class CpuSpmmEmitter : SparseKernelEmitter {
     for (int ch = 1; ch < chains; ++ch)
       for (std::size_t i = 0; i < tile; ++i)
         sum[i] = b_.CreateFAdd(sum[i], acc[tile * static_cast<std::size_t>(ch) + i]);
-    store_output_tile(sig_, operands_, sum, rows_, row0, n0, rows, cols, i64c(0));
+    emit_if_else(
+        b_, finish_, [&] { store_output_tile(sig_, operands_, sum, rows_, row0, n0, rows, cols, i64c(0)); },
+        [&] {
+          for (int r = 0; r < rows_; ++r) {
+            llvm::Value* row_valid = b_.CreateVectorSplat(lanes_, b_.CreateICmpSLT(i64c(r), rows));
+            for (int v = 0; v < nv; ++v)
+              store_masked(sum[static_cast<std::size_t>(r * nv + v)],
+                           gep(operands_.d.data, partial_offset(row0, r, n0, v)),
+                           b_.CreateAnd(masks[static_cast<std::size_t>(v)], row_valid));
+          }
+        },
+        "finish");
+  }
+
+  // Element (row0 + r, n0 + v·lanes) of a row-major D: where a panel's partial sums live.
+  llvm::Value* partial_offset(llvm::Value* row0, int r, llvm::Value* n0, int v) {
+    return b_.CreateAdd(b_.CreateMul(b_.CreateAdd(row0, i64c(r)), operands_.d.rs),
+                        b_.CreateAdd(n0, i64c(std::int64_t{v} * lanes_)));
   }
 
   // acc[first ...] += the block of entry p times the B rows its block column names (nv vectors from n0).
@@ -217,36 +261,20 @@ class CpuSpmmEmitter : SparseKernelEmitter {
     // A block reaching past K (the last block column of a K that is not a multiple of the block's columns) reads
     // only B's real rows; its values past K count as zeros.
     llvm::Value* whole = b_.CreateICmpSLE(b_.CreateAdd(col0, i64c(cols_)), k_);
-    LoopValues fast = acc, slow = acc;
-    llvm::BasicBlock* from = b_.GetInsertBlock();
-    llvm::Function* fn = from->getParent();
-    auto* whole_bb = llvm::BasicBlock::Create(ctx_, "block.whole", fn);
-    auto* edge_bb = llvm::BasicBlock::Create(ctx_, "block.edge", fn);
-    auto* join_bb = llvm::BasicBlock::Create(ctx_, "block.join", fn);
-    b_.CreateCondBr(whole, whole_bb, edge_bb);
-    b_.SetInsertPoint(whole_bb);
-    acc = fast;
-    for (int c = 0; c < cols_; ++c) column(c, nullptr);
-    fast = acc;
-    llvm::BasicBlock* whole_end = b_.GetInsertBlock();
-    b_.CreateBr(join_bb);
-    b_.SetInsertPoint(edge_bb);
-    acc = slow;
-    for (int c = 0; c < cols_; ++c) column(c, b_.CreateICmpSLT(b_.CreateAdd(col0, i64c(c)), k_));
-    slow = acc;
-    llvm::BasicBlock* edge_end = b_.GetInsertBlock();
-    b_.CreateBr(join_bb);
-    b_.SetInsertPoint(join_bb);
-    for (std::size_t i = 0; i < acc.size(); ++i) {
-      if (fast[i] == slow[i]) {
-        acc[i] = fast[i];
-        continue;
-      }
-      llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
-      phi->addIncoming(fast[i], whole_end);
-      phi->addIncoming(slow[i], edge_end);
-      acc[i] = phi;
-    }
+    const LoopValues before = acc;
+    acc = emit_select_values(
+        b_, whole,
+        [&] {
+          acc = before;
+          for (int c = 0; c < cols_; ++c) column(c, nullptr);
+          return acc;
+        },
+        [&] {
+          acc = before;
+          for (int c = 0; c < cols_; ++c) column(c, b_.CreateICmpSLT(b_.CreateAdd(col0, i64c(c)), k_));
+          return acc;
+        },
+        "block");
   }
 
   llvm::Value* load_b(llvm::Value* offset, llvm::Value* mask) {
@@ -262,6 +290,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
   TensorFields b_tensor_{};
   EpilogueOperands operands_{};
   llvm::Value* last_entry_ = nullptr;
+  llvm::Value *accumulate_ = nullptr, *finish_ = nullptr;
 };
 
 // Cache lines of a prefetched B row at most (a longer row's later lines follow the hardware prefetcher).

@@ -17,6 +17,10 @@ struct SpmmKernelArgs {
   TensorArg b, c, d;
   const TensorArg* inputs = nullptr;  // one per epilogue tensor, in signature order
   float alpha = 1, beta = 0;
+  // A call over one column panel of A (K tiled so that B's panel stays in the L2): the products start from D's
+  // partial sums (accumulate) and either end in the epilogue (finish) or are stored raw for the next panel. D is then
+  // row-major. A whole call has accumulate = 0, finish = 1.
+  std::int32_t accumulate = 0, finish = 1;
 };
 
 // Computes the block rows [row_begin, row_end) of D; disjoint ranges may run concurrently.

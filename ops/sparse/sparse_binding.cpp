@@ -12,6 +12,12 @@ namespace {
 
 [[noreturn]] void fail(const std::string& name, const std::string& rule) { throw InvalidArgument(name, rule); }
 
+// SpMM tiles K when B exceeds this many bytes (half of a 1 MiB L2: the panel beside D's rows and A's arrays), its
+// rows are read at least kPanelReuse times on average, and then into at most kMaxPanels panels.
+constexpr std::int64_t kPanelBytes = 512 * 1024;
+constexpr std::int64_t kPanelReuse = 4;
+constexpr std::int64_t kMaxPanels = 64;
+
 // The pattern's plan: the one given (if it describes this pattern) or a new inspection.
 std::shared_ptr<const SparsePlan> plan_of(const SparseMatrix& m, const std::shared_ptr<const SparsePlan>& given,
                                           int threads, const char* name) {
@@ -109,6 +115,19 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads) {
   k.alpha = g.alpha;
   k.beta = g.beta;
   bound.inputs = std::move(out.inputs);
+
+  // K tiled when B is larger than the L2 budget and its rows are reused enough: the panels' partial sums go
+  // through D, so D must be row-major and no operand the epilogue reads may share its memory.
+  const std::int64_t b_row_bytes = p.n * (b_dtype == DType::bf16 ? 2 : 4) * g.a.block_cols;  // per block column
+  const std::int64_t block_cols = g.a.block_col_count();
+  bool d_alone = dense.d.layout.kind() == LayoutKind::RowMajor;
+  if (dense.c.layout.reads_memory() && k.c.data == k.d.data) d_alone = false;
+  for (const TensorArg& in : bound.inputs) d_alone = d_alone && in.data != k.d.data;
+  if (d_alone && b_row_bytes > 0 && block_cols * b_row_bytes > kPanelBytes && g.a.entries >= kPanelReuse * block_cols) {
+    std::int64_t width = std::max<std::int64_t>(1, kPanelBytes / b_row_bytes);
+    width = std::max(width, (block_cols + kMaxPanels - 1) / kMaxPanels);
+    if (width < block_cols) bound.panels = bound.plan->column_panels(g.a, width);
+  }
   return bound;
 }
 

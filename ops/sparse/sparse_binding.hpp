@@ -16,6 +16,8 @@ struct SpmmBinding {
   std::vector<TensorArg> inputs;
   std::shared_ptr<const SparsePlan> plan;
   std::vector<float> b_copy;  // B as row-major f32 when it was given in another layout
+  // A in column panels (K tiled so that each panel's B rows stay in the L2), run one after another; empty: A whole.
+  std::shared_ptr<const std::vector<SparseMatrixData>> panels;
 
   SpmmKernelArgs kernel_args() const {
     SpmmKernelArgs a = args;

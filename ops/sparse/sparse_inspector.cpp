@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "generator/core/error.hpp"
 #include "tessera/sparse.hpp"
@@ -35,6 +37,24 @@ std::uint64_t fingerprint(const SparseMatrix& m) {
 
 }  // namespace
 
+struct SparsePlan::PanelCache {
+  std::mutex mutex;
+  std::map<std::int64_t, std::shared_ptr<const std::vector<SparseMatrixData>>> by_width;
+};
+
+std::shared_ptr<const std::vector<SparseMatrixData>> SparsePlan::column_panels(const SparseMatrix& m,
+                                                                               std::int64_t width) const {
+  std::lock_guard lock(panels_->mutex);
+  auto& panels = panels_->by_width[width];
+  if (!panels) {
+    auto built = std::make_shared<std::vector<SparseMatrixData>>();
+    for (std::int64_t first = 0; first < m.block_col_count(); first += width)
+      built->push_back(SparseMatrixData::column_panel(m, first, std::min(first + width, m.block_col_count())));
+    panels = std::move(built);
+  }
+  return panels;
+}
+
 SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::string& name) {
   const auto arg = [&](const char* part) { return name + part; };
   m.signature().check();
@@ -50,6 +70,7 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
     throw InvalidArgument(name, "too large for 32-bit indices");
 
   SparsePlan plan;
+  plan.panels_ = std::make_shared<PanelCache>();
   plan.signature_ = m.signature();
   plan.rows_ = m.rows;
   plan.cols_ = m.cols;

@@ -113,6 +113,34 @@ SparseMatrixData SparseMatrixData::bsr(const CooMatrix& coo, int block_rows, int
   return m;
 }
 
+SparseMatrixData SparseMatrixData::column_panel(const SparseMatrix& m, std::int64_t first, std::int64_t end) {
+  SparseMatrixData panel;
+  panel.shape_ = m;
+  panel.shape_.row_offsets = panel.shape_.col_indices = panel.shape_.values = nullptr;
+  const auto index_bytes = static_cast<std::size_t>(m.index_bits / 8);
+  const auto block_bytes =
+      static_cast<std::size_t>(m.block_rows) * static_cast<std::size_t>(m.block_cols) * dtype_bytes(m.value);
+  const std::int64_t rows = m.block_row_count();
+  panel.offsets_.resize(static_cast<std::size_t>(rows + 1) * index_bytes);
+  std::int64_t kept = 0;
+  put_index(panel.offsets_, m.index_bits, 0, 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t p = get_index(m.row_offsets, m.index_bits, r); p < get_index(m.row_offsets, m.index_bits, r + 1);
+         ++p) {
+      const std::int64_t c = get_index(m.col_indices, m.index_bits, p);
+      if (c < first || c >= end) continue;
+      panel.indices_.resize(panel.indices_.size() + index_bytes);
+      put_index(panel.indices_, m.index_bits, static_cast<std::size_t>(kept), c);
+      const auto* value = static_cast<const std::byte*>(m.values) + static_cast<std::size_t>(p) * block_bytes;
+      panel.values_.insert(panel.values_.end(), value, value + block_bytes);
+      ++kept;
+    }
+    put_index(panel.offsets_, m.index_bits, static_cast<std::size_t>(r + 1), kept);
+  }
+  panel.shape_.entries = kept;
+  return panel;
+}
+
 SparseMatrix SparseMatrixData::view() const {
   SparseMatrix v = shape_;
   v.row_offsets = offsets_.data();

@@ -26,6 +26,26 @@ void run_plan(ThreadPool& pool, int participants, const SparsePlan& plan, const 
   });
 }
 
+// SpMM over A whole, or over its column panels one after another (partial sums kept in D between them).
+void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, SpmmKernelFn fn) {
+  SpmmKernelArgs k = bound.kernel_args();
+  if (!bound.panels) {
+    run_plan(pool, participants, *bound.plan, k, fn);
+    return;
+  }
+  const auto& panels = *bound.panels;
+  for (std::size_t t = 0; t < panels.size(); ++t) {
+    const SparseMatrix panel = panels[t].view();
+    k.row_offsets = panel.row_offsets;
+    k.col_indices = panel.col_indices;
+    k.values = panel.values;
+    k.entries = panel.entries;
+    k.accumulate = t > 0;
+    k.finish = t + 1 == panels.size();
+    run_plan(pool, participants, *bound.plan, k, fn);
+  }
+}
+
 template <class Compiled, class Spec, class Source>
 std::shared_ptr<const Compiled> build(OrcSession& orc, KernelCache<Compiled>& cache, const Spec& spec,
                                       Source&& source) {
@@ -50,8 +70,7 @@ void SpmmKernel::run(const SpmmArgs& args) const {
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
   const SpmmBinding bound = bind_spmm(args, impl.participants(args.threads));
   check_signature(compiled_->spec.signature, bound.problem.signature);
-  const SpmmKernelArgs k = bound.kernel_args();
-  run_plan(impl.pool, impl.participants(args.threads), *bound.plan, k, compiled_->fn);
+  run_spmm(impl.pool, impl.participants(args.threads), bound, compiled_->fn);
 }
 
 SddmmKernel::SddmmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime)
@@ -84,8 +103,7 @@ SpmmKernel Runtime::compile(const SpmmProblem& problem, const CpuSpmmConfig& con
 void Runtime::spmm(const SpmmArgs& args) {
   const SpmmBinding bound = bind_spmm(args, impl_->participants(args.threads));
   const SpmmKernel kernel = compile(bound.problem);
-  const SpmmKernelArgs k = bound.kernel_args();
-  run_plan(impl_->pool, impl_->participants(args.threads), *bound.plan, k, kernel.compiled_->fn);
+  run_spmm(impl_->pool, impl_->participants(args.threads), bound, kernel.compiled_->fn);
 }
 
 CpuSddmmConfig Runtime::choose_config(const SddmmProblem& problem) {

@@ -55,6 +55,8 @@ class SparseMatrixData {
   // BSR with block_rows × block_cols blocks: a block is stored where any of its coordinates is.
   static SparseMatrixData bsr(const CooMatrix& coo, int block_rows, int block_cols, int index_bits = 32,
                               DType value = DType::f32);
+  // The entries of `matrix` in block columns [first, end) (same shape, same column indices): a column panel.
+  static SparseMatrixData column_panel(const SparseMatrix& matrix, std::int64_t first, std::int64_t end);
   SparseMatrix view() const;
   // The stored values as coordinates (BSR: every value inside the matrix, zeros included).
   CooMatrix coo() const;
@@ -91,8 +93,14 @@ class SparsePlan {
   // Whether `matrix` is the pattern this plan was made for: the same arrays with the same contents (a hash of
   // the offsets and indices, compared on every prepared call).
   bool describes(const SparseMatrix& matrix) const;
+  // The matrix (which this plan describes) split into column panels of `width` block columns, made on the first
+  // request for that width and kept with the plan.
+  std::shared_ptr<const std::vector<SparseMatrixData>> column_panels(const SparseMatrix& matrix,
+                                                                     std::int64_t width) const;
 
  private:
+  struct PanelCache;
+  std::shared_ptr<PanelCache> panels_;
   PatternStats stats_;
   std::vector<std::int64_t> splits_;
   SparseSignature signature_;
