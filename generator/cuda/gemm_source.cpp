@@ -31,8 +31,9 @@ std::string input_kind(DType dtype) {
                                 : "tessera::kInputTf32";
 }
 
-// The epilogue as the body of Epilogue::apply: acc, m, n, b and p are in scope.
-std::string epilogue_body(const GemmSignature& s) {
+}  // namespace
+
+std::string cuda_epilogue_body(const GemmSignature& s) {
   const Expr m = var("m", ExprType::Int), n = var("n", ExprType::Int), b = var("b", ExprType::Int);
   std::function<std::string(const ExprNode&)> leaf;
   // Index variables: m, n, b, and "<tensor>.rs|cs|bs" strides of c and of inputs ("in.<name>").
@@ -47,6 +48,7 @@ std::string epilogue_body(const GemmSignature& s) {
   };
   leaf = [&](const ExprNode& node) -> std::string {
     if (node.type == ExprType::Int) return index_leaf(node);
+    if (node.op == ExprOp::Var && node.name == "s") return "s";  // the sampled dialect's pattern value
     const EpilogueRead read = bind_epilogue_leaf(s, node, m, n, b);
     switch (read.source) {
       case EpilogueSource::Accumulator:
@@ -68,7 +70,6 @@ std::string epilogue_body(const GemmSignature& s) {
   };
   return print_cuda(s.epilogue.tree(), leaf);
 }
-}  // namespace
 
 CudaSource emit_cuda(const CudaGemmSpec& spec) {
   const GemmSignature& s = spec.signature;
@@ -96,7 +97,7 @@ CudaSource emit_cuda(const CudaGemmSpec& spec) {
       "// {}\nstruct Epilogue {{\n  TESSERA_DEVICE static float apply(float acc, tessera::i64 m, tessera::i64 n, "
       "tessera::i64 b, const tessera::GemmParams& p) {{\n    (void)acc, (void)m, (void)n, (void)b, (void)p;\n"
       "    return {};\n  }}\n}};\n\n}}  // namespace\n\n",
-      s.epilogue.text(), epilogue_body(s));
+      s.epilogue.text(), cuda_epilogue_body(s));
   code += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const tessera::GemmParams p) {{\n"
       "  tessera::{}<Traits, Epilogue>(p);\n}}\n",

@@ -20,4 +20,8 @@ struct CudaSource {
 // The spec must have passed validate().
 CudaSource emit_cuda(const CudaGemmSpec& spec);
 
+// A GEMM-shaped epilogue as a CUDA expression: acc, m, n, b and p (a GemmParams) in scope, and s for the sampled
+// dialect. Every kernel with such an epilogue (GEMM, SpMM, SDDMM) prints it into its Epilogue::apply.
+std::string cuda_epilogue_body(const GemmSignature& signature);
+
 }  // namespace tessera

@@ -102,6 +102,9 @@ CpuSddmmConfig CpuSddmmConfig::from_json(const nlohmann::json& j) {
 void validate(const SpmmSignature& s, const CpuSpmmConfig& c, const CpuTarget& target) {
   s.check();
   if (s.a.value == DType::f16) throw ConfigError("spmm: f16 values run on CUDA targets; the CPU takes f32 or bf16");
+  if (s.dense.b.dtype == DType::f16)
+    throw ConfigError("spmm: an f16 B runs on CUDA targets; the CPU takes f32 or bf16");
+  if (s.dense.b.layout.kind() != LayoutKind::RowMajor) throw ConfigError("spmm: the CPU kernel reads a row-major B");
   if (c.nv < 1 || c.nv > 8) throw ConfigError(fmt::format("spmm: nv must be in 1..8, got {}", c.nv));
   if (c.chains < 1 || c.chains > 4) throw ConfigError(fmt::format("spmm: chains must be in 1..4, got {}", c.chains));
   if (c.prefetch < 0 || c.prefetch > kMaxPrefetch)
@@ -118,6 +121,9 @@ void validate(const SddmmSignature& s, const CpuSddmmConfig& c, const CpuTarget&
   s.check();
   if (s.pattern.value == DType::f16)
     throw ConfigError("sddmm: f16 pattern values run on CUDA targets; the CPU takes f32 or bf16");
+  // The runtime widens other types and layouts into f32 rows first.
+  if (s.dense.a.dtype != DType::f32 || s.dense.b.dtype != DType::f32)
+    throw ConfigError("sddmm: the CPU kernel reads f32 rows of A and B");
   const int widest = std::min(8, target.vector_lanes());
   if (c.cols < 1 || c.cols > widest)
     throw ConfigError(fmt::format("sddmm: cols must be in 1..{}, got {}", widest, c.cols));

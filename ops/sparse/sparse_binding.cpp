@@ -20,7 +20,18 @@ constexpr std::int64_t kMaxPanels = 64;
 
 // The pattern's plan: the one given (if it describes this pattern) or a new inspection.
 std::shared_ptr<const SparsePlan> plan_of(const SparseMatrix& m, const std::shared_ptr<const SparsePlan>& given,
-                                          int threads, const char* name) {
+                                          int threads, const char* name, Residence where) {
+  if (where == Residence::Device) {
+    if (!given)
+      fail(std::string(name) + ".plan",
+           "is required for arrays in device memory: inspect the host arrays with SparsePlan::inspect");
+    m.signature().check();
+    if (!given->matches_shape(m))
+      fail(std::string(name) + ".plan", "was made for a pattern of another shape, signature or entry count");
+    if (m.row_offsets == nullptr || (m.entries > 0 && (m.col_indices == nullptr || m.values == nullptr)))
+      fail(name, "has a null array");
+    return given;
+  }
   if (given) {
     if (!given->describes(m))
       fail(std::string(name) + ".plan", "was made for another pattern (the arrays or their contents changed)");
@@ -44,8 +55,19 @@ double element(const MatrixOperand& t, std::int64_t r, std::int64_t c) {
   return t.dtype == DType::bf16 ? from_bf16(h) : from_f16(h);
 }
 
-// A matrix operand as row-major f32 in `copy`, unless it already is (or is bf16 row-major and `bf16_ok`).
-TensorArg row_major(const MatrixOperand& t, std::vector<float>& copy, bool bf16_ok, const std::string& name) {
+// A matrix operand as row-major f32 in `copy`, unless it already is (or is bf16 row-major and `bf16_ok`). In device
+// memory nothing is copied: it must be row-major already (any of f32, f16, bf16).
+TensorArg row_major(const MatrixOperand& t, std::vector<float>& copy, bool bf16_ok, const std::string& name,
+                    Residence where = Residence::Host) {
+  if (where == Residence::Device) {
+    if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
+      fail(name, fmt::format("must be f32, f16 or bf16, got {}", dtype_name(t.dtype)));
+    if (t.arg.cs != 1 && t.cols > 1) fail(name, "must have unit stride along its rows on CUDA (row-major)");
+    TensorArg a = t.arg;
+    a.cs = 1;
+    if (t.rows <= 1) a.rs = t.cols;
+    return a;
+  }
   if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
     fail(name, fmt::format("must be f32 or bf16, got {}", dtype_name(t.dtype)));
   const bool unit_columns = t.arg.cs == 1 || t.cols <= 1;
@@ -70,12 +92,14 @@ bool overlaps(const void* x, std::int64_t x_bytes, const void* y, std::int64_t y
 
 }  // namespace
 
-SpmmBinding bind_spmm(const SpmmArgs& g, int threads) {
+SpmmBinding bind_spmm(const SpmmArgs& g, int threads, Residence where) {
   SpmmBinding bound;
   SpmmProblem& p = bound.problem;
   p.threads = g.threads;
-  if (g.a.value == DType::f16) fail("a.values", "are f16; the CPU takes f32 or bf16 (f16 runs on CUDA targets)");
-  bound.plan = plan_of(g.a, g.plan, g.threads ? g.threads : threads, "a");
+  const bool host = where == Residence::Host;
+  if (host && g.a.value == DType::f16)
+    fail("a.values", "are f16; the CPU takes f32 or bf16 (f16 runs on CUDA targets)");
+  bound.plan = plan_of(g.a, g.plan, g.threads ? g.threads : threads, "a", where);
   p.m = g.a.rows;
   p.k = g.a.cols;
   p.pattern = bound.plan->stats();
@@ -93,7 +117,7 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads) {
     if (in.operand.dtype != DType::f32) fail("inputs." + in.name, "must be f32");
 
   SpmmKernelArgs& k = bound.args;
-  k.b = row_major(b, bound.b_copy, true, "b");
+  k.b = row_major(b, bound.b_copy, true, "b", where);
   const DType b_dtype = bound.b_copy.empty() ? b.dtype : DType::f32;
   GemmSignature& dense = p.signature.dense;
   dense = out.signature;
@@ -123,7 +147,8 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads) {
   bool d_alone = dense.d.layout.kind() == LayoutKind::RowMajor;
   if (dense.c.layout.reads_memory() && k.c.data == k.d.data) d_alone = false;
   for (const TensorArg& in : bound.inputs) d_alone = d_alone && in.data != k.d.data;
-  if (d_alone && b_row_bytes > 0 && block_cols * b_row_bytes > kPanelBytes && g.a.entries >= kPanelReuse * block_cols) {
+  if (host && d_alone && b_row_bytes > 0 && block_cols * b_row_bytes > kPanelBytes &&
+      g.a.entries >= kPanelReuse * block_cols) {
     std::int64_t width = std::max<std::int64_t>(1, kPanelBytes / b_row_bytes);
     width = std::max(width, (block_cols + kMaxPanels - 1) / kMaxPanels);
     if (width < block_cols) bound.panels = bound.plan->column_panels(g.a, width);
@@ -131,15 +156,16 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads) {
   return bound;
 }
 
-SddmmBinding bind_sddmm(const SddmmArgs& g, int threads) {
+SddmmBinding bind_sddmm(const SddmmArgs& g, int threads, Residence where) {
   SddmmBinding bound;
   SddmmProblem& p = bound.problem;
   p.threads = g.threads;
+  const bool host = where == Residence::Host;
   if (g.pattern.format != SparseFormat::Csr) fail("pattern", "must be CSR (SDDMM samples at single entries)");
-  if (g.pattern.value == DType::f16) fail("pattern.values", "are f16; the CPU takes f32 or bf16");
+  if (host && g.pattern.value == DType::f16) fail("pattern.values", "are f16; the CPU takes f32 or bf16");
   if (!g.epilogue.sampled())
     fail("epilogue", "must be in the sampled dialect (SddmmArgs::set_epilogue or Epilogue::parse_sampled)");
-  bound.plan = plan_of(g.pattern, g.plan, g.threads ? g.threads : threads, "pattern");
+  bound.plan = plan_of(g.pattern, g.plan, g.threads ? g.threads : threads, "pattern", where);
   p.m = g.pattern.rows;
   p.n = g.pattern.cols;
   p.pattern = bound.plan->stats();
@@ -190,10 +216,11 @@ SddmmBinding bind_sddmm(const SddmmArgs& g, int threads) {
     if (overlaps(o.data, out_bytes, data, bytes)) fail("out", "overlaps an input");
 
   SddmmKernelArgs& k = bound.args;
-  k.a = row_major(a, bound.a_copy, false, "a");
-  k.b = row_major(b, bound.b_copy, false, "b");
-  dense.a = {DType::f32, Layout::row_major()};
-  dense.b = {DType::f32, Layout::col_major()};  // Bᵀ as GEMM's K×N operand
+  k.a = row_major(a, bound.a_copy, false, "a", where);
+  k.b = row_major(b, bound.b_copy, false, "b", where);
+  // In device memory the types stay (the CUDA kernels convert as they load); on the host they are f32 now.
+  dense.a = {host ? DType::f32 : a.dtype, Layout::row_major()};
+  dense.b = {host ? DType::f32 : b.dtype, Layout::col_major()};  // Bᵀ as GEMM's K×N operand
   dense.c = {DType::f32, Layout::zero()};
   dense.d = {DType::f32, Layout::row_major()};
   p.signature.pattern = g.pattern.signature();

@@ -40,8 +40,13 @@ struct SddmmBinding {
   }
 };
 
+// Where the arrays live. Host arrays are inspected (or checked against the given plan), and operands the CPU
+// kernels do not read in place are copied. Device arrays cannot be read: the plan (made from the host arrays of the
+// same pattern) is required and matched by shape, and every operand must already be as the CUDA kernels read it.
+enum class Residence { Host, Device };
+
 // `threads`: the threads the plan is made for when args carry none. Throw InvalidArgument naming the argument.
-SpmmBinding bind_spmm(const SpmmArgs& args, int threads);
-SddmmBinding bind_sddmm(const SddmmArgs& args, int threads);
+SpmmBinding bind_spmm(const SpmmArgs& args, int threads, Residence where = Residence::Host);
+SddmmBinding bind_sddmm(const SddmmArgs& args, int threads, Residence where = Residence::Host);
 
 }  // namespace tessera

@@ -144,13 +144,30 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
     done += cost;
   }
   if (block_rows > 0) plan.splits_.push_back(block_rows);
+  // Rows by decreasing length, ties in row order: a counting sort over the lengths.
+  if (block_rows <= INT32_MAX) {
+    std::vector<std::int64_t> first_of_length(static_cast<std::size_t>(s.max_row) + 2, 0);
+    const auto length = [&](std::int64_t r) {
+      return index_at(m.row_offsets, m.index_bits, r + 1) - index_at(m.row_offsets, m.index_bits, r);
+    };
+    for (std::int64_t r = 0; r < block_rows; ++r)
+      ++first_of_length[static_cast<std::size_t>(s.max_row - length(r) + 1)];
+    for (std::size_t i = 1; i < first_of_length.size(); ++i) first_of_length[i] += first_of_length[i - 1];
+    plan.row_order_.resize(static_cast<std::size_t>(block_rows));
+    for (std::int64_t r = 0; r < block_rows; ++r)
+      plan.row_order_[static_cast<std::size_t>(first_of_length[static_cast<std::size_t>(s.max_row - length(r))]++)] =
+          static_cast<std::int32_t>(r);
+  }
   plan.fingerprint_ = fingerprint(m);
   return plan;
 }
 
+bool SparsePlan::matches_shape(const SparseMatrix& m) const {
+  return m.signature() == signature_ && m.rows == rows_ && m.cols == cols_ && m.entries == stats_.nnz;
+}
+
 bool SparsePlan::describes(const SparseMatrix& m) const {
-  return m.signature() == signature_ && m.rows == rows_ && m.cols == cols_ && m.entries == stats_.nnz &&
-         m.row_offsets != nullptr && fingerprint(m) == fingerprint_;
+  return matches_shape(m) && m.row_offsets != nullptr && fingerprint(m) == fingerprint_;
 }
 
 }  // namespace tessera

@@ -13,6 +13,8 @@
 #include "generator/core/emulation_options.hpp"
 #include "generator/gemm/cuda_gemm_config.hpp"
 #include "generator/gemm/cuda_gemm_spec.hpp"
+#include "generator/sparse/cuda_sparse_spec.hpp"
+#include "tessera/sparse.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera {
@@ -92,6 +94,14 @@ class CudaRuntime {
   // Milliseconds of `repeat` attention calls (median), after a warm-up call.
   double attention_ms(const AttentionArgs& device_args, int repeat,
                       std::optional<CudaAttentionConfig> config = std::nullopt);
+  // SpMM and SDDMM on device memory (Sputnik's CSR kernels): the pattern's arrays and the dense operands in device
+  // memory (host memory in the emulator); args.plan is required, made by SparsePlan::inspect from the host arrays
+  // of the same pattern (the device arrays cannot be read to check them). Values and B (and A) f32, f16 or bf16,
+  // row-major; D f32 row-major. Asynchronous on the default stream.
+  void spmm(const SpmmArgs& device_args, std::optional<CudaSparseConfig> config = std::nullopt);
+  double spmm_ms(const SpmmArgs& device_args, int repeat, std::optional<CudaSparseConfig> config = std::nullopt);
+  void sddmm(const SddmmArgs& device_args, std::optional<CudaSparseConfig> config = std::nullopt);
+  double sddmm_ms(const SddmmArgs& device_args, int repeat, std::optional<CudaSparseConfig> config = std::nullopt);
   DeviceBuffer allocate(std::size_t bytes) const;
   void synchronize() const;
   // GPU milliseconds of the work fn enqueues (CUDA events), e.g. to time another library on the same device.
@@ -120,5 +130,8 @@ struct CudaCode {
 CudaCode generate_cuda_gemm(const CudaGemmSpec& spec, bool cubin = true);
 // The same for a CUDA attention spec (the report's keys as GEMM's, without the split-K figures).
 CudaCode generate_cuda_attention(const CudaAttentionSpec& spec, bool cubin = true);
+// And for the sparse specs.
+CudaCode generate_cuda_spmm(const CudaSpmmSpec& spec, bool cubin = true);
+CudaCode generate_cuda_sddmm(const CudaSddmmSpec& spec, bool cubin = true);
 
 }  // namespace tessera

@@ -93,6 +93,12 @@ class SparsePlan {
   // Whether `matrix` is the pattern this plan was made for: the same arrays with the same contents (a hash of
   // the offsets and indices, compared on every prepared call).
   bool describes(const SparseMatrix& matrix) const;
+  // Whether `matrix` has the shape, signature and entry count this plan was made for (what can be checked of
+  // arrays in device memory, which the host cannot read).
+  bool matches_shape(const SparseMatrix& matrix) const;
+  // Block rows by decreasing length (Sputnik's row swizzle: a CUDA block's warps get rows of like length, the
+  // longest start first).
+  const std::vector<std::int32_t>& row_order() const { return row_order_; }
   // The matrix (which this plan describes) split into column panels of `width` block columns, made on the first
   // request for that width and kept with the plan.
   std::shared_ptr<const std::vector<SparseMatrixData>> column_panels(const SparseMatrix& matrix,
@@ -103,6 +109,7 @@ class SparsePlan {
   std::shared_ptr<PanelCache> panels_;
   PatternStats stats_;
   std::vector<std::int64_t> splits_;
+  std::vector<std::int32_t> row_order_;
   SparseSignature signature_;
   std::int64_t rows_ = 0, cols_ = 0;
   std::uint64_t fingerprint_ = 0;

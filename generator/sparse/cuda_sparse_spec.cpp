@@ -1,0 +1,84 @@
+#include "generator/sparse/cuda_sparse_spec.hpp"
+
+#include <fmt/format.h>
+
+#include "generator/core/error.hpp"
+
+namespace tessera {
+
+namespace {
+
+constexpr int kSpecVersion = 1;
+constexpr int kMaxEpilogueInputs = 8;  // GemmParams::inputs
+
+bool cuda_value(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
+
+void check_config(const CudaSparseConfig& c, const char* op) {
+  if (c.warps != 1 && c.warps != 2 && c.warps != 4 && c.warps != 8)
+    throw ConfigError(fmt::format("{}: warps must be 1, 2, 4 or 8, got {}", op, c.warps));
+  if (c.vec != 1 && c.vec != 2 && c.vec != 4)
+    throw ConfigError(fmt::format("{}: vec must be 1, 2 or 4, got {}", op, c.vec));
+}
+
+int vec_for(std::int64_t extent) { return extent >= 128 ? 4 : extent >= 64 ? 2 : 1; }
+
+}  // namespace
+
+nlohmann::json CudaSparseConfig::to_json() const { return {{"warps", warps}, {"vec", vec}}; }
+
+int spmm_shared_bytes(const CudaSparseConfig& c) { return c.warps * 32 * (8 + 4); }
+int sddmm_shared_bytes(const CudaSparseConfig& c) { return c.warps * kSddmmKChunk * 4; }
+
+CudaSparseConfig cuda_spmm_default(const SpmmProblem& p) { return {4, vec_for(p.n)}; }
+CudaSparseConfig cuda_sddmm_default(const SddmmProblem& p) { return {4, vec_for(p.k)}; }
+
+void validate(const SpmmSignature& s, const CudaSparseConfig& c, const CudaTarget& target) {
+  s.a.check();
+  s.dense.check();
+  check_config(c, "spmm");
+  (void)target;
+  if (s.a.format != SparseFormat::Csr) throw ConfigError("spmm: the CUDA kernel takes CSR (BSR runs on the CPU)");
+  if (!cuda_value(s.a.value) || !cuda_value(s.dense.b.dtype))
+    throw ConfigError("spmm: values and B must be f32, f16 or bf16 on CUDA");
+  if (s.dense.b.layout.kind() != LayoutKind::RowMajor) throw ConfigError("spmm: B must be row-major on CUDA");
+  if (s.dense.d.dtype != DType::f32 || s.dense.d.layout.kind() != LayoutKind::RowMajor)
+    throw ConfigError("spmm: D must be f32 and row-major on CUDA");
+  if (s.dense.c.layout.reads_memory() && s.dense.c.dtype != DType::f32) throw ConfigError("spmm: C must be f32");
+  if (s.dense.inputs.size() > kMaxEpilogueInputs)
+    throw ConfigError(fmt::format("spmm: at most {} epilogue tensors on CUDA", kMaxEpilogueInputs));
+}
+
+void validate(const SddmmSignature& s, const CudaSparseConfig& c, const CudaTarget& target) {
+  s.pattern.check();
+  s.dense.check();
+  check_config(c, "sddmm");
+  (void)target;
+  if (s.pattern.format != SparseFormat::Csr) throw ConfigError("sddmm: the pattern must be CSR");
+  if (!s.dense.epilogue.sampled()) throw ConfigError("sddmm: the epilogue must be in the sampled dialect");
+  if (!cuda_value(s.pattern.value) || !cuda_value(s.dense.a.dtype) || !cuda_value(s.dense.b.dtype))
+    throw ConfigError("sddmm: values, A and B must be f32, f16 or bf16 on CUDA");
+  if (s.dense.a.layout.kind() != LayoutKind::RowMajor || s.dense.b.layout.kind() != LayoutKind::ColMajor)
+    throw ConfigError("sddmm: A (M x K) and B (N x K) must have unit stride along K on CUDA");
+  if (s.dense.inputs.size() > kMaxEpilogueInputs)
+    throw ConfigError(fmt::format("sddmm: at most {} epilogue tensors on CUDA", kMaxEpilogueInputs));
+}
+
+KernelSpec CudaSpmmSpec::generic() const {
+  return {"spmm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+}
+
+std::string CudaSpmmSpec::name() const {
+  return fmt::format("spmm_{}_{}_w{}v{}_{}_{}", signature.a.tag(), dtype_name(signature.dense.b.dtype), config.warps,
+                     config.vec, target.arch(), hash().hex().substr(0, 8));
+}
+
+KernelSpec CudaSddmmSpec::generic() const {
+  return {"sddmm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+}
+
+std::string CudaSddmmSpec::name() const {
+  return fmt::format("sddmm_{}_{}_w{}v{}_{}_{}", signature.pattern.tag(), dtype_name(signature.dense.a.dtype),
+                     config.warps, config.vec, target.arch(), hash().hex().substr(0, 8));
+}
+
+}  // namespace tessera
