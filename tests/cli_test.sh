@@ -317,6 +317,51 @@ expect_bad "f16 or bf16" attention 1 2 64 64 --target cuda-emu:sm_80
 if "$bin" attention 1 2 10 64 --dtype f16 --target cuda:sm_80 >/dev/null 2>&1; then bad "attention ran on a GPU"; else
   [[ $? -eq 3 ]] && ok || bad "attention --target cuda:sm_80: exit $?"; fi
 
+# Sparse: SpMM and SDDMM verified on the CPU (CSR and BSR, epilogues) and in the emulator; --json keys; the same
+# matrix written to a .mtx and read back gives bitwise the same D; malformed files and patterns are named.
+out=$("$bin" spmm --gen powerlaw:3000,2000,0.002,3 --n 70 --epilogue "relu(acc + bias[n])" --verify --json --repeat 1)
+code=$?
+if [[ $code -eq 0 && $out == \{*\} && $out == *'"ok":true'* ]]; then ok; else bad "spmm --json: exit $code: $out"; fi
+for field in name spec_hash m k n nnz format compile_ms median_ms gflops gbytes_per_s max_abs_err ok; do
+  if [[ $out == *"\"$field\":"* ]]; then ok; else bad "spmm --json lacks $field"; fi
+done
+for args in "--gen blocks:96,80,0.3,1,8 --n 33 --format bsr:8x8" "--gen uniform:50,60,0.1,2 --n 17 --index i64 --dtype bf16" \
+  "--gen banded:200,200,0.05 --n 5 --beta 0.5 --epilogue alpha*acc+beta*c --threads 1"; do
+  # shellcheck disable=SC2086
+  if "$bin" spmm $args --repeat 1 --verify >/dev/null; then ok; else bad "spmm $args: exit $?"; fi
+done
+out=$("$bin" sddmm --gen uniform:300,400,0.02,1 --k 64 --epilogue "acc / sqrt(64) + s" --verify --json --repeat 1)
+if [[ $out == *'"ok":true'* && $out == *'"gbytes_per_s":'* ]]; then ok; else bad "sddmm --json: $out"; fi
+for target in "cuda-emu:sm_80 --dtype f16" "cuda-emu:sm_90 --dtype bf16"; do
+  # shellcheck disable=SC2086
+  if "$bin" spmm --gen powerlaw:500,400,0.01,2 --n 40 --target $target --repeat 1 --verify >/dev/null &&
+    "$bin" sddmm --gen uniform:100,90,0.05,2 --k 70 --epilogue "acc * s" --target $target --repeat 1 --verify >/dev/null; then
+    ok
+  else bad "sparse --target $target: exit $?"; fi
+done
+mtx=$(mktemp --suffix=.mtx)
+a=$("$bin" spmm --gen uniform:120,90,0.05,4 --n 8 --write-matrix "$mtx" --json --repeat 1 --verify)
+b=$("$bin" spmm --matrix "$mtx" --n 8 --json --repeat 1 --verify)
+nnz_a=$(grep -o '"nnz":[0-9]*' <<<"$a") nnz_b=$(grep -o '"nnz":[0-9]*' <<<"$b")
+if [[ $a == *'"ok":true'* && $b == *'"ok":true'* && -n $nnz_a && $nnz_a == "$nnz_b" ]]; then ok; else
+  bad "mtx round trip: $a / $b"; fi
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 1 2.0\n' >"$mtx"
+expect_bad ":4: entry (4, 1) lies outside" spmm --matrix "$mtx" --n 8
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 1.0\n' >"$mtx"
+expect_bad "ends after 1 of the 5" spmm --matrix "$mtx" --n 8
+rm -f "$mtx"
+expect_bad "--matrix/--gen" spmm --n 8
+expect_bad "gen: 'uniform:10,10'" spmm --gen uniform:10,10 --n 8
+expect_bad "--format" spmm --gen uniform:10,10,0.1 --n 8 --format bsr:0x4
+expect_bad "sampled" sddmm --gen uniform:10,10,0.1 --k 8 --epilogue "acc + c"
+expect_bad "unknown key" spmm --gen uniform:10,10,0.1 --n 8 --config mr=3
+if "$bin" emit spmm --gen uniform:64,64,0.1 --n 64 --asm | grep -q vfmadd; then ok; else bad "emit spmm --asm"; fi
+out=$("$bin" emit sddmm --gen uniform:64,64,0.1 --k 64 --dtype f16 --target cuda:sm_90 --json)
+if [[ $out == *'"spill_store_bytes":0'* && $out == *'"local_access_count":0'* && $out == *'"registers":'* ]]; then ok; else
+  bad "emit sddmm --json: $out"; fi
+if "$bin" spmm --gen uniform:64,64,0.1 --n 8 --target cuda:sm_80 >/dev/null 2>&1; then bad "spmm ran on a GPU"; else
+  [[ $? -eq 3 ]] && ok || bad "spmm --target cuda:sm_80: exit $?"; fi
+
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 
 # Every command-line example in README.md runs and succeeds.

@@ -9,6 +9,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "generator/cuda/sparse_source.hpp"
 
 namespace tessera::cli {
 
@@ -32,12 +33,12 @@ void add_sparse_options(CLI::App& app, SparseRequest& r, bool spmm) {
     app.add_option("--beta", r.beta, "beta of the epilogue");
   }
   app.add_option("--index", r.index, "i32 or i64 offsets and indices");
-  app.add_option("--dtype", r.dtype, "f32 or bf16 sparse values and dense operands");
+  app.add_option("--dtype", r.dtype, "f32 or bf16 (f16 on CUDA targets): sparse values and dense operands");
   app.add_option("--alpha", r.alpha, "alpha of the epilogue");
   app.add_option("--epilogue", r.epilogue,
                  spmm ? "as for gemm, e.g. 'relu(acc + bias[n])'" : "acc, alpha, s, tensors [m] / [n], e.g. 'acc * s'")
       ->each([&r](const std::string&) { r.epilogue_given = true; });
-  app.add_option("--target", r.target, "cpu, cpu:avx512 or cpu:avx2");
+  app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2, cuda[:sm_XX] or cuda-emu:sm_XX (CSR)");
   app.add_option("--threads", r.threads, "threads (0: all)");
   app.add_option("--config", r.config,
                  spmm ? "overrides, e.g. nv=4,chains=2,prefetch=8" : "overrides, e.g. cols=8,unroll=2");
@@ -53,10 +54,12 @@ struct Pattern {
 Pattern load_pattern(const SparseRequest& r, bool spmm) {
   if (r.matrix.empty() == r.gen.empty()) throw InvalidArgument("--matrix/--gen", "give exactly one of them");
   if (r.index != "i32" && r.index != "i64") throw InvalidArgument("--index", "must be i32 or i64, got " + r.index);
-  if (r.dtype != "f32" && r.dtype != "bf16") throw InvalidArgument("--dtype", "must be f32 or bf16, got " + r.dtype);
+  const bool cuda = CudaTarget::is_cuda_text(r.target);
+  if (r.dtype != "f32" && r.dtype != "bf16" && !(cuda && r.dtype == "f16"))
+    throw InvalidArgument("--dtype", "must be f32 or bf16 (f16 on CUDA targets), got " + r.dtype);
   if (r.dense < 0) throw InvalidArgument(spmm ? "--n" : "--k", "must be >= 0");
-  if (CudaTarget::is_cuda_text(r.target))
-    throw Unavailable("the sparse kernels run on CPU targets; their CUDA kernels are not built yet");
+  if (cuda && r.format != "csr") throw InvalidArgument("--format", "the CUDA kernels take csr");
+  if (cuda && !r.config.empty()) throw InvalidArgument("--config", "is for CPU targets");
   int br = 1, bc = 1;
   if (r.format != "csr") {
     const auto x = r.format.find('x');
@@ -75,7 +78,7 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
   Pattern p;
   p.coo = r.matrix.empty() ? generate_pattern(r.gen) : read_matrix_market(r.matrix);
   const int bits = r.index == "i32" ? 32 : 64;
-  const DType value = r.dtype == "f32" ? DType::f32 : DType::bf16;
+  const DType value = *parse_dtype(r.dtype);
   p.data = br == 1 && bc == 1 ? SparseMatrixData::csr(p.coo, bits, value)
                               : SparseMatrixData::bsr(p.coo, br, bc, bits, value);
   p.nonzeros = br == 1 && bc == 1 ? p.data.view().entries : SparseMatrixData::csr(p.coo).view().entries;
@@ -83,9 +86,13 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
   return p;
 }
 
-std::vector<std::uint16_t> to_bf16_copy(const std::vector<float>& x) {
+// 16-bit copies of f32 values, and the f32 values rounded the same way (what the reference multiplies).
+std::vector<std::uint16_t> to_16bit_copy(std::vector<float>& x, DType dtype) {
   std::vector<std::uint16_t> out(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) out[i] = to_bf16(x[i]);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    out[i] = dtype == DType::bf16 ? to_bf16(x[i]) : to_f16(x[i]);
+    x[i] = dtype == DType::bf16 ? from_bf16(out[i]) : from_f16(out[i]);
+  }
   return out;
 }
 
@@ -106,6 +113,7 @@ struct SparseCommand {
     if (repeat < 1) throw InvalidArgument("--repeat", "must be >= 1");
     const Pattern pattern = load_pattern(request, spmm);
     const SparseMatrix a = pattern.data.view();
+    if (CudaTarget::is_cuda_text(request.target)) return run_cuda(pattern);
     Runtime runtime({request.target, 0});
     std::mt19937 rng(42);
     const std::int64_t m = a.rows, n = spmm ? request.dense : a.cols, k = spmm ? a.cols : request.dense;
@@ -137,7 +145,7 @@ struct SparseCommand {
       b = random_floats(static_cast<std::size_t>(k * n), rng);
       args.b = Tensor::matrix(b.data(), k, n);
       if (bf16) {
-        b16 = to_bf16_copy(b);
+        b16 = to_16bit_copy(b, DType::bf16);
         args.b.data = b16.data(), args.b.dtype = DType::bf16;
       }
       d.assign(static_cast<std::size_t>(m * n), 0.0f);
@@ -170,7 +178,7 @@ struct SparseCommand {
       args.a = Tensor::matrix(av.data(), m, k);
       args.b = Tensor::matrix(b.data(), n, k);
       if (bf16) {
-        a16 = to_bf16_copy(av), b16 = to_bf16_copy(b);
+        a16 = to_16bit_copy(av, DType::bf16), b16 = to_16bit_copy(b, DType::bf16);
         args.a.data = a16.data(), args.a.dtype = DType::bf16;
         args.b.data = b16.data(), args.b.dtype = DType::bf16;
       }
@@ -229,15 +237,192 @@ struct SparseCommand {
     }
     return ok ? kOk : kVerifyFailed;
   }
+
+  // On a GPU (or in the emulator): the pattern and the operands mirrored to device memory, the plan made from the
+  // host arrays, timed with CUDA events (wall time in the emulator), the output fetched back and verified.
+  int run_cuda(const Pattern& pattern) const {
+    CudaRuntime runtime(request.target);  // no driver or no device: Unavailable, with the reason
+    const SparseMatrix host = pattern.data.view();
+    const DType dtype = *parse_dtype(request.dtype);
+    const std::int64_t m = host.rows, n = spmm ? request.dense : host.cols, k = spmm ? host.cols : request.dense;
+    std::mt19937 rng(42);
+    DeviceMirror device(runtime);
+    SparseMatrix dev = host;
+    const auto index = static_cast<std::size_t>(host.index_bits / 8);
+    Tensor array;
+    device.add(array, host.row_offsets, static_cast<std::size_t>(host.rows + 1) * index);
+    dev.row_offsets = array.data;
+    device.add(array, host.col_indices, static_cast<std::size_t>(host.entries) * index);
+    dev.col_indices = array.data;
+    device.add(array, host.values,
+               static_cast<std::size_t>(host.entries) * static_cast<std::size_t>(dtype_bytes(host.value)));
+    dev.values = array.data;
+    const auto plan = std::make_shared<const SparsePlan>(SparsePlan::inspect(host, 1, spmm ? "a" : "pattern"));
+    const auto operand = [&](std::int64_t rows, std::int64_t cols, std::vector<float>& values,
+                             std::vector<std::uint16_t>& bits) {
+      values = random_floats(static_cast<std::size_t>(rows * cols), rng);
+      if (dtype == DType::f32) return Tensor::matrix(values.data(), rows, cols);
+      bits = to_16bit_copy(values, dtype);
+      return Tensor::matrix(bits.data(), rows, cols, Layout::row_major(), 0, dtype);
+    };
+    std::vector<float> av, bv, out;
+    std::vector<std::uint16_t> a16, b16;
+    double ms = 0;
+    Comparison cmp;
+    if (spmm) {
+      SpmmArgs args;
+      args.a = host;
+      args.alpha = request.alpha, args.beta = request.beta;
+      if (request.epilogue_given) args.set_epilogue(request.epilogue);
+      const bool c_read = args.epilogue.reads_c() && !(args.beta == 0 && args.epilogue.c_scaled_by_beta());
+      if (!args.epilogue.tensors().empty() || c_read)
+        throw InvalidArgument("--epilogue", "the CUDA command runs epilogues of acc and alpha (the API takes more)");
+      args.b = operand(k, n, bv, b16);
+      out.assign(static_cast<std::size_t>(m * n), 0.0f);
+      args.d = Tensor::matrix(out.data(), m, n);
+      GemmReference ref;
+      if (verify) {
+        Tensor b32 = Tensor::matrix(bv.data(), k, n);
+        SpmmArgs host_args = args;
+        host_args.b = b32;
+        ref = reference_spmm(host_args);
+      }
+      SpmmArgs device_args = args;
+      device_args.a = dev;
+      device_args.plan = plan;
+      device.add(device_args.b, args.b.data, static_cast<std::size_t>(k * n * dtype_bytes(dtype)));
+      const std::size_t d_copy = device.add(device_args.d, out);
+      ms = runtime.spmm_ms(device_args, repeat);
+      runtime.synchronize();
+      device.fetch(d_copy, out);
+      if (verify) cmp = compare_gemm(ref, args.d);
+    } else {
+      SddmmArgs args;
+      args.pattern = host;
+      args.alpha = request.alpha;
+      if (request.epilogue_given) args.set_epilogue(request.epilogue);
+      if (!args.epilogue.tensors().empty())
+        throw InvalidArgument("--epilogue", "the CUDA command runs epilogues of acc, alpha and s (the API takes more)");
+      args.a = operand(m, k, av, a16);
+      args.b = operand(n, k, bv, b16);
+      out.assign(static_cast<std::size_t>(host.entries), 0.0f);
+      args.out = Tensor::vector(out.data(), host.entries);
+      SddmmReference ref;
+      if (verify) {
+        SddmmArgs host_args = args;
+        host_args.a = Tensor::matrix(av.data(), m, k);
+        host_args.b = Tensor::matrix(bv.data(), n, k);
+        ref = reference_sddmm(host_args);
+      }
+      SddmmArgs device_args = args;
+      device_args.pattern = dev;
+      device_args.plan = plan;
+      device.add(device_args.a, args.a.data, static_cast<std::size_t>(m * k * dtype_bytes(dtype)));
+      device.add(device_args.b, args.b.data, static_cast<std::size_t>(n * k * dtype_bytes(dtype)));
+      const std::size_t out_copy = device.add(device_args.out, out);
+      ms = runtime.sddmm_ms(device_args, repeat);
+      runtime.synchronize();
+      device.fetch(out_copy, out);
+      if (verify) cmp = compare_sddmm(ref, args.out);
+    }
+    const bool ok = !verify || cmp.ok();
+    const double gflops =
+        ms > 0 ? 2.0 * static_cast<double>(pattern.nonzeros) * static_cast<double>(request.dense) / (ms * 1e6) : 0;
+    if (json) {
+      nlohmann::json j{{"target", request.target},
+                       {"device", runtime.device_name()},
+                       {"m", m},
+                       {"k", k},
+                       {"n", n},
+                       {"nnz", pattern.nonzeros},
+                       {"format", request.format},
+                       {"median_ms", ms},
+                       {"gflops", gflops},
+                       {"verified", verify},
+                       {"ok", ok}};
+      if (verify) j["max_abs_err"] = cmp.max_abs_err, j["max_rel_err"] = cmp.max_rel_err;
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << fmt::format("{} on {}\n  {}x{} nnz {}, {} = {}  run {:.3f} ms  {:.1f} GFLOP/s\n",
+                               spmm ? "SpMM" : "SDDMM", runtime.device_name(), m, spmm ? k : n, pattern.nonzeros,
+                               spmm ? "N" : "K", request.dense, ms, gflops);
+      if (verify)
+        std::cout << fmt::format("  verify: {}  max abs err {:.3g}{}\n", ok ? "ok" : "FAILED", cmp.max_abs_err,
+                                 ok ? "" : "  first: " + cmp.first_mismatch);
+    }
+    return ok ? kOk : kVerifyFailed;
+  }
 };
 
 struct EmitSparseCommand {
   SparseRequest request;
-  bool spmm = true, assembly = false;
+  bool spmm = true, assembly = false, ptx = false, resources = false, json = false;
+
+  // CUDA: the source, or NVRTC's PTX, or the ptxas resources (text or JSON), without a GPU.
+  int run_cuda(const SparseMatrix& a) const {
+    if (assembly) throw InvalidArgument("--asm", "is for CPU targets (use --ptx)");
+    const CudaTarget target = CudaTarget::parse(request.target);
+    const DType dtype = *parse_dtype(request.dtype);
+    std::string name;
+    CudaCode code;
+    const bool compile = ptx || resources || json;
+    if (spmm) {
+      SpmmSignature s;
+      s.a = a.signature();
+      s.dense.a = {a.value, Layout::row_major()};
+      s.dense.b = {dtype, Layout::row_major()};
+      s.dense.c = {DType::f32, Layout::zero()};
+      s.dense.d = {DType::f32, Layout::row_major()};
+      s.dense.epilogue = request.epilogue_given ? Epilogue::parse(request.epilogue) : Epilogue::parse("alpha*acc");
+      if (!s.dense.epilogue.tensors().empty() || s.dense.epilogue.reads_c())
+        throw InvalidArgument("--epilogue", "the command emits epilogues of acc and alpha (the API takes more)");
+      SpmmProblem problem;
+      problem.m = a.rows, problem.k = a.cols, problem.n = request.dense, problem.signature = s;
+      const CudaSpmmSpec spec{s, cuda_spmm_default(problem), target};
+      if (!compile) {
+        std::cout << emit_cuda_spmm(spec).code;
+        return kOk;
+      }
+      code = generate_cuda_spmm(spec, resources || json);
+    } else {
+      SddmmSignature s;
+      s.pattern = a.signature();
+      s.dense.a = {dtype, Layout::row_major()};
+      s.dense.b = {dtype, Layout::col_major()};
+      s.dense.c = {DType::f32, Layout::zero()};
+      s.dense.d = {DType::f32, Layout::row_major()};
+      s.dense.epilogue = Epilogue::parse_sampled(request.epilogue_given ? request.epilogue : "acc");
+      if (!s.dense.epilogue.tensors().empty())
+        throw InvalidArgument("--epilogue", "the command emits epilogues of acc, alpha and s (the API takes more)");
+      SddmmProblem problem;
+      problem.m = a.rows, problem.n = a.cols, problem.k = request.dense, problem.signature = s;
+      const CudaSddmmSpec spec{s, cuda_sddmm_default(problem), target};
+      if (!compile) {
+        std::cout << emit_cuda_sddmm(spec).code;
+        return kOk;
+      }
+      code = generate_cuda_sddmm(spec, resources || json);
+    }
+    const nlohmann::json& r = code.report;
+    if (json)
+      std::cout << r.dump() << "\n";
+    else if (ptx)
+      std::cout << code.ptx;
+    else
+      std::cout << fmt::format(
+          "{}\n  {} threads, {} registers, {} bytes shared, spills {} / {} bytes (store / load), "
+          "{} local accesses\n",
+          r["name"].get<std::string>(), r["threads"].get<int>(), r["registers"].get<int>(),
+          r["shared_bytes"].get<std::int64_t>(), r["spill_store_bytes"].get<int>(), r["spill_load_bytes"].get<int>(),
+          r["local_access_count"].get<int>());
+    return kOk;
+  }
 
   int run() const {
     Pattern pattern = load_pattern(request, spmm);
     const SparseMatrix a = pattern.data.view();
+    if (CudaTarget::is_cuda_text(request.target)) return run_cuda(a);
+    if (ptx || resources || json) throw InvalidArgument("--ptx/--resources/--json", "are for CUDA targets");
     Runtime runtime({request.target, 1});
     const std::int64_t m = a.rows, n = spmm ? request.dense : a.cols, k = spmm ? a.cols : request.dense;
     // Only the signature matters here: views of the right shapes and types, never read.
@@ -299,7 +484,10 @@ void add_emit_sparse_commands(CLI::App& emit, int& result) {
     cmd->spmm = spmm;
     CLI::App* sub = emit.add_subcommand(spmm ? "spmm" : "sddmm", "the sparse kernel for these arguments");
     add_sparse_options(*sub, cmd->request, spmm);
-    sub->add_flag("--asm", cmd->assembly, "print host assembly instead of LLVM IR");
+    sub->add_flag("--asm", cmd->assembly, "CPU: print host assembly instead of LLVM IR");
+    sub->add_flag("--ptx", cmd->ptx, "CUDA: print the PTX NVRTC produces instead of the CUDA source");
+    sub->add_flag("--resources", cmd->resources, "CUDA: compile to CUBIN and print registers, shared memory, spills");
+    sub->add_flag("--json", cmd->json, "CUDA: compile to CUBIN and print the resource report as one JSON object");
     sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
   }
 }
