@@ -11,10 +11,10 @@ struct SparseParams {
   GemmParams dense;
   const void* row_offsets;  // rows + 1, of the kernel's Index type
   const void* col_indices;
-  const void* values;     // the stored values (SDDMM: the pattern's s; null when the epilogue does not read it)
-  const int* row_order;   // rows by decreasing length (Sputnik's row swizzle), or null for 0, 1, 2, ...
-  float* out;             // SDDMM: one value per entry, in the pattern's order
-  int rows;               // rows of the pattern
+  const void* values;    // the stored values (SDDMM: the pattern's s; null when the epilogue does not read it)
+  const int* row_order;  // rows by decreasing length (Sputnik's row swizzle), or null for 0, 1, 2, ...
+  float* out;            // SDDMM: one value per entry, in the pattern's order
+  int rows;              // rows of the pattern
 };
 
 }  // namespace tessera
