@@ -46,6 +46,9 @@ class Reader {
     if (coo.rows < 0 || coo.cols < 0 || coo.rows > kMaxSide || coo.cols > kMaxSide)
       fail(fmt::format("matrix sides must be in 0..2^40, got {}x{}", coo.rows, coo.cols));
     if (count < 0) fail(fmt::format("negative entry count {}", count));
+    if (symmetry_ != Symmetry::General && coo.rows != coo.cols)
+      fail(fmt::format("a {} matrix must be square, got {}x{}",
+                       symmetry_ == Symmetry::Symmetric ? "symmetric" : "skew-symmetric", coo.rows, coo.cols));
     if (static_cast<double>(count) > static_cast<double>(coo.rows) * static_cast<double>(coo.cols))
       fail(fmt::format("{} entries cannot fit a {}x{} matrix", count, coo.rows, coo.cols));
     const auto reserve =

@@ -546,6 +546,7 @@ TEST(MatrixMarket, MalformedFilesNameTheLine) {
       {header + "99999999999999 2 1\n", "sides must be"},
       {"%%MatrixMarket matrix coordinate real symmetric\n2 2 1\n1 2 1.0\n", ":3: entry (1, 2) is above"},
       {"%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 1.5\n", "not an integer"},
+      {"%%MatrixMarket matrix coordinate real symmetric\n3 2 1\n2 1 1.0\n", ":2: a symmetric matrix must be square"},
   };
   for (const auto& [text, expected] : cases) {
     std::istringstream in(text);
@@ -561,6 +562,52 @@ TEST(MatrixMarket, MalformedFilesNameTheLine) {
   EXPECT_THROW(write_matrix_market("/nonexistent-dir/x.mtx", CooMatrix{1, 1, {0}, {0}, {1}}), InvalidArgument);
   EXPECT_THROW(write_matrix_market(temp_path("bad.mtx"), CooMatrix{1, 1, {0}, {3}, {1}}), InvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(temp_path("bad.mtx")));
+}
+
+// A mutation fuzzer over valid and malformed files: every input either parses into coordinates inside the matrix
+// or throws InvalidArgument naming the line; nothing crashes, hangs or allocates what a header merely claims.
+TEST(MatrixMarket, MutatedInputsNeverCrash) {
+  const std::vector<std::string> seeds{
+      "%%MatrixMarket matrix coordinate real general\n% c\n3 4 3\n1 1 1.5\n2 4 -2\n3 2 1e-3\n",
+      "%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n1 1\n3 1\n4 2\n",
+      "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 2\n2 1 5\n3 2 -7\n",
+  };
+  const std::string alphabet = "0123456789 .-+eE%\n\tx";
+  std::mt19937 rng(12345);
+  int parsed = 0, refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = seeds[static_cast<std::size_t>(i) % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !text.empty(); ++e) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 4) {
+        case 0:
+          text[at] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          text.erase(at, 1 + rng() % 3);
+          break;
+        case 2:
+          text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          text.insert(at, std::to_string(rng()));  // large numbers: counts and sides that lie
+      }
+    }
+    std::istringstream in(text);
+    try {
+      const CooMatrix coo = read_matrix_market(in, "fuzz.mtx");
+      for (std::size_t k = 0; k < coo.row.size(); ++k) {
+        ASSERT_TRUE(coo.row[k] >= 0 && coo.row[k] < coo.rows && coo.col[k] >= 0 && coo.col[k] < coo.cols) << text;
+      }
+      ++parsed;
+    } catch (const InvalidArgument& e) {
+      ASSERT_NE(std::string(e.what()).find("fuzz.mtx:"), std::string::npos) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(refused, 1000);
 }
 
 // Each case breaks one rule; the call must throw InvalidArgument naming the argument, and D must stay untouched.
