@@ -64,6 +64,8 @@ struct Runtime::Impl {
   std::mutex choices_mutex;
   std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses
   std::map<std::string, CpuAttentionConfig> attention_choices;
+  std::map<std::string, CpuSpmmConfig> spmm_choices;  // with a tuning budget: per signature, shape and pattern
+  std::map<std::string, CpuSddmmConfig> sddmm_choices;
 
   // Threads a call of `requested` threads (0: all) runs on.
   int participants(int requested) const { return requested ? std::min(requested, threads) : threads; }

@@ -10,6 +10,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "generator/cuda/sparse_source.hpp"
+#include "tessera/tuner.hpp"
 
 namespace tessera::cli {
 
@@ -461,7 +462,92 @@ struct EmitSparseCommand {
   }
 };
 
+struct TuneSparseCommand {
+  SparseRequest request;
+  bool spmm = true;
+  TuneOptions options;
+  bool json = false;
+
+  template <class Result>
+  int report(const Result& r, double flops) const {
+    if (json) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& m : r.measured)
+        rows.push_back({{"config", m.config.to_json()},
+                        {"spec_hash", m.spec_hash},
+                        {"median_ns", m.median_ns},
+                        {"spread", m.spread},
+                        {"gflops", flops / m.median_ns},
+                        {"predicted_cycles", m.predicted_cycles}});
+      std::cout << nlohmann::json{{"space", r.space}, {"best", r.best}, {"measured", rows}}.dump() << "\n";
+      return kOk;
+    }
+    std::cout << fmt::format("{} variants, {} timed (default first, then the analytic order)\n", r.space,
+                             r.measured.size());
+    for (std::size_t i = 0; i < r.measured.size(); ++i) {
+      const auto& m = r.measured[i];
+      std::cout << fmt::format("{} {:<50} {:>10.1f} us {:>7.1f} GFLOP/s  spread {:.3f}\n", i == r.best ? "*" : " ",
+                               m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns, m.spread);
+    }
+    return kOk;
+  }
+
+  int run() {
+    if (CudaTarget::is_cuda_text(request.target))
+      throw InvalidArgument("--target", "tune spmm|sddmm is for CPU targets");
+    if (options.top_k < 1) throw InvalidArgument("--top-k", "must be >= 1");
+    if (options.samples < 1) throw InvalidArgument("--samples", "must be >= 1");
+    const Pattern pattern = load_pattern(request, spmm);
+    const SparseMatrix a = pattern.data.view();
+    Runtime runtime({request.target, request.threads});
+    const double flops = 2.0 * static_cast<double>(pattern.nonzeros) * static_cast<double>(request.dense);
+    std::vector<float> b, d(1), out(static_cast<std::size_t>(std::max<std::int64_t>(1, a.entries)));
+    const DType dense = request.dtype == "bf16" ? DType::bf16 : DType::f32;
+    if (spmm) {
+      SpmmArgs args;
+      args.a = a;
+      if (request.epilogue_given) args.set_epilogue(request.epilogue);
+      if (args.epilogue.reads_c() && !(request.beta == 0 && args.epilogue.c_scaled_by_beta()))
+        throw InvalidArgument("--epilogue", "tune spmm times epilogues without c");
+      if (!args.epilogue.tensors().empty())
+        throw InvalidArgument("--epilogue", "tune spmm times epilogues without tensors");
+      b.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, a.cols * request.dense)));
+      d.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, a.rows * request.dense)));
+      args.b = Tensor::matrix(b.data(), a.cols, request.dense, Layout::row_major(), 0, dense);
+      args.d = Tensor::matrix(d.data(), a.rows, request.dense);
+      args.threads = request.threads;
+      SpmmProblem problem = runtime.describe(args);
+      return report(tune_spmm(runtime, problem, a, options), flops);
+    }
+    SddmmArgs args;
+    args.pattern = a;
+    if (request.epilogue_given) args.set_epilogue(request.epilogue);
+    if (!args.epilogue.tensors().empty())
+      throw InvalidArgument("--epilogue", "tune sddmm times epilogues without tensors");
+    b.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, std::max(a.rows, a.cols) * request.dense)));
+    args.a = Tensor::matrix(b.data(), a.rows, request.dense);
+    args.b = Tensor::matrix(b.data(), a.cols, request.dense);
+    args.out = Tensor::vector(out.data(), a.entries);
+    args.threads = request.threads;
+    return report(tune_sddmm(runtime, runtime.describe(args), a, options), flops);
+  }
+};
+
 }  // namespace
+
+void add_tune_sparse_commands(CLI::App& tune, int& result) {
+  for (const bool spmm : {true, false}) {
+    auto cmd = std::make_shared<TuneSparseCommand>();
+    cmd->spmm = spmm;
+    CLI::App* sub = tune.add_subcommand(spmm ? "spmm" : "sddmm", "time the variants of one sparse problem");
+    add_sparse_options(*sub, cmd->request, spmm);
+    sub->add_option("--top-k", cmd->options.top_k, "variants timed, best-ranked first");
+    sub->add_flag("--exhaustive", cmd->options.exhaustive, "time every variant of the space");
+    sub->add_option("--samples", cmd->options.samples, "interleaved rounds (median reported)");
+    sub->add_flag("--json", cmd->json, "print one JSON object");
+    sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
+  }
+}
 
 void add_sparse_commands(CLI::App& app, int& result) {
   for (const bool spmm : {true, false}) {

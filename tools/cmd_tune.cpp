@@ -218,6 +218,7 @@ void add_tune_command(CLI::App& app, int& result) {
   gemm->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 
   add_tune_attention_command(*tune, result);
+  add_tune_sparse_commands(*tune, result);
   auto merge_cmd = std::make_shared<MergeCommand>();
   CLI::App* merge = tune->add_subcommand(
       "merge", "merge tuning runs of the same problems: each measurement the median over the runs that took it");

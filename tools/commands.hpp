@@ -15,6 +15,7 @@ void add_tune_attention_command(CLI::App& tune, int& result);
 // `spmm` and `sddmm`, and their `emit` subcommands.
 void add_sparse_commands(CLI::App& app, int& result);
 void add_emit_sparse_commands(CLI::App& emit, int& result);
+void add_tune_sparse_commands(CLI::App& tune, int& result);
 void add_emit_command(CLI::App& app, int& result);
 void add_tune_command(CLI::App& app, int& result);
 void add_model_command(CLI::App& app, int& result);

@@ -1,9 +1,12 @@
 // The Runtime's sparse operations: compiling SpMM and SDDMM kernels and running them over the inspector's tasks.
+#include <fmt/format.h>
+
 #include <chrono>
 
 #include "generator/llvm/sparse_emitter.hpp"
 #include "ops/runtime_impl.hpp"
 #include "ops/sparse/sparse_binding.hpp"
+#include "tessera/tuner.hpp"
 
 namespace tessera {
 
@@ -100,9 +103,34 @@ SpmmKernel Runtime::compile(const SpmmProblem& problem, const CpuSpmmConfig& con
       build(impl_->orc, impl_->spmm_cache, spec, [](const CpuSpmmSpec& s) { return cpu_module_source(s); }), impl_);
 }
 
+namespace {
+// The key a tuned choice is kept under: signature, sizes and the pattern's statistics.
+template <class Problem>
+std::string choice_key(const Problem& p, std::int64_t dense) {
+  return fmt::format("{}|{}x{}|{}|{}", p.signature.to_json().dump(), p.m, dense, p.pattern.to_json().dump(), p.threads);
+}
+}  // namespace
+
 void Runtime::spmm(const SpmmArgs& args) {
   const SpmmBinding bound = bind_spmm(args, impl_->participants(args.threads));
-  const SpmmKernel kernel = compile(bound.problem);
+  CpuSpmmConfig config = choose_config(bound.problem);
+  if (impl_->options.tuning_budget > 0) {
+    // Timed once per signature, shape and pattern statistics, on this pattern with fresh dense operands.
+    const std::string key = choice_key(bound.problem, bound.problem.n * bound.problem.k);
+    std::unique_lock lock(impl_->choices_mutex);
+    auto it = impl_->spmm_choices.find(key);
+    if (it == impl_->spmm_choices.end()) {
+      lock.unlock();
+      TuneOptions options;
+      options.top_k = impl_->options.tuning_budget;
+      const auto r = tune_spmm(*this, bound.problem, args.a, options);
+      if (!r.measured.empty()) config = r.measured[r.best].config;
+      lock.lock();
+      it = impl_->spmm_choices.emplace(key, config).first;
+    }
+    config = it->second;
+  }
+  const SpmmKernel kernel = compile(bound.problem, config);
   run_spmm(impl_->pool, impl_->participants(args.threads), bound, kernel.compiled_->fn);
 }
 
@@ -119,7 +147,23 @@ SddmmKernel Runtime::compile(const SddmmProblem& problem, const CpuSddmmConfig& 
 
 void Runtime::sddmm(const SddmmArgs& args) {
   const SddmmBinding bound = bind_sddmm(args, impl_->participants(args.threads));
-  const SddmmKernel kernel = compile(bound.problem);
+  CpuSddmmConfig config = choose_config(bound.problem);
+  if (impl_->options.tuning_budget > 0) {
+    const std::string key = choice_key(bound.problem, bound.problem.n * bound.problem.k);
+    std::unique_lock lock(impl_->choices_mutex);
+    auto it = impl_->sddmm_choices.find(key);
+    if (it == impl_->sddmm_choices.end()) {
+      lock.unlock();
+      TuneOptions options;
+      options.top_k = impl_->options.tuning_budget;
+      const auto r = tune_sddmm(*this, bound.problem, args.pattern, options);
+      if (!r.measured.empty()) config = r.measured[r.best].config;
+      lock.lock();
+      it = impl_->sddmm_choices.emplace(key, config).first;
+    }
+    config = it->second;
+  }
+  const SddmmKernel kernel = compile(bound.problem, config);
   const SddmmKernelArgs k = bound.kernel_args();
   run_plan(impl_->pool, impl_->participants(args.threads), *bound.plan, k, kernel.compiled_->fn);
 }

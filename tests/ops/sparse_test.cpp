@@ -13,6 +13,7 @@
 
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
+#include "tessera/tuner.hpp"
 #include "tests/test_util.hpp"
 
 namespace tessera {
@@ -385,6 +386,61 @@ TEST(Sddmm, FormatsLayoutsThreadsIsas) {
     SCOPED_TRACE(c.to_json().dump());
     check_sddmm(base, &c);
   }
+}
+
+// The tuners time the analytic model's top variants (default_for first) on the given pattern, and a runtime with a
+// tuning budget runs the fastest, still matching the reference (with an epilogue reading C and tensors).
+TEST(SparseTuner, TimesVariantsAndTheRuntimeUsesTheBest) {
+  const SparseMatrixData a = SparseMatrixData::csr(random_coo(300, 400, 0.05, 2));
+  Matrix b(1, 400, 48, Layout::row_major()), d(1, 300, 48, Layout::row_major());
+  SpmmArgs args;
+  args.a = a.view();
+  args.b = b.view;
+  args.d = d.view;
+  Runtime rt;
+  TuneOptions options;
+  options.top_k = 3;
+  options.samples = 2;
+  options.sample_ms = 0.2;
+  const SpmmProblem p = rt.describe(args);
+  const auto r = tune_spmm(rt, p, a.view(), options);
+  ASSERT_EQ(r.measured.size(), 3u);
+  EXPECT_EQ(r.measured[0].config, CpuSpmmConfig::default_for(p, rt.target()));
+  EXPECT_LT(r.best, 3u);
+  for (const auto& m : r.measured) EXPECT_GT(m.median_ns, 0);
+  std::vector<float> out(static_cast<std::size_t>(a.view().entries));
+  Matrix sa(1, 300, 40, Layout::row_major()), sb(1, 400, 40, Layout::row_major());
+  SddmmArgs s;
+  s.pattern = a.view();
+  s.a = sa.view;
+  s.b = sb.view;
+  s.out = Tensor::vector(out.data(), a.view().entries);
+  const auto q = tune_sddmm(rt, rt.describe(s), a.view(), options);
+  EXPECT_EQ(q.measured.size(), 3u);
+  EXPECT_EQ(q.measured[0].config, CpuSddmmConfig::default_for(rt.describe(s), rt.target()));
+
+  RuntimeOptions tuned;
+  tuned.tuning_budget = 2;
+  Runtime trt(tuned);
+  SpmmCase t{120, 200, 40, 0.1};
+  t.epilogue = "relu(acc + bias[n]) + beta*c";
+  t.beta = 1;
+  std::mt19937 rng(3);
+  const SparseMatrixData ta = SparseMatrixData::csr(random_coo(t.m, t.k, t.density, 3));
+  Matrix tb(1, t.k, t.n, Layout::row_major()), td(1, t.m, t.n, Layout::row_major());
+  tb.fill_uniform(rng);
+  SpmmArgs targs;
+  targs.a = ta.view();
+  targs.b = tb.view;
+  targs.d = td.view;
+  targs.beta = 1;
+  targs.set_epilogue(t.epilogue);
+  EpilogueTensors tensors(t.m, t.n, rng);
+  tensors.bind(targs);
+  const GemmReference ref = reference_spmm(targs);
+  trt.spmm(targs);
+  const Comparison cmp = compare_gemm(ref, td.view);
+  EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
 }
 
 TEST(SparseInspector, StatsAndBalancedPlan) {

@@ -54,7 +54,8 @@ struct RuntimeOptions {
   // model train`).
   std::string cost_model = "default";
   // Variants to compile and time the first time a shape is seen, best-ranked first; the fastest is kept for the
-  // shape (0: the model's top choice, untimed).
+  // shape (0: the model's top choice, untimed). SpMM and SDDMM are timed on the call's own pattern and keep the
+  // choice per signature, shape and pattern statistics.
   int tuning_budget = 0;
 };
 

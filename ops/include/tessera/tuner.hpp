@@ -81,4 +81,28 @@ struct AttentionTuneResult {
 AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
                                    const std::function<void(int, int)>& progress = {});
 
+// SpMM and SDDMM: the variants ranked by the analytic model (default_for first), the top_k (or every one) compiled
+// and timed in interleaved rounds on the given pattern with fresh dense operands. Not recorded yet.
+template <class Config>
+struct SparseVariantMeasurement {
+  Config config;
+  std::string spec_hash;
+  double median_ns = 0, spread = 0;
+  double predicted_cycles = 0;
+};
+
+template <class Config>
+struct SparseTuneResult {
+  std::size_t space = 0;
+  std::vector<SparseVariantMeasurement<Config>> measured;  // in rank order
+  std::size_t best = 0;                                    // index into measured
+};
+
+SparseTuneResult<CpuSpmmConfig> tune_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
+                                          const TuneOptions& options,
+                                          const std::function<void(int, int)>& progress = {});
+SparseTuneResult<CpuSddmmConfig> tune_sddmm(Runtime& runtime, const SddmmProblem& problem, const SparseMatrix& pattern,
+                                            const TuneOptions& options,
+                                            const std::function<void(int, int)>& progress = {});
+
 }  // namespace tessera

@@ -1,0 +1,182 @@
+// The sparse tuners: the variant space ranked by the analytic model (default_for first), the top k compiled and
+// timed by the shared interleaved protocol on the caller's pattern with fresh dense operands (a sparse kernel's time
+// depends on the pattern, not only on its statistics).
+#include <cmath>
+#include <random>
+
+#include "generator/core/arith.hpp"
+#include "generator/cost/cost_model.hpp"
+#include "generator/cost/sparse_cost.hpp"
+#include "ops/tuning/interleaved_timing.hpp"
+#include "tessera/tuner.hpp"
+
+namespace tessera {
+
+namespace {
+
+std::vector<float> random_floats(std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(std::max<std::size_t>(n, 1));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A rows×cols f32 matrix in `layout`'s kind (a strided one: every other element of every other row), or a vector
+// of rows·cols elements (unit stride, or 2 for a strided layout): what a binding describes with that layout.
+Tensor shaped(std::vector<float>& storage, std::int64_t rows, std::int64_t cols, const Layout& layout, bool vector,
+              std::mt19937& rng) {
+  const bool strided = layout.kind() == LayoutKind::Strided;
+  storage = random_floats(static_cast<std::size_t>(rows * cols * (strided ? 4 : 1)), rng);
+  if (vector) return Tensor::vector(storage.data(), rows * cols, strided ? 2 : 1);
+  if (strided) return Tensor{storage.data(), DType::f32, {rows, cols}, {4 * cols, 2}};
+  return Tensor::matrix(storage.data(), rows, cols,
+                        layout.kind() == LayoutKind::ColMajor ? layout : Layout::row_major());
+}
+
+// The epilogue's tensors as the signature binds them, sized for an M×N output.
+void bind_inputs(const GemmSignature& s, std::int64_t m, std::int64_t n, std::mt19937& rng,
+                 std::map<std::string, std::vector<float>>& storage, std::map<std::string, Tensor>& inputs) {
+  for (const EpilogueInput& in : s.inputs) {
+    if (in.form == IndexForm::MN)
+      inputs[in.name] = shaped(storage[in.name], m, n, in.operand.layout, false, rng);
+    else
+      inputs[in.name] = shaped(storage[in.name], in.form == IndexForm::N ? n : m, 1, in.operand.layout, true, rng);
+  }
+}
+
+struct SpmmOperands {
+  std::vector<float> b, c, d;
+  std::vector<std::uint16_t> b16;
+  std::map<std::string, std::vector<float>> inputs;
+  SpmmArgs args;
+
+  SpmmOperands(const SpmmProblem& p, const SparseMatrix& a, std::shared_ptr<const SparsePlan> plan, unsigned seed) {
+    std::mt19937 rng(seed);
+    const GemmSignature& s = p.signature.dense;
+    args.a = a;
+    args.plan = std::move(plan);
+    args.threads = p.threads;
+    args.epilogue = s.epilogue;
+    b = random_floats(static_cast<std::size_t>(p.k * p.n), rng);
+    args.b = Tensor::matrix(b.data(), p.k, p.n);
+    if (s.b.dtype == DType::bf16) {
+      b16.resize(b.size());
+      for (std::size_t i = 0; i < b.size(); ++i) b16[i] = to_bf16(b[i]);
+      args.b.data = b16.data(), args.b.dtype = DType::bf16;
+    }
+    d.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, p.m * p.n)));
+    args.d = Tensor::matrix(d.data(), p.m, p.n);
+    if (s.d.layout.kind() == LayoutKind::ColMajor) args.d = Tensor::matrix(d.data(), p.m, p.n, s.d.layout);
+    if (s.c.layout.reads_memory()) {
+      args.c = shaped(c, p.m, p.n, s.c.layout, false, rng);
+      args.beta = 1;
+    }
+    bind_inputs(s, p.m, p.n, rng, inputs, args.inputs);
+  }
+};
+
+struct SddmmOperands {
+  std::vector<float> a, b, out;
+  std::map<std::string, std::vector<float>> inputs;
+  SddmmArgs args;
+
+  SddmmOperands(const SddmmProblem& p, const SparseMatrix& pattern, std::shared_ptr<const SparsePlan> plan,
+                unsigned seed) {
+    std::mt19937 rng(seed);
+    args.pattern = pattern;
+    args.plan = std::move(plan);
+    args.threads = p.threads;
+    args.epilogue = p.signature.dense.epilogue;
+    a = random_floats(static_cast<std::size_t>(p.m * p.k), rng);
+    b = random_floats(static_cast<std::size_t>(p.n * p.k), rng);
+    args.a = Tensor::matrix(a.data(), p.m, p.k);
+    args.b = Tensor::matrix(b.data(), p.n, p.k);
+    out.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, pattern.entries)));
+    args.out = Tensor::vector(out.data(), pattern.entries);
+    bind_inputs(p.signature.dense, p.m, p.n, rng, inputs, args.inputs);
+  }
+};
+
+TimingOptions timing_of(const TuneOptions& o) {
+  TimingOptions t;
+  t.samples = o.samples;
+  t.sample_ms = o.sample_ms;
+  t.refine_samples = o.refine_samples;
+  t.refine_within = o.refine_within;
+  return t;
+}
+
+template <class Config, class Kernel, class Cycles>
+SparseTuneResult<Config> collect(const std::vector<Kernel>& kernels, const std::vector<std::vector<double>>& timed,
+                                 std::size_t space, Cycles cycles) {
+  SparseTuneResult<Config> result;
+  result.space = space;
+  double best = INFINITY;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    SparseVariantMeasurement<Config> m;
+    m.config = kernels[i].spec().config;
+    m.spec_hash = kernels[i].spec().hash().hex();
+    m.median_ns = median(timed[i]);
+    std::vector<double> deviations;
+    for (double x : timed[i]) deviations.push_back(std::fabs(x - m.median_ns));
+    m.spread = median(std::move(deviations)) / m.median_ns;
+    m.predicted_cycles = cycles(m.config);
+    if (m.median_ns < best) best = m.median_ns, result.best = i;
+    result.measured.push_back(m);
+  }
+  return result;
+}
+
+}  // namespace
+
+SparseTuneResult<CpuSpmmConfig> tune_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
+                                          const TuneOptions& options, const std::function<void(int, int)>& progress) {
+  const CpuTarget& target = runtime.target();
+  const std::vector<CpuSpmmConfig> space = cpu_spmm_variants(problem, target);
+  const std::vector<std::size_t> order = rank_by_score(spmm_scores(problem, space, target));
+  const std::size_t take = options.exhaustive ? space.size() : std::min<std::size_t>(options.top_k, space.size());
+  std::vector<SpmmKernel> kernels;
+  for (std::size_t i = 0; i < take; ++i) kernels.push_back(runtime.compile(problem, space[order[i]]));
+  const auto plan =
+      std::make_shared<const SparsePlan>(SparsePlan::inspect(a, problem.threads ? problem.threads : runtime.threads()));
+  const auto make_round = [&](unsigned seed) {
+    auto ops = std::make_shared<const SpmmOperands>(problem, a, plan, seed);
+    TimingRound round;
+    round.operands = ops;
+    round.prepare = [&kernels, ops](std::size_t i) -> std::function<void()> {
+      return [&kernel = kernels[i], ops] { kernel.run(ops->args); };
+    };
+    return round;
+  };
+  const auto timed = time_interleaved(kernels.size(), make_round, timing_of(options),
+                                      static_cast<std::uint64_t>(problem.pattern.nnz * 31 + problem.n), progress);
+  return collect<CpuSpmmConfig>(kernels, timed, space.size(),
+                                [&](const CpuSpmmConfig& c) { return spmm_cycles(problem, c, target); });
+}
+
+SparseTuneResult<CpuSddmmConfig> tune_sddmm(Runtime& runtime, const SddmmProblem& problem, const SparseMatrix& pattern,
+                                            const TuneOptions& options, const std::function<void(int, int)>& progress) {
+  const CpuTarget& target = runtime.target();
+  const std::vector<CpuSddmmConfig> space = cpu_sddmm_variants(problem, target);
+  const std::vector<std::size_t> order = rank_by_score(sddmm_scores(problem, space, target));
+  const std::size_t take = options.exhaustive ? space.size() : std::min<std::size_t>(options.top_k, space.size());
+  std::vector<SddmmKernel> kernels;
+  for (std::size_t i = 0; i < take; ++i) kernels.push_back(runtime.compile(problem, space[order[i]]));
+  const auto plan = std::make_shared<const SparsePlan>(
+      SparsePlan::inspect(pattern, problem.threads ? problem.threads : runtime.threads(), "pattern"));
+  const auto make_round = [&](unsigned seed) {
+    auto ops = std::make_shared<const SddmmOperands>(problem, pattern, plan, seed);
+    TimingRound round;
+    round.operands = ops;
+    round.prepare = [&kernels, ops](std::size_t i) -> std::function<void()> {
+      return [&kernel = kernels[i], ops] { kernel.run(ops->args); };
+    };
+    return round;
+  };
+  const auto timed = time_interleaved(kernels.size(), make_round, timing_of(options),
+                                      static_cast<std::uint64_t>(problem.pattern.nnz * 37 + problem.k), progress);
+  return collect<CpuSddmmConfig>(kernels, timed, space.size(),
+                                 [&](const CpuSddmmConfig& c) { return sddmm_cycles(problem, c, target); });
+}
+
+}  // namespace tessera
