@@ -240,9 +240,8 @@ class CpuSpmmEmitter : SparseKernelEmitter {
       }
     }
     llvm::Value* base = b_.CreateMul(p, i64c(std::int64_t{rows_} * cols_));
-    const auto column = [&](int c, llvm::Value* valid) {
-      llvm::Value* brow = b_.CreateAdd(col0, i64c(c));
-      if (valid) brow = smin(brow, b_.CreateSub(k_, i64c(1)));
+    const auto column = [&](llvm::Value* c) {
+      llvm::Value* brow = b_.CreateAdd(col0, c);
       llvm::Value* at = b_.CreateAdd(b_.CreateMul(brow, b_tensor_.rs), n0);
       std::vector<llvm::Value*> bv;
       for (int v = 0; v < cfg_.nv; ++v) {
@@ -250,29 +249,33 @@ class CpuSpmmEmitter : SparseKernelEmitter {
         bv.push_back(load_b(offset, masks[static_cast<std::size_t>(v)]));
       }
       outer_product_step(acc, first, rows_, bv, [&](int r) {
-        llvm::Value* a = load_value(b_.CreateAdd(base, i64c(std::int64_t{r} * cols_ + c)));
-        return valid ? b_.CreateSelect(valid, a, llvm::ConstantFP::get(f32_, 0.0)) : a;
+        return load_value(b_.CreateAdd(base, b_.CreateAdd(i64c(std::int64_t{r} * cols_), c)));
       });
     };
     if (cols_ == 1) {
-      column(0, nullptr);
+      column(i64c(0));
       return;
     }
     // A block reaching past K (the last block column of a K that is not a multiple of the block's columns) reads
-    // only B's real rows; its values past K count as zeros.
+    // only B's real rows, in a loop (the unrolled copy is for whole blocks); its values past K count as zeros.
     llvm::Value* whole = b_.CreateICmpSLE(b_.CreateAdd(col0, i64c(cols_)), k_);
     const LoopValues before = acc;
     acc = emit_select_values(
         b_, whole,
         [&] {
           acc = before;
-          for (int c = 0; c < cols_; ++c) column(c, nullptr);
+          for (int c = 0; c < cols_; ++c) column(i64c(c));
           return acc;
         },
         [&] {
-          acc = before;
-          for (int c = 0; c < cols_; ++c) column(c, b_.CreateICmpSLT(b_.CreateAdd(col0, i64c(c)), k_));
-          return acc;
+          return emit_for(
+              b_, i64c(0), b_.CreateSub(k_, col0), i64c(1), before,
+              [&](llvm::Value* c, const LoopValues& carried) {
+                acc = carried;
+                column(c);
+                return acc;
+              },
+              "block.edge");
         },
         "block");
   }
