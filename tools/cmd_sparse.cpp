@@ -18,7 +18,7 @@ namespace {
 
 struct SparseRequest {
   std::string matrix, gen, write_matrix;
-  std::string format = "csr", index = "i32", dtype = "f32", epilogue, target = "cpu", config;
+  std::string format = "auto", index = "i32", dtype = "f32", epilogue, target = "cpu", config;
   bool epilogue_given = false;
   std::int64_t dense = 64;  // N for SpMM, K for SDDMM
   float alpha = 1, beta = 0;
@@ -30,7 +30,9 @@ void add_sparse_options(CLI::App& app, SparseRequest& r, bool spmm) {
   app.add_option("--gen", r.gen, "a generated pattern: uniform|powerlaw|banded|blocks:M,K,DENSITY[,SEED]");
   app.add_option(spmm ? "--n" : "--k", r.dense, spmm ? "columns of B and D" : "the dot products' length");
   if (spmm) {
-    app.add_option("--format", r.format, "csr or bsr:RxC (block rows x block columns)");
+    app.add_option("--format", r.format,
+                   "auto (BSR where the entries cluster into square blocks at least half full, else CSR), csr or "
+                   "bsr:RxC (block rows x block columns)");
     app.add_option("--beta", r.beta, "beta of the epilogue");
   }
   app.add_option("--index", r.index, "i32 or i64 offsets and indices");
@@ -50,6 +52,7 @@ struct Pattern {
   CooMatrix coo;
   SparseMatrixData data;
   std::int64_t nonzeros = 0;  // distinct coordinates: what the GFLOP/s count
+  std::string format;         // as stored: csr or bsr:RxC
 };
 
 Pattern load_pattern(const SparseRequest& r, bool spmm) {
@@ -59,13 +62,13 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
   if (r.dtype != "f32" && r.dtype != "bf16" && !(cuda && r.dtype == "f16"))
     throw InvalidArgument("--dtype", "must be f32 or bf16 (f16 on CUDA targets), got " + r.dtype);
   if (r.dense < 0) throw InvalidArgument(spmm ? "--n" : "--k", "must be >= 0");
-  if (cuda && r.format != "csr") throw InvalidArgument("--format", "the CUDA kernels take csr");
+  if (cuda && r.format != "csr" && r.format != "auto") throw InvalidArgument("--format", "the CUDA kernels take csr");
   if (cuda && !r.config.empty()) throw InvalidArgument("--config", "is for CPU targets");
   int br = 1, bc = 1;
-  if (r.format != "csr") {
+  if (r.format != "csr" && r.format != "auto") {
     const auto x = r.format.find('x');
     if (r.format.rfind("bsr:", 0) != 0 || x == std::string::npos)
-      throw InvalidArgument("--format", "must be csr or bsr:RxC, got " + r.format);
+      throw InvalidArgument("--format", "must be auto, csr or bsr:RxC, got " + r.format);
     const auto parse = [&](std::string_view t) {
       int v = 0;
       const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
@@ -80,6 +83,12 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
   p.coo = r.matrix.empty() ? generate_pattern(r.gen) : read_matrix_market(r.matrix);
   const int bits = r.index == "i32" ? 32 : 64;
   const DType value = *parse_dtype(r.dtype);
+  if (r.format == "auto" && spmm && !cuda) {
+    // The inspector's choice, as Runtime::spmm makes it: square blocks where the entries cluster.
+    const SparseMatrixData csr = SparseMatrixData::csr(p.coo, bits, value);
+    br = bc = SparsePlan::inspect(csr.view(), 1).stats().suggested_block;
+  }
+  p.format = br == 1 && bc == 1 ? "csr" : fmt::format("bsr:{}x{}", br, bc);
   p.data = br == 1 && bc == 1 ? SparseMatrixData::csr(p.coo, bits, value)
                               : SparseMatrixData::bsr(p.coo, br, bc, bits, value);
   p.nonzeros = br == 1 && bc == 1 ? p.data.view().entries : SparseMatrixData::csr(p.coo).view().entries;
@@ -212,7 +221,7 @@ struct SparseCommand {
                        {"n", n},
                        {"nnz", pattern.nonzeros},
                        {"entries", a.entries},
-                       {"format", request.format},
+                       {"format", pattern.format},
                        {"pattern", stats},
                        {"threads", request.threads ? request.threads : runtime.threads()},
                        {"target", runtime.target().str()},
@@ -230,7 +239,7 @@ struct SparseCommand {
       std::cout << fmt::format(
           "{}\n  {}x{} {} nnz {} ({}), {} = {}  compile {:.1f} ms  run {:.3f} ms  {:.1f} GFLOP/s  "
           "{:.1f} GB/s\n",
-          name, a.rows, a.cols, spmm ? "SpMM" : "SDDMM", pattern.nonzeros, request.format, spmm ? "N" : "K",
+          name, a.rows, a.cols, spmm ? "SpMM" : "SDDMM", pattern.nonzeros, pattern.format, spmm ? "N" : "K",
           request.dense, compile_ms, ms, gflops, gbs);
       if (verify)
         std::cout << fmt::format("  verify: {}  max abs err {:.3g}  max rel err {:.3g}{}\n", ok ? "ok" : "FAILED",
@@ -336,7 +345,7 @@ struct SparseCommand {
                        {"k", k},
                        {"n", n},
                        {"nnz", pattern.nonzeros},
-                       {"format", request.format},
+                       {"format", pattern.format},
                        {"median_ms", ms},
                        {"gflops", gflops},
                        {"verified", verify},

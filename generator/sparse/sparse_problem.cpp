@@ -11,7 +11,9 @@ nlohmann::json PatternStats::to_json() const {
           {"stddev_row", stddev_row},
           {"max_row", max_row},
           {"empty_rows", empty_rows},
-          {"block_fill", block_fill}};
+          {"block_fill", block_fill},
+          {"suggested_block", suggested_block},
+          {"suggested_fill", suggested_fill}};
 }
 
 namespace {

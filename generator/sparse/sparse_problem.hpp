@@ -26,6 +26,10 @@ struct PatternStats {
   std::int64_t max_row = 0;     // the longest row
   std::int64_t empty_rows = 0;  // rows without entries
   double block_fill = 1;        // share of a BSR block's values that are non-zero (1 for CSR)
+  // CSR: the largest square block (16, 8 or 4) whose blocks would be at least half full, and that fill (1 and 1:
+  // the entries do not cluster).
+  int suggested_block = 1;
+  double suggested_fill = 1;
   nlohmann::json to_json() const;
   friend bool operator==(const PatternStats&, const PatternStats&) = default;
 };

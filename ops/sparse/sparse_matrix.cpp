@@ -149,8 +149,9 @@ SparseMatrix SparseMatrixData::view() const {
   return v;
 }
 
-CooMatrix SparseMatrixData::coo() const {
-  const SparseMatrix v = view();
+CooMatrix SparseMatrixData::coo() const { return coo(view()); }
+
+CooMatrix SparseMatrixData::coo(const SparseMatrix& v) {
   CooMatrix out;
   out.rows = v.rows;
   out.cols = v.cols;

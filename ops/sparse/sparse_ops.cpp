@@ -112,7 +112,19 @@ std::string choice_key(const Problem& p, std::int64_t dense) {
 }  // namespace
 
 void Runtime::spmm(const SpmmArgs& args) {
-  const SpmmBinding bound = bind_spmm(args, impl_->participants(args.threads));
+  const int threads = impl_->participants(args.threads);
+  SpmmBinding bound = bind_spmm(args, threads);
+  // A CSR pattern whose entries cluster into blocks runs as BSR: the copy and its plan are kept with the plan.
+  const std::shared_ptr<const SparsePlan::Blocked> blocked =
+      bound.problem.signature.a.value == DType::f16 ? nullptr : bound.plan->blocked(args.a, threads);
+  SpmmArgs blocked_args;
+  if (blocked) {
+    blocked_args = args;
+    blocked_args.a = blocked->data.view();
+    blocked_args.plan = blocked->plan;
+    bound = bind_spmm(blocked_args, threads);
+  }
+  const SparseMatrix& a = blocked ? blocked_args.a : args.a;
   CpuSpmmConfig config = choose_config(bound.problem);
   if (impl_->options.tuning_budget > 0) {
     // Timed once per signature, shape and pattern statistics, on this pattern with fresh dense operands.
@@ -123,7 +135,7 @@ void Runtime::spmm(const SpmmArgs& args) {
       lock.unlock();
       TuneOptions options;
       options.top_k = impl_->options.tuning_budget;
-      const auto r = tune_spmm(*this, bound.problem, args.a, options);
+      const auto r = tune_spmm(*this, bound.problem, a, options);
       if (!r.measured.empty()) config = r.measured[r.best].config;
       lock.lock();
       it = impl_->spmm_choices.emplace(key, config).first;
@@ -131,7 +143,7 @@ void Runtime::spmm(const SpmmArgs& args) {
     config = it->second;
   }
   const SpmmKernel kernel = compile(bound.problem, config);
-  run_spmm(impl_->pool, impl_->participants(args.threads), bound, kernel.compiled_->fn);
+  run_spmm(impl_->pool, threads, bound, kernel.compiled_->fn);
 }
 
 CpuSddmmConfig Runtime::choose_config(const SddmmProblem& problem) {

@@ -443,6 +443,30 @@ TEST(SparseTuner, TimesVariantsAndTheRuntimeUsesTheBest) {
   EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
 }
 
+// Chosen by the pattern: a CSR matrix whose entries cluster into square blocks at least half full runs as BSR inside
+// Runtime::spmm (the copy kept with the plan), with the same results; scattered entries stay CSR.
+TEST(SparseInspector, ClusteredEntriesRunAsBlocks) {
+  const SparseMatrixData blocks = SparseMatrixData::csr(generate_pattern("blocks:100,90,0.3,1,16"));
+  const SparsePlan plan = SparsePlan::inspect(blocks.view(), 1);
+  EXPECT_EQ(plan.stats().suggested_block, 16);
+  EXPECT_GE(plan.stats().suggested_fill, 0.5);
+  const auto blocked = plan.blocked(blocks.view(), 1);
+  ASSERT_TRUE(blocked);
+  EXPECT_EQ(blocked->data.view().block_rows, 16);
+  EXPECT_EQ(plan.blocked(blocks.view(), 1), blocked);  // kept
+  EXPECT_EQ(SparsePlan::inspect(SparseMatrixData::csr(random_coo(200, 200, 0.05, 1)).view(), 1).stats().suggested_block,
+            1);
+  for (DType value : {DType::f32, DType::bf16})
+    for (int threads : {1, 2}) {
+      SpmmCase t{0, 0, 70, 0};
+      t.pattern = "blocks:100,90,0.3,1,16";
+      t.value = value;
+      t.threads = threads;
+      t.epilogue = "relu(acc + bias[n]) * scale[m]";
+      check_spmm(t);
+    }
+}
+
 TEST(SparseInspector, StatsAndBalancedPlan) {
   const CooMatrix coo = generate_pattern("powerlaw:20000,20000,0.0005,11");
   const SparseMatrixData a = SparseMatrixData::csr(coo);

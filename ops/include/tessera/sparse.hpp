@@ -60,6 +60,8 @@ class SparseMatrixData {
   SparseMatrix view() const;
   // The stored values as coordinates (BSR: every value inside the matrix, zeros included).
   CooMatrix coo() const;
+  // The same for any view.
+  static CooMatrix coo(const SparseMatrix& matrix);
 
  private:
   SparseMatrix shape_;  // pointers unset: view() points them at the arrays below
@@ -99,6 +101,15 @@ class SparsePlan {
   // Block rows by decreasing length (Sputnik's row swizzle: a CUDA block's warps get rows of like length, the
   // longest start first).
   const std::vector<std::int32_t>& row_order() const { return row_order_; }
+  // A CSR matrix (which this plan describes) stored as BSR with stats().suggested_block square blocks, and that
+  // copy's own plan: made on the first request and kept with the plan. Runtime::spmm runs a pattern whose entries
+  // cluster this way, since the GEMM micro-kernel per block does several times the work per loaded value of the
+  // CSR tile. Null when the entries do not cluster.
+  struct Blocked {
+    SparseMatrixData data;
+    std::shared_ptr<const SparsePlan> plan;
+  };
+  std::shared_ptr<const Blocked> blocked(const SparseMatrix& matrix, int threads) const;
   // The matrix (which this plan describes) split into column panels of `width` block columns, made on the first
   // request for that width and kept with the plan.
   std::shared_ptr<const std::vector<SparseMatrixData>> column_panels(const SparseMatrix& matrix,

@@ -134,7 +134,8 @@ class Runtime {
   void attention(const AttentionArgs& args);
 
   // Sparse × dense (SpMM) and the sampled dense product (SDDMM): kernels from the cache or compiled now, with
-  // default_for's config (or the one given). spmm / sddmm inspect the pattern unless the args carry its plan.
+  // default_for's config (or the one given). spmm / sddmm inspect the pattern unless the args carry its plan; spmm
+  // runs a CSR pattern whose entries cluster into blocks as BSR (SparsePlan::blocked).
   SpmmProblem describe(const SpmmArgs& args) const { return describe_spmm(args); }
   CpuSpmmConfig choose_config(const SpmmProblem& problem);
   SpmmKernel compile(const SpmmProblem& problem);
