@@ -339,6 +339,12 @@ for target in "cuda-emu:sm_80 --dtype f16" "cuda-emu:sm_90 --dtype bf16"; do
     ok
   else bad "sparse --target $target: exit $?"; fi
 done
+if "$bin" spmm --gen blocks:100,90,0.3,1,16 --n 40 --format bsr:16x16 --dtype f16 --target cuda-emu:sm_80 --repeat 1 \
+  --verify >/dev/null; then ok; else bad "BSR spmm on mma.sync in the emulator: exit $?"; fi
+out=$("$bin" emit spmm --gen blocks:64,64,0.3,1,16 --n 64 --format bsr:16x16 --dtype bf16 --target cuda:sm_80 --json)
+if [[ $out == *'"mma_count":'* && $out != *'"mma_count":0'* && $out == *'"spill_store_bytes":0'* ]]; then ok; else
+  bad "emit spmm bsr --json: $out"; fi
+expect_bad "csr or bsr:16x16" spmm --gen uniform:64,64,0.1 --n 8 --format bsr:4x4 --target cuda-emu:sm_80
 mtx=$(mktemp --suffix=.mtx)
 a=$("$bin" spmm --gen uniform:120,90,0.05,4 --n 8 --write-matrix "$mtx" --json --repeat 1 --verify)
 b=$("$bin" spmm --matrix "$mtx" --n 8 --json --repeat 1 --verify)

@@ -62,7 +62,8 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
   if (r.dtype != "f32" && r.dtype != "bf16" && !(cuda && r.dtype == "f16"))
     throw InvalidArgument("--dtype", "must be f32 or bf16 (f16 on CUDA targets), got " + r.dtype);
   if (r.dense < 0) throw InvalidArgument(spmm ? "--n" : "--k", "must be >= 0");
-  if (cuda && r.format != "csr" && r.format != "auto") throw InvalidArgument("--format", "the CUDA kernels take csr");
+  if (cuda && r.format != "csr" && r.format != "auto" && r.format != "bsr:16x16")
+    throw InvalidArgument("--format", "the CUDA kernels take csr or bsr:16x16 (f16 or bf16, on mma.sync)");
   if (cuda && !r.config.empty()) throw InvalidArgument("--config", "is for CPU targets");
   int br = 1, bc = 1;
   if (r.format != "csr" && r.format != "auto") {
@@ -260,12 +261,12 @@ struct SparseCommand {
     SparseMatrix dev = host;
     const auto index = static_cast<std::size_t>(host.index_bits / 8);
     Tensor array;
-    device.add(array, host.row_offsets, static_cast<std::size_t>(host.rows + 1) * index);
+    device.add(array, host.row_offsets, static_cast<std::size_t>(host.block_row_count() + 1) * index);
     dev.row_offsets = array.data;
     device.add(array, host.col_indices, static_cast<std::size_t>(host.entries) * index);
     dev.col_indices = array.data;
     device.add(array, host.values,
-               static_cast<std::size_t>(host.entries) * static_cast<std::size_t>(dtype_bytes(host.value)));
+               static_cast<std::size_t>(host.entries * host.block_rows * host.block_cols * dtype_bytes(host.value)));
     dev.values = array.data;
     const auto plan = std::make_shared<const SparsePlan>(SparsePlan::inspect(host, 1, spmm ? "a" : "pattern"));
     const auto operand = [&](std::int64_t rows, std::int64_t cols, std::vector<float>& values,

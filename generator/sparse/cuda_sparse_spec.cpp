@@ -18,26 +18,34 @@ void check_config(const CudaSparseConfig& c, const char* op) {
     throw ConfigError(fmt::format("{}: warps must be 1, 2, 4 or 8, got {}", op, c.warps));
   if (c.vec != 1 && c.vec != 2 && c.vec != 4)
     throw ConfigError(fmt::format("{}: vec must be 1, 2 or 4, got {}", op, c.vec));
+  if (c.tiles != 1 && c.tiles != 2 && c.tiles != 4 && c.tiles != 8)
+    throw ConfigError(fmt::format("{}: tiles must be 1, 2, 4 or 8, got {}", op, c.tiles));
 }
 
 int vec_for(std::int64_t extent) { return extent >= 128 ? 4 : extent >= 64 ? 2 : 1; }
 
 }  // namespace
 
-nlohmann::json CudaSparseConfig::to_json() const { return {{"warps", warps}, {"vec", vec}}; }
+nlohmann::json CudaSparseConfig::to_json() const { return {{"warps", warps}, {"vec", vec}, {"tiles", tiles}}; }
 
-int spmm_shared_bytes(const CudaSparseConfig& c) { return c.warps * 32 * (8 + 4); }
+int spmm_shared_bytes(const CudaSparseConfig& c) { return c.warps * 32 * (8 + 4); }  // CSR; BSR uses none
 int sddmm_shared_bytes(const CudaSparseConfig& c) { return c.warps * kSddmmKChunk * 4; }
 
-CudaSparseConfig cuda_spmm_default(const SpmmProblem& p) { return {4, vec_for(p.n)}; }
-CudaSparseConfig cuda_sddmm_default(const SddmmProblem& p) { return {4, vec_for(p.k)}; }
+CudaSparseConfig cuda_spmm_default(const SpmmProblem& p) { return {4, vec_for(p.n), p.n >= 64 ? 8 : 4}; }
+CudaSparseConfig cuda_sddmm_default(const SddmmProblem& p) { return {4, vec_for(p.k), 4}; }
 
 void validate(const SpmmSignature& s, const CudaSparseConfig& c, const CudaTarget& target) {
   s.a.check();
   s.dense.check();
   check_config(c, "spmm");
   (void)target;
-  if (s.a.format != SparseFormat::Csr) throw ConfigError("spmm: the CUDA kernel takes CSR (BSR runs on the CPU)");
+  if (s.a.format == SparseFormat::Bsr) {
+    if (s.a.block_rows != 16 || s.a.block_cols != 16)
+      throw ConfigError(
+          fmt::format("spmm: BSR on CUDA runs 16x16 blocks on mma.sync, got {}x{}", s.a.block_rows, s.a.block_cols));
+    if ((s.a.value != DType::f16 && s.a.value != DType::bf16) || s.dense.b.dtype != s.a.value)
+      throw ConfigError("spmm: BSR on CUDA takes f16 or bf16 values and a B of the same type (mma.sync inputs)");
+  }
   if (!cuda_value(s.a.value) || !cuda_value(s.dense.b.dtype))
     throw ConfigError("spmm: values and B must be f32, f16 or bf16 on CUDA");
   if (s.dense.b.layout.kind() != LayoutKind::RowMajor) throw ConfigError("spmm: B must be row-major on CUDA");
@@ -68,6 +76,9 @@ KernelSpec CudaSpmmSpec::generic() const {
 }
 
 std::string CudaSpmmSpec::name() const {
+  if (signature.a.format == SparseFormat::Bsr)
+    return fmt::format("spmm_{}_mma_w{}t{}_{}_{}", signature.a.tag(), config.warps, config.tiles, target.arch(),
+                       hash().hex().substr(0, 8));
   return fmt::format("spmm_{}_{}_w{}v{}_{}_{}", signature.a.tag(), dtype_name(signature.dense.b.dtype), config.warps,
                      config.vec, target.arch(), hash().hex().substr(0, 8));
 }

@@ -1,5 +1,6 @@
 // CUDA sparse kernels: {signature, CUDA config, CUDA target}; their KernelSpecs are ops "spmm" and "sddmm" on a CUDA
-// target. Sputnik's design (templates/tessera/sparse): a warp per row of the pattern, rows visited longest first,
+// target. BSR SpMM with 16×16 f16/bf16 blocks runs on mma.sync (a warp per block row, each block one A operand).
+// CSR follows Sputnik's design (templates/tessera/sparse): a warp per row of the pattern, rows visited longest first,
 // each row's indices and values staged in shared memory; SpMM gives each lane `vec` columns of N (vector loads of
 // B's rows, a predicated residue), SDDMM each lane one entry of the row (its dot product over K against the A row
 // staged in shared memory, B's row read `vec` elements at a time).
@@ -16,8 +17,9 @@
 namespace tessera {
 
 struct CudaSparseConfig {
-  int warps = 4;  // rows per block, one warp each
-  int vec = 4;    // elements per vector load of B (1, 2 or 4); at most what B's rows are aligned to
+  int warps = 4;  // rows (BSR: block rows) per block, one warp each
+  int vec = 4;    // CSR: elements per vector load of B (1, 2 or 4); at most what B's rows are aligned to
+  int tiles = 4;  // BSR on tensor cores: mma n8 tiles of N per warp (1, 2, 4 or 8)
 
   int threads() const { return 32 * warps; }
   nlohmann::json to_json() const;
@@ -34,8 +36,9 @@ int sddmm_shared_bytes(const CudaSparseConfig& config);
 CudaSparseConfig cuda_spmm_default(const SpmmProblem& problem);
 CudaSparseConfig cuda_sddmm_default(const SddmmProblem& problem);
 
-// Throw ConfigError stating the rule broken: CSR; values, B (and A) f32, f16 or bf16 with B (A) row-major; D f32
-// row-major (SpMM); warps 1, 2, 4 or 8; vec 1, 2 or 4; at most 8 epilogue tensors.
+// Throw ConfigError stating the rule broken: CSR (SpMM also BSR 16×16 with f16 or bf16 values and B of the same
+// type); values, B (and A) f32, f16 or bf16 with B (A) row-major; D f32 row-major (SpMM); warps 1, 2, 4 or 8; vec
+// 1, 2 or 4; tiles 1, 2, 4 or 8; at most 8 epilogue tensors.
 void validate(const SpmmSignature& signature, const CudaSparseConfig& config, const CudaTarget& target);
 void validate(const SddmmSignature& signature, const CudaSparseConfig& config, const CudaTarget& target);
 

@@ -36,7 +36,8 @@ std::vector<EmuMemoryRange> pattern_extents(const SparseMatrix& m) {
   const auto index = static_cast<std::size_t>(m.index_bits / 8);
   return {{m.row_offsets, static_cast<std::size_t>(m.block_row_count() + 1) * index},
           {m.col_indices, static_cast<std::size_t>(m.entries) * index},
-          {m.values, static_cast<std::size_t>(m.entries) * static_cast<std::size_t>(dtype_bytes(m.value))}};
+          {m.values, static_cast<std::size_t>(m.entries) * static_cast<std::size_t>(m.block_rows) *
+                         static_cast<std::size_t>(m.block_cols) * static_cast<std::size_t>(dtype_bytes(m.value))}};
 }
 
 struct SparseLaunch {
@@ -96,7 +97,8 @@ SparseLaunch plan_spmm(const CudaBackend& backend, KernelCache<CudaProgram>& pro
     throw InvalidArgument("a", "CUDA sparse kernels take sides below 2^31");
   CudaSparseConfig config = asked ? *asked : cuda_spmm_default(p);
   const SpmmKernelArgs& k = bound.args;
-  config.vec = allowed_vec(k.d, DType::f32, allowed_vec(k.b, p.signature.dense.b.dtype, config.vec));
+  const bool blocks = p.signature.a.format == SparseFormat::Bsr;
+  if (!blocks) config.vec = allowed_vec(k.d, DType::f32, allowed_vec(k.b, p.signature.dense.b.dtype, config.vec));
   const CudaSpmmSpec spec{p.signature, config, backend.target()};
   SparseLaunch launch;
   launch.program = program_of(backend, programs, spec);
@@ -109,14 +111,15 @@ SparseLaunch plan_spmm(const CudaBackend& backend, KernelCache<CudaProgram>& pro
   launch.params.row_offsets = k.row_offsets;
   launch.params.col_indices = k.col_indices;
   launch.params.values = k.values;
-  launch.params.rows = static_cast<int>(p.m);
+  const std::int64_t rows = args.a.block_row_count();
+  launch.params.rows = static_cast<int>(rows);
   upload_row_order(backend, *bound.plan, launch);
-  const std::int64_t tiles = ceil_div(p.n, 32 * config.vec);
+  const std::int64_t tiles = ceil_div(p.n, blocks ? 8 * config.tiles : 32 * config.vec);
   if (tiles > 65535) throw InvalidArgument("b", "N exceeds what one grid's 65535 z-blocks cover");
-  launch.grid_x = static_cast<unsigned>(ceil_div(p.m, config.warps));
+  launch.grid_x = static_cast<unsigned>(ceil_div(rows, config.warps));
   launch.grid_z = static_cast<unsigned>(tiles);
   launch.block = static_cast<unsigned>(config.threads());
-  launch.shared_bytes = static_cast<unsigned>(spmm_shared_bytes(config));
+  launch.shared_bytes = blocks ? 0u : static_cast<unsigned>(spmm_shared_bytes(config));
   for (const auto& e : pattern_extents(args.a)) launch.extents.push_back(e);
   launch.extents.push_back(matrix_extent(k.b, p.k, p.n, p.signature.dense.b.dtype));
   launch.extents.push_back(matrix_extent(k.d, p.m, p.n, DType::f32));

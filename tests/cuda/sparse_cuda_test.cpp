@@ -66,13 +66,27 @@ TEST(SparseCuda, EveryVariantCompilesCleanForAmpereAndHopper) {
         expect_clean(generate_cuda_sddmm(sddmm), sddmm.name() + " " + arch);
       }
   }
+  // BSR 16x16 on mma.sync: every tile count and both 16-bit types, with an epilogue reading tensors.
+  for (const char* arch : {"cuda:sm_80", "cuda:sm_90"})
+    for (DType value : {DType::f16, DType::bf16})
+      for (int tiles : {1, 4, 8}) {
+        SpmmSignature s = spmm_signature(32, value, value, "relu(acc + bias[n])");
+        s.a = {SparseFormat::Bsr, 16, 16, 32, value};
+        const CudaSpmmSpec spec{s, {4, 4, tiles}, CudaTarget::parse(arch)};
+        const CudaCode code = generate_cuda_spmm(spec);
+        expect_clean(code, spec.name() + " " + arch);
+        EXPECT_GT(code.report["mma_count"].get<int>(), 0) << spec.name();
+      }
   // Invalid configs and signatures are named, not compiled.
   const CudaTarget sm80 = CudaTarget::parse("cuda:sm_80");
   EXPECT_THROW(generate_cuda_spmm({spmm_signature(32, DType::f32, DType::f32, "acc"), {3, 4}, sm80}), ConfigError);
   EXPECT_THROW(generate_cuda_spmm({spmm_signature(32, DType::f32, DType::f32, "acc"), {4, 8}, sm80}), ConfigError);
   SpmmSignature bsr = spmm_signature(32, DType::f32, DType::f32, "acc");
   bsr.a = {SparseFormat::Bsr, 4, 4, 32, DType::f32};
-  EXPECT_THROW(generate_cuda_spmm({bsr, {4, 4}, sm80}), ConfigError);
+  EXPECT_THROW(generate_cuda_spmm({bsr, {4, 4}, sm80}), ConfigError);  // 4x4 blocks
+  bsr.a = {SparseFormat::Bsr, 16, 16, 32, DType::f32};
+  EXPECT_THROW(generate_cuda_spmm({bsr, {4, 4}, sm80}), ConfigError);  // f32 blocks: no mma
+  EXPECT_THROW(generate_cuda_spmm({spmm_signature(32, DType::f32, DType::f32, "acc"), {4, 4, 3}, sm80}), ConfigError);
 }
 
 // 16-bit storage with f32 copies of the same values for the references.
@@ -133,6 +147,35 @@ TEST(SparseCuda, SpmmRunsInTheEmulator) {
     const Comparison cmp = compare_gemm(ref, args.d);
     EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch << " (" << cmp.mismatches << " mismatches)";
   }
+}
+
+// Block-sparse on tensor cores in the emulator: 16x16 blocks with partial edge blocks (M and K not multiples of 16),
+// N not a multiple of the warp's columns, f16 and bf16, against the double reference of the same 16-bit values.
+TEST(SparseCuda, BsrOnTensorCoresRunsInTheEmulator) {
+  CudaRuntime rt("cuda-emu:sm_80");
+  for (DType value : {DType::f16, DType::bf16})
+    for (std::int64_t n : {70, 8}) {
+      SCOPED_TRACE(fmt::format("{} N={}", dtype_name(value), n));
+      std::mt19937 rng(6);
+      const SparseMatrixData a = SparseMatrixData::bsr(generate_pattern("blocks:100,90,0.3,1,16"), 16, 16, 32, value);
+      const SparseMatrix v = a.view();
+      Values b, bias;
+      b.fill(static_cast<std::size_t>(v.cols * n), value, rng);
+      bias.fill(static_cast<std::size_t>(n), DType::f32, rng);
+      std::vector<float> d(static_cast<std::size_t>(v.rows * n), -9.0f);
+      SpmmArgs args;
+      args.a = v;
+      args.b = Tensor::matrix(b.data(value), v.cols, n, Layout::row_major(), 0, value);
+      args.d = Tensor::matrix(d.data(), v.rows, n);
+      args.set_epilogue("relu(acc + bias[n])");
+      args.inputs["bias"] = Tensor::vector(bias.f32.data(), n);
+      args.plan = std::make_shared<const SparsePlan>(SparsePlan::inspect(v, 1));
+      const GemmReference ref = reference_spmm(args);
+      rt.spmm(args);
+      rt.synchronize();
+      const Comparison cmp = compare_gemm(ref, args.d);
+      EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch << " (" << cmp.mismatches << " mismatches)";
+    }
 }
 
 TEST(SparseCuda, SddmmRunsInTheEmulator) {
