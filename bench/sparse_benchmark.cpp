@@ -39,6 +39,11 @@ CooMatrix load(const std::string& pattern) {
 // tessera's storage of the pattern in the case's format.
 SparseMatrixData store(const CooMatrix& coo, const std::string& format) {
   if (format == "csr") return SparseMatrixData::csr(coo);
+  if (format == "auto") {
+    const SparseMatrixData csr = SparseMatrixData::csr(coo);
+    const int side = SparsePlan::inspect(csr.view(), 1).stats().suggested_block;
+    return side > 1 ? SparseMatrixData::bsr(coo, side, side) : SparseMatrixData::csr(coo);
+  }
   int br = 0, bc = 0;
   if (std::sscanf(format.c_str(), "bsr:%dx%d", &br, &bc) != 2)
     throw InvalidArgument("format", "must be csr or bsr:RxC, got " + format);
@@ -84,7 +89,7 @@ std::map<int, double> measure_stream(const std::vector<int>& thread_counts, std:
 }  // namespace
 
 std::string SparseCase::label() const {
-  return fmt::format("{} {}{}", pattern, dense, format == "csr" ? "" : " " + format);
+  return fmt::format("{} {}{}", pattern, dense, format == "auto" ? "" : " " + format);
 }
 
 std::vector<SparseCase> load_sparse_suite(const std::string& path_or_name) {
@@ -129,8 +134,8 @@ nlohmann::json run_spmm_benchmark(const std::vector<SparseCase>& cases, const st
   for (const SparseCase& c : cases) {
     const CooMatrix coo = load(c.pattern);
     const SparseMatrixData csr = SparseMatrixData::csr(coo);
-    const SparseMatrixData stored = c.format == "csr" ? SparseMatrixData() : store(coo, c.format);
-    const SparseMatrix a = c.format == "csr" ? csr.view() : stored.view();
+    const SparseMatrixData stored = store(coo, c.format);
+    const SparseMatrix a = stored.view();
     const CsrArrays peer_a = arrays(csr.view());
     const std::int64_t m = a.rows, k = a.cols, n = c.dense;
     const std::vector<float> b = random_floats(static_cast<std::size_t>(k * n), 7);
@@ -172,21 +177,23 @@ nlohmann::json run_spmm_benchmark(const std::vector<SparseCase>& cases, const st
       }
       const double ms = median(our_ms);
       const double gbps = problem.min_bytes() / (ms * 1e6);
-      nlohmann::json row{{"case", c.label()},
-                         {"pattern", c.pattern},
-                         {"format", c.format},
-                         {"m", m},
-                         {"k", k},
-                         {"n", n},
-                         {"nnz", peer_a.nnz},
-                         {"stats", problem.pattern.to_json()},
-                         {"threads", threads},
-                         {"kernel", kernel.name()},
-                         {"tessera_ms", ms},
-                         {"tessera_gflops", flops / (ms * 1e6)},
-                         {"gbytes_per_s", gbps},
-                         {"stream_read_gbps", stream.at(threads)},
-                         {"fraction_of_stream_read", gbps / stream.at(threads)}};
+      nlohmann::json row{
+          {"case", c.label()},
+          {"pattern", c.pattern},
+          {"format",
+           a.format == SparseFormat::Csr ? std::string("csr") : fmt::format("bsr:{}x{}", a.block_rows, a.block_cols)},
+          {"m", m},
+          {"k", k},
+          {"n", n},
+          {"nnz", peer_a.nnz},
+          {"stats", problem.pattern.to_json()},
+          {"threads", threads},
+          {"kernel", kernel.name()},
+          {"tessera_ms", ms},
+          {"tessera_gflops", flops / (ms * 1e6)},
+          {"gbytes_per_s", gbps},
+          {"stream_read_gbps", stream.at(threads)},
+          {"fraction_of_stream_read", gbps / stream.at(threads)}};
       bool agrees = true;
       std::string line = fmt::format("{:<44} {:>3} {:>10.3f} {:>9.1f} {:>6.0f}%", c.label(), threads, ms,
                                      flops / (ms * 1e6), 100 * gbps / stream.at(threads));
@@ -229,7 +236,7 @@ nlohmann::json run_sddmm_benchmark(const std::vector<SparseCase>& cases, const s
   log << fmt::format("{:<44} {:>3} {:>10} {:>9} {:>10} {:>7} {:>9}\n", "case", "thr", "tessera ms", "GFLOP/s",
                      "openmp ms", "%read", "speedup");
   for (const SparseCase& c : cases) {
-    if (c.format != "csr") throw InvalidArgument("format", "SDDMM samples at a CSR pattern");
+    if (c.format != "csr" && c.format != "auto") throw InvalidArgument("format", "SDDMM samples at a CSR pattern");
     const CooMatrix coo = load(c.pattern);
     const SparseMatrixData pattern = SparseMatrixData::csr(coo);
     const SparseMatrix v = pattern.view();

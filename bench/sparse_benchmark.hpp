@@ -14,11 +14,11 @@
 namespace tessera::bench {
 
 // A pattern (a generator request or a .mtx path), the dense extent (N for SpMM, K for SDDMM) and the format
-// tessera stores it in (csr or bsr:RxC; the peers always take CSR).
+// tessera stores it in (auto: as Runtime::spmm chooses by the pattern, csr or bsr:RxC; the peers always take CSR).
 struct SparseCase {
   std::string pattern;
   std::int64_t dense = 64;
-  std::string format = "csr";
+  std::string format = "auto";
   std::string label() const;
 };
 
