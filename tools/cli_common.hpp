@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
 
 #include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
@@ -84,5 +88,31 @@ class DeviceMirror {
 
 // Runs a subcommand body, turning tessera errors into a one-line message and an exit code.
 int guarded(const std::function<int()>& body);
+
+// Prints a tuner's measurements (attention's or a sparse op's: each with config, spec_hash, median_ns, spread and
+// predicted_cycles) as one JSON object or a table, GFLOP/s from `flops` per call.
+template <class Result>
+int print_tune_result(const Result& r, double flops, bool json) {
+  if (json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& m : r.measured)
+      rows.push_back({{"config", m.config.to_json()},
+                      {"spec_hash", m.spec_hash},
+                      {"median_ns", m.median_ns},
+                      {"spread", m.spread},
+                      {"gflops", flops / m.median_ns},
+                      {"predicted_cycles", m.predicted_cycles}});
+    std::cout << nlohmann::json{{"space", r.space}, {"best", r.best}, {"measured", rows}}.dump() << "\n";
+    return kOk;
+  }
+  std::cout << fmt::format("{} variants, {} timed (default first, then the analytic order)\n", r.space,
+                           r.measured.size());
+  for (std::size_t i = 0; i < r.measured.size(); ++i) {
+    const auto& m = r.measured[i];
+    std::cout << fmt::format("{} {:<60} {:>10.1f} us {:>7.1f} GFLOP/s  spread {:.3f}\n", i == r.best ? "*" : " ",
+                             m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns, m.spread);
+  }
+  return kOk;
+}
 
 }  // namespace tessera::cli

@@ -211,27 +211,7 @@ struct TuneAttentionCommand {
     Runtime runtime({request.target, request.threads});
     const AttentionProblem problem = runtime.describe(buffers.args);
     const AttentionTuneResult r = tune_attention(runtime, problem, options);
-    const double flops = problem.flops();
-    if (json) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& m : r.measured)
-        rows.push_back({{"config", m.config.to_json()},
-                        {"spec_hash", m.spec_hash},
-                        {"median_ns", m.median_ns},
-                        {"spread", m.spread},
-                        {"gflops", flops / m.median_ns},
-                        {"predicted_cycles", m.predicted_cycles}});
-      std::cout << nlohmann::json{{"space", r.space}, {"best", r.best}, {"measured", rows}}.dump() << "\n";
-      return kOk;
-    }
-    std::cout << fmt::format("{} variants, {} timed (default first, then the analytic order)\n", r.space,
-                             r.measured.size());
-    for (std::size_t i = 0; i < r.measured.size(); ++i) {
-      const auto& m = r.measured[i];
-      std::cout << fmt::format("{} {:<60} {:>10.1f} us {:>7.1f} GFLOP/s  spread {:.3f}\n", i == r.best ? "*" : " ",
-                               m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns, m.spread);
-    }
-    return kOk;
+    return print_tune_result(r, problem.flops(), json);
   }
 };
 

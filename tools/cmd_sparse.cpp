@@ -478,30 +478,6 @@ struct TuneSparseCommand {
   TuneOptions options;
   bool json = false;
 
-  template <class Result>
-  int report(const Result& r, double flops) const {
-    if (json) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& m : r.measured)
-        rows.push_back({{"config", m.config.to_json()},
-                        {"spec_hash", m.spec_hash},
-                        {"median_ns", m.median_ns},
-                        {"spread", m.spread},
-                        {"gflops", flops / m.median_ns},
-                        {"predicted_cycles", m.predicted_cycles}});
-      std::cout << nlohmann::json{{"space", r.space}, {"best", r.best}, {"measured", rows}}.dump() << "\n";
-      return kOk;
-    }
-    std::cout << fmt::format("{} variants, {} timed (default first, then the analytic order)\n", r.space,
-                             r.measured.size());
-    for (std::size_t i = 0; i < r.measured.size(); ++i) {
-      const auto& m = r.measured[i];
-      std::cout << fmt::format("{} {:<50} {:>10.1f} us {:>7.1f} GFLOP/s  spread {:.3f}\n", i == r.best ? "*" : " ",
-                               m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns, m.spread);
-    }
-    return kOk;
-  }
-
   int run() {
     if (CudaTarget::is_cuda_text(request.target))
       throw InvalidArgument("--target", "tune spmm|sddmm is for CPU targets");
@@ -527,7 +503,7 @@ struct TuneSparseCommand {
       args.d = Tensor::matrix(d.data(), a.rows, request.dense);
       args.threads = request.threads;
       SpmmProblem problem = runtime.describe(args);
-      return report(tune_spmm(runtime, problem, a, options), flops);
+      return print_tune_result(tune_spmm(runtime, problem, a, options), flops, json);
     }
     SddmmArgs args;
     args.pattern = a;
@@ -539,7 +515,7 @@ struct TuneSparseCommand {
     args.b = Tensor::matrix(b.data(), a.cols, request.dense);
     args.out = Tensor::vector(out.data(), a.entries);
     args.threads = request.threads;
-    return report(tune_sddmm(runtime, runtime.describe(args), a, options), flops);
+    return print_tune_result(tune_sddmm(runtime, runtime.describe(args), a, options), flops, json);
   }
 };
 

@@ -25,6 +25,23 @@ std::string element(DType dtype) {
 
 std::string index_type(const SparseSignature& s) { return s.index_bits == 32 ? "int" : "tessera::i64"; }
 
+// The epilogue as a device functor: GEMM's apply(acc, m, n, b, p), the sampled dialect's with s after acc.
+std::string epilogue_functor(const GemmSignature& s) {
+  const bool sampled = s.epilogue.sampled();
+  return fmt::format(
+      R"(// {text}
+struct Epilogue {{
+  TESSERA_DEVICE static float apply(float acc, {s_param}tessera::i64 m, tessera::i64 n, tessera::i64 b,
+                                    const tessera::GemmParams& p) {{
+    (void)acc, {s_use}(void)m, (void)n, (void)b, (void)p;
+    return {body};
+  }}
+}};
+)",
+      fmt::arg("text", s.epilogue.text()), fmt::arg("s_param", sampled ? "float s, " : ""),
+      fmt::arg("s_use", sampled ? "(void)s, " : ""), fmt::arg("body", cuda_epilogue_body(s)));
+}
+
 }  // namespace
 
 CudaSparseSource emit_cuda_spmm(const CudaSpmmSpec& spec) {
@@ -49,14 +66,7 @@ struct Traits {{
   static constexpr int Tiles = {tiles}, Warps = {warps};
 }};
 
-// {text}
-struct Epilogue {{
-  TESSERA_DEVICE static float apply(float acc, tessera::i64 m, tessera::i64 n, tessera::i64 b,
-                                    const tessera::GemmParams& p) {{
-    (void)acc, (void)m, (void)n, (void)b, (void)p;
-    return {body};
-  }}
-}};
+{epilogue}
 
 }}  // namespace
 
@@ -67,8 +77,7 @@ extern "C" __global__ void __launch_bounds__({threads}) {kernel}(const tessera::
         fmt::arg("version", TESSERA_VERSION), fmt::arg("kernel", out.kernel), fmt::arg("index", index_type(s.a)),
         fmt::arg("element", element(s.a.value)), fmt::arg("input", bf16 ? "tessera::kInputBf16" : "tessera::kInputF16"),
         fmt::arg("tiles", spec.config.tiles), fmt::arg("warps", spec.config.warps),
-        fmt::arg("text", s.dense.epilogue.text()), fmt::arg("body", cuda_epilogue_body(s.dense)),
-        fmt::arg("threads", out.threads));
+        fmt::arg("epilogue", epilogue_functor(s.dense)), fmt::arg("threads", out.threads));
     return out;
   }
   out.shared_bytes = spmm_shared_bytes(spec.config);
@@ -85,14 +94,7 @@ struct Traits {{
   static constexpr int Vec = {vec}, Warps = {warps};
 }};
 
-// {text}
-struct Epilogue {{
-  TESSERA_DEVICE static float apply(float acc, tessera::i64 m, tessera::i64 n, tessera::i64 b,
-                                    const tessera::GemmParams& p) {{
-    (void)acc, (void)m, (void)n, (void)b, (void)p;
-    return {body};
-  }}
-}};
+{epilogue}
 
 }}  // namespace
 
@@ -102,8 +104,8 @@ extern "C" __global__ void __launch_bounds__({threads}) {kernel}(const tessera::
 )",
       fmt::arg("version", TESSERA_VERSION), fmt::arg("kernel", out.kernel), fmt::arg("index", index_type(s.a)),
       fmt::arg("value", element(s.a.value)), fmt::arg("b", element(s.dense.b.dtype)), fmt::arg("vec", spec.config.vec),
-      fmt::arg("warps", spec.config.warps), fmt::arg("text", s.dense.epilogue.text()),
-      fmt::arg("body", cuda_epilogue_body(s.dense)), fmt::arg("threads", out.threads));
+      fmt::arg("warps", spec.config.warps), fmt::arg("epilogue", epilogue_functor(s.dense)),
+      fmt::arg("threads", out.threads));
   return out;
 }
 
@@ -129,14 +131,7 @@ struct Traits {{
   static constexpr bool ReadsS = {reads_s};
 }};
 
-// {text}
-struct Epilogue {{
-  TESSERA_DEVICE static float apply(float acc, float s, tessera::i64 m, tessera::i64 n, tessera::i64 b,
-                                    const tessera::GemmParams& p) {{
-    (void)acc, (void)s, (void)m, (void)n, (void)b, (void)p;
-    return {body};
-  }}
-}};
+{epilogue}
 
 }}  // namespace
 
@@ -148,8 +143,7 @@ extern "C" __global__ void __launch_bounds__({threads}) {kernel}(const tessera::
       fmt::arg("value", element(s.pattern.value)), fmt::arg("a", element(s.dense.a.dtype)),
       fmt::arg("b", element(s.dense.b.dtype)), fmt::arg("vec", spec.config.vec), fmt::arg("warps", spec.config.warps),
       fmt::arg("chunk", kSddmmKChunk), fmt::arg("reads_s", s.dense.epilogue.reads_s() ? "true" : "false"),
-      fmt::arg("text", s.dense.epilogue.text()), fmt::arg("body", cuda_epilogue_body(s.dense)),
-      fmt::arg("threads", out.threads));
+      fmt::arg("epilogue", epilogue_functor(s.dense)), fmt::arg("threads", out.threads));
   return out;
 }
 
