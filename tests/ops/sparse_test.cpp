@@ -11,6 +11,9 @@
 #include <random>
 #include <sstream>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
 #include "tessera/tuner.hpp"
@@ -465,6 +468,75 @@ TEST(SparseInspector, ClusteredEntriesRunAsBlocks) {
       t.epilogue = "relu(acc + bias[n]) * scale[m]";
       check_spmm(t);
     }
+}
+
+// Floats that end exactly where an inaccessible page begins (and start right after one): a generated kernel that
+// reads or writes one element past an operand faults instead of passing by luck.
+class GuardedFloats {
+ public:
+  explicit GuardedFloats(std::size_t count, bool at_start = false) : count_(count) {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t bytes = (count * sizeof(float) + page - 1) / page * page;
+    size_ = bytes + 2 * page;
+    base_ = static_cast<char*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ::mprotect(base_, page, PROT_NONE);
+    ::mprotect(base_ + page + bytes, page, PROT_NONE);
+    data_ = reinterpret_cast<float*>(at_start ? base_ + page : base_ + page + bytes - count * sizeof(float));
+  }
+  ~GuardedFloats() { ::munmap(base_, size_); }
+  GuardedFloats(const GuardedFloats&) = delete;
+  GuardedFloats& operator=(const GuardedFloats&) = delete;
+  float* data() { return data_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::size_t count_, size_;
+  char* base_;
+  float* data_;
+};
+
+// Operands flush against guard pages (from either side), edges everywhere: N and K residues, BSR edge blocks past M
+// and K, column panels, an SDDMM row of one entry at the end. A kernel touching anything outside faults.
+TEST(SparseKernels, NeverTouchOutsideTheirOperands) {
+  for (const bool at_start : {false, true})
+    for (const auto& [pattern, n, block] :
+         {std::tuple{"uniform:37,53,0.2,1", 33L, 1}, std::tuple{"uniform:37,53,0.2,1", 1L, 1},
+          std::tuple{"blocks:37,53,0.4,1,4", 17L, 4}, std::tuple{"uniform:300,3000,0.05,1", 130L, 1},
+          std::tuple{"blocks:45,70,0.3,2,16", 70L, 16}}) {
+      SCOPED_TRACE(fmt::format("{} N={} block {} {}", pattern, n, block, at_start ? "start" : "end"));
+      const CooMatrix coo = generate_pattern(pattern);
+      const SparseMatrixData a = block == 1 ? SparseMatrixData::csr(coo) : SparseMatrixData::bsr(coo, block, block);
+      GuardedFloats b(static_cast<std::size_t>(coo.cols * n), at_start),
+          d(static_cast<std::size_t>(coo.rows * n), at_start);
+      std::mt19937 rng(1);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = dist(rng);
+      SpmmArgs args;
+      args.a = a.view();
+      args.b = Tensor::matrix(b.data(), coo.cols, n);
+      args.d = Tensor::matrix(d.data(), coo.rows, n);
+      const GemmReference ref = reference_spmm(args);
+      Runtime rt;
+      rt.spmm(args);
+      EXPECT_TRUE(compare_gemm(ref, args.d).ok());
+    }
+  const SparseMatrixData pattern = SparseMatrixData::csr(generate_pattern("powerlaw:64,70,0.05,3"));
+  for (const std::int64_t k : {1, 7, 33}) {
+    const SparseMatrix v = pattern.view();
+    GuardedFloats a(static_cast<std::size_t>(v.rows * k)), b(static_cast<std::size_t>(v.cols * k)),
+        out(static_cast<std::size_t>(v.entries));
+    std::fill(a.data(), a.data() + a.size(), 0.5f);
+    std::fill(b.data(), b.data() + b.size(), 0.25f);
+    SddmmArgs args;
+    args.pattern = v;
+    args.a = Tensor::matrix(a.data(), v.rows, k);
+    args.b = Tensor::matrix(b.data(), v.cols, k);
+    args.out = Tensor::vector(out.data(), v.entries);
+    args.set_epilogue("acc * s");
+    Runtime rt;
+    rt.sddmm(args);
+    EXPECT_TRUE(compare_sddmm(reference_sddmm(args), args.out).ok()) << "K=" << k;
+  }
 }
 
 TEST(SparseInspector, StatsAndBalancedPlan) {
