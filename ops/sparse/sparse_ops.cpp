@@ -104,10 +104,21 @@ SpmmKernel Runtime::compile(const SpmmProblem& problem, const CpuSpmmConfig& con
 }
 
 namespace {
-// The key a tuned choice is kept under: signature, sizes and the pattern's statistics.
-template <class Problem>
-std::string choice_key(const Problem& p, std::int64_t dense) {
-  return fmt::format("{}|{}x{}|{}|{}", p.signature.to_json().dump(), p.m, dense, p.pattern.to_json().dump(), p.threads);
+// With a tuning budget: the config timed once per signature, sizes and pattern statistics (on the call's own pattern
+// with fresh dense operands), kept in `choices`; `tune` runs the tuner when the key is new.
+template <class Config, class Problem, class Tune>
+Config tuned_choice(std::mutex& mutex, std::map<std::string, Config>& choices, const Problem& p, std::int64_t dense,
+                    Config fallback, const Tune& tune) {
+  const std::string key =
+      fmt::format("{}|{}x{}|{}|{}", p.signature.to_json().dump(), p.m, dense, p.pattern.to_json().dump(), p.threads);
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = choices.find(key); it != choices.end()) return it->second;
+  }
+  const auto r = tune();
+  const Config config = r.measured.empty() ? fallback : r.measured[r.best].config;
+  std::lock_guard lock(mutex);
+  return choices.emplace(key, config).first->second;
 }
 }  // namespace
 
@@ -127,20 +138,10 @@ void Runtime::spmm(const SpmmArgs& args) {
   const SparseMatrix& a = blocked ? blocked_args.a : args.a;
   CpuSpmmConfig config = choose_config(bound.problem);
   if (impl_->options.tuning_budget > 0) {
-    // Timed once per signature, shape and pattern statistics, on this pattern with fresh dense operands.
-    const std::string key = choice_key(bound.problem, bound.problem.n * bound.problem.k);
-    std::unique_lock lock(impl_->choices_mutex);
-    auto it = impl_->spmm_choices.find(key);
-    if (it == impl_->spmm_choices.end()) {
-      lock.unlock();
-      TuneOptions options;
-      options.top_k = impl_->options.tuning_budget;
-      const auto r = tune_spmm(*this, bound.problem, a, options);
-      if (!r.measured.empty()) config = r.measured[r.best].config;
-      lock.lock();
-      it = impl_->spmm_choices.emplace(key, config).first;
-    }
-    config = it->second;
+    TuneOptions options;
+    options.top_k = impl_->options.tuning_budget;
+    config = tuned_choice(impl_->choices_mutex, impl_->spmm_choices, bound.problem, bound.problem.n * bound.problem.k,
+                          config, [&] { return tune_spmm(*this, bound.problem, a, options); });
   }
   const SpmmKernel kernel = compile(bound.problem, config);
   run_spmm(impl_->pool, threads, bound, kernel.compiled_->fn);
@@ -161,19 +162,10 @@ void Runtime::sddmm(const SddmmArgs& args) {
   const SddmmBinding bound = bind_sddmm(args, impl_->participants(args.threads));
   CpuSddmmConfig config = choose_config(bound.problem);
   if (impl_->options.tuning_budget > 0) {
-    const std::string key = choice_key(bound.problem, bound.problem.n * bound.problem.k);
-    std::unique_lock lock(impl_->choices_mutex);
-    auto it = impl_->sddmm_choices.find(key);
-    if (it == impl_->sddmm_choices.end()) {
-      lock.unlock();
-      TuneOptions options;
-      options.top_k = impl_->options.tuning_budget;
-      const auto r = tune_sddmm(*this, bound.problem, args.pattern, options);
-      if (!r.measured.empty()) config = r.measured[r.best].config;
-      lock.lock();
-      it = impl_->sddmm_choices.emplace(key, config).first;
-    }
-    config = it->second;
+    TuneOptions options;
+    options.top_k = impl_->options.tuning_budget;
+    config = tuned_choice(impl_->choices_mutex, impl_->sddmm_choices, bound.problem, bound.problem.n * bound.problem.k,
+                          config, [&] { return tune_sddmm(*this, bound.problem, args.pattern, options); });
   }
   const SddmmKernel kernel = compile(bound.problem, config);
   const SddmmKernelArgs k = bound.kernel_args();
