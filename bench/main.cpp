@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
     sub->add_option("--threads", threads_text, "comma-separated thread counts");
     sub->add_option("--repeat", options.repeat, "samples per contender (median reported)");
     sub->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+    sub->add_option("--svg", svg_path, "write a plot (tessera ÷ each peer, per case and thread count) to FILE");
     sub->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
     sub->add_option("--settle-ms", options.settle_ms, "pause before each sample");
   }
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
                             ? run_spmm_benchmark(cases, threads, split(sparse_peers), options.repeat, sampling, log)
                             : run_sddmm_benchmark(cases, threads, options.repeat, sampling, log);
       write_json(nlohmann::json{{"command", command}, {"rows", rows}});
+      if (!svg_path.empty()) write_file_atomically(svg_path, sparse_svg(rows, command));
       for (const auto& row : rows)
         if (!row["agrees"].get<bool>()) {
           std::cerr << "tessera-bench: a peer disagrees with tessera on " << row["case"] << "\n";

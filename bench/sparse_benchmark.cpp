@@ -88,6 +88,71 @@ std::map<int, double> measure_stream(const std::vector<int>& thread_counts, std:
 
 }  // namespace
 
+std::string sparse_svg(const nlohmann::json& rows, const std::string& title) {
+  // (case, threads) → peer → tessera ÷ peer.
+  std::vector<std::string> cases, peers;
+  std::vector<int> threads;
+  std::map<std::pair<std::string, int>, std::map<std::string, double>> ratio;
+  for (const auto& r : rows) {
+    const std::string c = r["case"].get<std::string>();
+    const int t = r["threads"].get<int>();
+    if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+    if (std::find(threads.begin(), threads.end(), t) == threads.end()) threads.push_back(t);
+    auto& at = ratio[{c, t}];
+    if (r.contains("speedup_over_openmp")) at["openmp"] = r["speedup_over_openmp"].get<double>();
+    if (r.contains("peers"))
+      for (const auto& [peer, v] : r["peers"].items())
+        if (v.contains("speedup")) at[peer] = v["speedup"].get<double>();
+    for (const auto& [peer, x] : at)
+      if (std::find(peers.begin(), peers.end(), peer) == peers.end()) peers.push_back(peer);
+  }
+  std::string escaped;
+  for (char ch : title) escaped += ch == '&' ? "&amp;" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : std::string(1, ch);
+  const char* colors[] = {"#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#8c564b"};
+  const double left = 60, panel = 240, gap = 190, lo = -2, hi = 7;  // log2 of the ratio's axis
+  const double width = std::max(480.0, 44.0 * static_cast<double>(cases.size()));
+  const double height = 60 + static_cast<double>(threads.size()) * (panel + gap);
+  std::string svg = fmt::format(
+      "<svg xmlns='http://www.w3.org/2000/svg' width='{0}' height='{1}' font-family='sans-serif' font-size='11'>\n"
+      "<rect width='{0}' height='{1}' fill='white'/>\n<text x='{2}' y='22' font-size='13'>{3}</text>\n",
+      left + width + 150, height, left, escaped);
+  double y0 = 50;
+  for (const int t : threads) {
+    const auto y_of = [&](double r) { return y0 + panel - (std::log2(std::max(r, 0.25)) - lo) / (hi - lo) * panel; };
+    const double slot = width / static_cast<double>(cases.size());
+    svg += fmt::format("<text x='{}' y='{}'>{} thread{}: tessera ÷ peer (log scale)</text>\n", left, y0 - 6, t,
+                       t == 1 ? "" : "s");
+    for (int e = static_cast<int>(lo); e <= static_cast<int>(hi); ++e)
+      svg += fmt::format(
+          "<line x1='{}' x2='{}' y1='{:.1f}' y2='{:.1f}' stroke='{}'/><text x='{}' y='{:.1f}' "
+          "text-anchor='end'>{}</text>\n",
+          left, left + width, y_of(std::exp2(e)), y_of(std::exp2(e)), e == 0 || e == 1 ? "#888" : "#ddd", left - 6,
+          y_of(std::exp2(e)) + 4, std::exp2(e));
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const double x = left + static_cast<double>(i) * slot;
+      svg += fmt::format(
+          "<text x='{0:.1f}' y='{1:.1f}' text-anchor='end' transform='rotate(-40 {0:.1f} {1:.1f})'>{2}</text>\n",
+          x + slot / 2, y0 + panel + 14, cases[i]);
+      const auto it = ratio.find({cases[i], t});
+      if (it == ratio.end()) continue;
+      const double bar = slot * 0.8 / static_cast<double>(peers.size());
+      for (std::size_t k = 0; k < peers.size(); ++k) {
+        const auto v = it->second.find(peers[k]);
+        if (v == it->second.end()) continue;
+        const double y = y_of(v->second), base = y_of(1);
+        svg += fmt::format("<rect x='{:.1f}' y='{:.1f}' width='{:.1f}' height='{:.1f}' fill='{}'/>\n",
+                           x + slot * 0.1 + bar * static_cast<double>(k), std::min(y, base), bar, std::fabs(base - y),
+                           colors[k % 6]);
+      }
+    }
+    y0 += panel + gap;
+  }
+  for (std::size_t k = 0; k < peers.size(); ++k)
+    svg += fmt::format("<rect x='{}' y='{}' width='12' height='12' fill='{}'/><text x='{}' y='{}'>÷ {}</text>\n",
+                       left + width + 20, 50 + 20 * k, colors[k % 6], left + width + 38, 60 + 20 * k, peers[k]);
+  return svg + "</svg>\n";
+}
+
 std::string SparseCase::label() const {
   return fmt::format("{} {}{}", pattern, dense, format == "auto" ? "" : " " + format);
 }

@@ -31,6 +31,10 @@ std::vector<SparseCase> parse_sparse_cases(const std::string& list);
 nlohmann::json run_spmm_benchmark(const std::vector<SparseCase>& cases, const std::vector<int>& threads,
                                   const std::vector<std::string>& peers, int repeat, const Sampling& sampling,
                                   std::ostream& log);
+// A plot of a report's rows (either benchmark's): per thread count, tessera ÷ each peer per case on a log scale,
+// with the parity and 2x lines.
+std::string sparse_svg(const nlohmann::json& rows, const std::string& title);
+
 nlohmann::json run_sddmm_benchmark(const std::vector<SparseCase>& cases, const std::vector<int>& threads, int repeat,
                                    const Sampling& sampling, std::ostream& log);
 
