@@ -95,10 +95,7 @@ class CpuAttentionEmitter : RegisterTiles {
     carve_workspace(fn->getArg(1));
     emit_body(pack_q, pack_k, pack_v);
     b_.CreateRetVoid();
-    std::string error;
-    llvm::raw_string_ostream os(error);
-    if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_attention_llvm produced invalid IR: " + error);
-    return std::move(module_);
+    return verified_module("emit_attention_llvm");
   }
 
  private:

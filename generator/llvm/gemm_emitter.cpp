@@ -83,10 +83,7 @@ class CpuGemmEmitter : OutputTiles {
           if (!llvm::InlineFunction(*call, info).isSuccess()) throw std::logic_error("emit_llvm: tile not inlined");
         }
     }
-    std::string error;
-    llvm::raw_string_ostream os(error);
-    if (llvm::verifyModule(*module_, &os)) throw CompileError("emit_llvm produced invalid IR: " + error);
-    return std::move(module_);
+    return verified_module("emit_llvm");
   }
 
  private:

@@ -1,7 +1,11 @@
 #include "generator/llvm/ir_kit.hpp"
 
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
 #include <llvm/TargetParser/Host.h>
+#include "generator/core/error.hpp"
 
 #include <functional>
 
@@ -37,6 +41,13 @@ llvm::Function* IrKit::make_function(const std::string& name, llvm::Type* ret, s
   llvm::BasicBlock::Create(ctx_, "entry", fn);
   b_.SetInsertPoint(&fn->getEntryBlock());
   return fn;
+}
+
+std::unique_ptr<llvm::Module> IrKit::verified_module(const char* emitter) {
+  std::string error;
+  llvm::raw_string_ostream os(error);
+  if (llvm::verifyModule(*module_, &os)) throw CompileError(std::string(emitter) + " produced invalid IR: " + error);
+  return std::move(module_);
 }
 
 llvm::Value* IrKit::i64c(std::int64_t v) { return b_.getInt64(v); }

@@ -37,6 +37,9 @@ class IrKit {
   llvm::Function* make_function(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
                                 bool external);
 
+  // The finished module, checked by LLVM's verifier; throws CompileError naming `emitter` when it is invalid.
+  std::unique_ptr<llvm::Module> verified_module(const char* emitter);
+
   llvm::Value* i64c(std::int64_t v);
 
   llvm::Value* gep(llvm::Value* base, llvm::Value* index);

@@ -75,11 +75,6 @@ class SparseKernelEmitter : protected OutputTiles {
   void prefetch(llvm::Value* address) {
     b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
   }
-  void finish() {
-    std::string error;
-    llvm::raw_string_ostream os(error);
-    if (llvm::verifyModule(*module_, &os)) throw CompileError("sparse emitter produced invalid IR: " + error);
-  }
 
   SparseSignature sparse_;
   llvm::Type* index_ty_;
@@ -150,8 +145,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
         },
         "block.rows");
     b_.CreateRetVoid();
-    finish();
-    return std::move(module_);
+    return verified_module("sparse emitter");
   }
 
  private:
@@ -342,8 +336,7 @@ class CpuSddmmEmitter : SparseKernelEmitter {
         },
         "rows");
     b_.CreateRetVoid();
-    finish();
-    return std::move(module_);
+    return verified_module("sparse emitter");
   }
 
  private:

@@ -127,56 +127,53 @@ SparseTuneResult<Config> collect(const std::vector<Kernel>& kernels, const std::
   return result;
 }
 
+// The variants of `space` ranked by `scores` (default first), the top k compiled, timed in interleaved rounds on
+// `pattern` with fresh Operands(problem, pattern, plan, seed), each with the analytic estimate `cycles`.
+template <class Config, class Kernel, class Operands, class Problem>
+SparseTuneResult<Config> tune_sparse(Runtime& runtime, const Problem& problem, const SparseMatrix& pattern,
+                                     const char* name, const std::vector<Config>& space,
+                                     const std::vector<double>& scores, const TuneOptions& options,
+                                     const std::function<double(const Config&)>& cycles, std::uint64_t order_seed,
+                                     const std::function<void(int, int)>& progress) {
+  const std::vector<std::size_t> order = rank_by_score(scores);
+  const std::size_t take = options.exhaustive ? space.size() : std::min<std::size_t>(options.top_k, space.size());
+  std::vector<Kernel> kernels;
+  for (std::size_t i = 0; i < take; ++i) kernels.push_back(runtime.compile(problem, space[order[i]]));
+  const auto plan = std::make_shared<const SparsePlan>(
+      SparsePlan::inspect(pattern, problem.threads ? problem.threads : runtime.threads(), name));
+  const auto make_round = [&](unsigned seed) {
+    auto ops = std::make_shared<const Operands>(problem, pattern, plan, seed);
+    TimingRound round;
+    round.operands = ops;
+    round.prepare = [&kernels, ops](std::size_t i) -> std::function<void()> {
+      return [&kernel = kernels[i], ops] { kernel.run(ops->args); };
+    };
+    return round;
+  };
+  const auto timed = time_interleaved(kernels.size(), make_round, timing_of(options), order_seed, progress);
+  return collect<Config>(kernels, timed, space.size(), cycles);
+}
+
 }  // namespace
 
 SparseTuneResult<CpuSpmmConfig> tune_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
                                           const TuneOptions& options, const std::function<void(int, int)>& progress) {
   const CpuTarget& target = runtime.target();
   const std::vector<CpuSpmmConfig> space = cpu_spmm_variants(problem, target);
-  const std::vector<std::size_t> order = rank_by_score(spmm_scores(problem, space, target));
-  const std::size_t take = options.exhaustive ? space.size() : std::min<std::size_t>(options.top_k, space.size());
-  std::vector<SpmmKernel> kernels;
-  for (std::size_t i = 0; i < take; ++i) kernels.push_back(runtime.compile(problem, space[order[i]]));
-  const auto plan =
-      std::make_shared<const SparsePlan>(SparsePlan::inspect(a, problem.threads ? problem.threads : runtime.threads()));
-  const auto make_round = [&](unsigned seed) {
-    auto ops = std::make_shared<const SpmmOperands>(problem, a, plan, seed);
-    TimingRound round;
-    round.operands = ops;
-    round.prepare = [&kernels, ops](std::size_t i) -> std::function<void()> {
-      return [&kernel = kernels[i], ops] { kernel.run(ops->args); };
-    };
-    return round;
-  };
-  const auto timed = time_interleaved(kernels.size(), make_round, timing_of(options),
-                                      static_cast<std::uint64_t>(problem.pattern.nnz * 31 + problem.n), progress);
-  return collect<CpuSpmmConfig>(kernels, timed, space.size(),
-                                [&](const CpuSpmmConfig& c) { return spmm_cycles(problem, c, target); });
+  return tune_sparse<CpuSpmmConfig, SpmmKernel, SpmmOperands>(
+      runtime, problem, a, "a", space, spmm_scores(problem, space, target), options,
+      [&](const CpuSpmmConfig& c) { return spmm_cycles(problem, c, target); },
+      static_cast<std::uint64_t>(problem.pattern.nnz * 31 + problem.n), progress);
 }
 
 SparseTuneResult<CpuSddmmConfig> tune_sddmm(Runtime& runtime, const SddmmProblem& problem, const SparseMatrix& pattern,
                                             const TuneOptions& options, const std::function<void(int, int)>& progress) {
   const CpuTarget& target = runtime.target();
   const std::vector<CpuSddmmConfig> space = cpu_sddmm_variants(problem, target);
-  const std::vector<std::size_t> order = rank_by_score(sddmm_scores(problem, space, target));
-  const std::size_t take = options.exhaustive ? space.size() : std::min<std::size_t>(options.top_k, space.size());
-  std::vector<SddmmKernel> kernels;
-  for (std::size_t i = 0; i < take; ++i) kernels.push_back(runtime.compile(problem, space[order[i]]));
-  const auto plan = std::make_shared<const SparsePlan>(
-      SparsePlan::inspect(pattern, problem.threads ? problem.threads : runtime.threads(), "pattern"));
-  const auto make_round = [&](unsigned seed) {
-    auto ops = std::make_shared<const SddmmOperands>(problem, pattern, plan, seed);
-    TimingRound round;
-    round.operands = ops;
-    round.prepare = [&kernels, ops](std::size_t i) -> std::function<void()> {
-      return [&kernel = kernels[i], ops] { kernel.run(ops->args); };
-    };
-    return round;
-  };
-  const auto timed = time_interleaved(kernels.size(), make_round, timing_of(options),
-                                      static_cast<std::uint64_t>(problem.pattern.nnz * 37 + problem.k), progress);
-  return collect<CpuSddmmConfig>(kernels, timed, space.size(),
-                                 [&](const CpuSddmmConfig& c) { return sddmm_cycles(problem, c, target); });
+  return tune_sparse<CpuSddmmConfig, SddmmKernel, SddmmOperands>(
+      runtime, problem, pattern, "pattern", space, sddmm_scores(problem, space, target), options,
+      [&](const CpuSddmmConfig& c) { return sddmm_cycles(problem, c, target); },
+      static_cast<std::uint64_t>(problem.pattern.nnz * 37 + problem.k), progress);
 }
 
 }  // namespace tessera
