@@ -7,6 +7,7 @@
 
 #include "bench/attention_benchmark.hpp"
 #include "bench/cuda_benchmark.hpp"
+#include "bench/dispatch_benchmark.hpp"
 #include "bench/fusion_benchmark.hpp"
 #include "bench/gemm_benchmark.hpp"
 #include "bench/report.hpp"
@@ -93,6 +94,15 @@ int main(int argc, char** argv) {
     sub->add_option("--settle-ms", options.settle_ms, "pause before each sample");
   }
   spmm->add_option("--peers", sparse_peers, "comma-separated: eigen,librsb,openmp,dense");
+  CLI::App* dispatch = app.add_subcommand(
+      "dispatch",
+      "the cost of a call before the kernel starts: Runtime::gemm, GemmKernel::run, PreparedGemm::run, "
+      "LIBXSMM's dispatch (1 thread)");
+  std::string dispatch_shapes = "16x16x16,32x32x32,48x48x48,64x64x64";
+  dispatch->add_option("--shapes", dispatch_shapes, "MxNxK,...");
+  dispatch->add_option("--repeat", options.repeat, "samples per path (median reported)");
+  dispatch->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
+  dispatch->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -110,6 +120,15 @@ int main(int argc, char** argv) {
       write_file_atomically(json_path, report.dump(1) + "\n");
   };
   try {
+    if (dispatch->parsed()) {
+      std::string command = "tessera-bench";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      std::ostream& log = json_path == "-" ? std::cerr : std::cout;
+      const auto rows =
+          run_dispatch_benchmark(parse_shapes(dispatch_shapes), options.repeat, {options.sample_ms, 0}, log);
+      write_json(nlohmann::json{{"command", command}, {"rows", rows}});
+      return 0;
+    }
     if (spmm->parsed() || sddmm->parsed()) {
       if (sparse_suite.empty() == sparse_cases.empty())
         throw tessera::InvalidArgument("--suite/--cases", "give exactly one");

@@ -21,6 +21,7 @@
 
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_naming.hpp"
+#include "jit/disk_cache.hpp"
 #include "jit/embedded_templates.hpp"
 
 extern char** environ;
@@ -30,17 +31,8 @@ namespace tessera {
 namespace fs = std::filesystem;
 
 namespace {
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : "";
-}
-
-std::string unique_suffix() {
-  static std::mt19937_64 rng(std::random_device{}());
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  return fmt::format("{}-{:x}", getpid(), rng());
-}
+std::string env(const char* name) { return environment(name); }
+std::string unique_suffix() { return unique_file_suffix(); }
 
 void write_file(const fs::path& path, std::string_view text) {
   std::ofstream out(path, std::ios::binary);
@@ -106,22 +98,6 @@ const std::vector<std::string>& compile_flags() {
   return flags;
 }
 }  // namespace
-
-std::string tessera_cache_dir() {
-  fs::path dir;
-  if (!env("TESSERA_CACHE_DIR").empty())
-    dir = env("TESSERA_CACHE_DIR");
-  else if (!env("XDG_CACHE_HOME").empty())
-    dir = fs::path(env("XDG_CACHE_HOME")) / "tessera";
-  else if (!env("HOME").empty())
-    dir = fs::path(env("HOME")) / ".cache" / "tessera";
-  else
-    dir = fs::temp_directory_path() / fmt::format("tessera-cache-{}", getuid());
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw Unavailable(fmt::format("cache directory {}: {}", dir.string(), error.message()));
-  return dir.string();
-}
 
 namespace {
 HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string& source, const std::string& name);

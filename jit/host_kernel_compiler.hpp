@@ -13,9 +13,6 @@ struct HostKernelLibrary {
   double compile_ms = 0;   // 0 when it came from the cache
 };
 
-// $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else ~/.cache/tessera (created if needed).
-std::string tessera_cache_dir();
-
 // Throws CompileError with the compiler's output when the source does not compile.
 HostKernelLibrary compile_host_kernel(const std::string& source, const std::string& name);
 

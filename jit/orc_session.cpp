@@ -1,17 +1,26 @@
 #include "jit/orc_session.hpp"
 
 #include <llvm/Config/llvm-config.h>
-#include <llvm/ExecutionEngine/Orc/IRTransformLayer.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "generator/core/error.hpp"
+#include "jit/disk_cache.hpp"
 
 namespace tessera {
 
@@ -64,41 +73,109 @@ std::unique_ptr<llvm::Module> host_module(const CpuModuleSource& source, llvm::L
   return module;
 }
 
+// This thread's target machine: a TargetMachine is not thread-safe, and one per compile costs ~1 ms.
+llvm::TargetMachine& thread_target_machine() {
+  thread_local std::unique_ptr<llvm::TargetMachine> tm;
+  if (!tm) tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
+  return *tm;
+}
+
+// The host's CPU and features as LLVM sees them: generated code depends on them (tune-cpu, the JIT's defaults).
+const std::string& host_cpu_identity() {
+  static const std::string identity = [] {
+    std::vector<std::string> features;
+    for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+      std::string feature(1, f.second ? '+' : '-');
+      feature.append(f.first().data(), f.first().size());
+      features.push_back(std::move(feature));
+    }
+    std::sort(features.begin(), features.end());
+    std::string text = llvm::sys::getHostCPUName().str();
+    for (const auto& f : features) text += "," + f;
+    return text;
+  }();
+  return identity;
+}
+
 }  // namespace
+
+const char* origin_name(KernelOrigin origin) {
+  switch (origin) {
+    case KernelOrigin::memory:
+      return "memory";
+    case KernelOrigin::disk:
+      return "disk";
+    case KernelOrigin::built:
+      return "built";
+  }
+  return "?";
+}
 
 OrcSession::OrcSession(OrcOptions options) : options_(options) {
   initialise_llvm();
   jit_ = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(host_machine()).create(), "creating LLJIT");
-  if (options_.ir_opt_level > 0) {
-    const int level = options_.ir_opt_level;
-    auto tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
-    jit_->getIRTransformLayer().setTransform(
-        [level, tm = std::shared_ptr<llvm::TargetMachine>(std::move(tm))](
-            llvm::orc::ThreadSafeModule tsm,
-            const llvm::orc::MaterializationResponsibility&) -> llvm::Expected<llvm::orc::ThreadSafeModule> {
-          tsm.withModuleDo([&](llvm::Module& m) { optimise(m, tm.get(), level); });
-          return tsm;
-        });
-  }
 }
 
 OrcSession::~OrcSession() = default;
 
-void* OrcSession::compile(const CpuModuleSource& source) {
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto module = source.emit(*ctx);
-  module->setDataLayout(jit_->getDataLayout());
-  module->setTargetTriple(jit_->getTargetTriple().str());
+Hash128 OrcSession::disk_key(const CpuModuleSource& source) const {
+  return hash_text(fmt::format("cpu-object|{}|{}|{}|{}|{}|{}|{}", source.key.hex(), source.entry, TESSERA_VERSION,
+                               generator_fingerprint(), LLVM_VERSION_STRING, host_cpu_identity(),
+                               options_.ir_opt_level));
+}
+
+std::string OrcSession::compile_object(const CpuModuleSource& source) const {
+  llvm::TargetMachine& tm = thread_target_machine();
+  llvm::LLVMContext ctx;
+  auto module = host_module(source, ctx, tm, options_.ir_opt_level);
+  auto object = unwrap(llvm::orc::SimpleCompiler(tm)(*module), "compiling " + source.entry);
+  return std::string(object->getBuffer());
+}
+
+OrcEntry OrcSession::compile(const CpuModuleSource& source) {
   const std::string& name = source.entry;
+  const auto linked = [&]() -> void* {
+    if (auto sym = jit_->lookup(name))
+      return sym->toPtr<void*>();
+    else
+      llvm::consumeError(sym.takeError());
+    return nullptr;
+  };
+  {
+    std::lock_guard lock(mutex_);
+    if (void* address = linked()) return {address, KernelOrigin::memory};
+  }
+  const DiskCache* disk = source.key == Hash128{} ? nullptr : options_.disk_cache;
+  const Hash128 key = disk ? disk_key(source) : Hash128{};
+  OrcEntry entry{nullptr, KernelOrigin::disk};
+  std::optional<std::string> object = disk ? disk->load(key) : std::nullopt;
+  // An entry intact on disk that is not an object defining the symbol (written by something else under its key)
+  // is compiled again rather than linked.
+  if (object) {
+    auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(*object, name));
+    bool defines = false;
+    if (parsed) {
+      for (const auto& symbol : (*parsed)->symbols())
+        if (auto symbol_name = symbol.getName(); symbol_name && *symbol_name == name)
+          defines = true;
+        else if (!symbol_name)
+          llvm::consumeError(symbol_name.takeError());
+    } else {
+      llvm::consumeError(parsed.takeError());
+    }
+    if (!defines) object.reset();
+  }
+  if (!object) {
+    object = compile_object(source);
+    entry.origin = KernelOrigin::built;
+    if (disk) disk->store(key, name, "cpu", *object);
+  }
   std::lock_guard lock(mutex_);
-  if (auto sym = jit_->lookup(name))
-    return sym->toPtr<void*>();
-  else
-    llvm::consumeError(sym.takeError());
-  if (auto err = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx))))
+  if (void* address = linked()) return {address, KernelOrigin::memory};  // another thread linked it meanwhile
+  if (auto err = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(*object, name)))
     throw CompileError("adding " + name + ": " + llvm::toString(std::move(err)));
-  auto sym = unwrap(jit_->lookup(name), "compiling " + name);
-  return sym.toPtr<void*>();
+  entry.address = unwrap(jit_->lookup(name), "linking " + name).toPtr<void*>();
+  return entry;
 }
 
 void* OrcSession::address(const std::string& symbol) {

@@ -13,10 +13,23 @@ class LLJIT;
 
 namespace tessera {
 
+class DiskCache;
+
 struct OrcOptions {
   // 0 skips the IR optimisation pipeline: emitted IR is already tiled and vectorised, so only the backend
   // (at CodeGenOptLevel::Aggressive) runs. 2 or 3 run LLVM's default module pipeline first.
   int ir_opt_level = 0;
+  // Where object code is kept between processes (null: nowhere). Must outlive the session.
+  const DiskCache* disk_cache = nullptr;
+};
+
+// Where a kernel came from: the process's memory, the disk cache, or compiled now.
+enum class KernelOrigin { memory, disk, built };
+const char* origin_name(KernelOrigin origin);
+
+struct OrcEntry {
+  void* address = nullptr;  // of the module's entry, whose signature only the caller knows
+  KernelOrigin origin = KernelOrigin::built;
 };
 
 class OrcSession {
@@ -26,9 +39,13 @@ class OrcSession {
   OrcSession(const OrcSession&) = delete;
   OrcSession& operator=(const OrcSession&) = delete;
 
-  // Emits, compiles and links the module; returns its entry's address (whose signature only the caller knows).
-  // Thread-safe.
-  void* compile(const CpuModuleSource& source);
+  // The module's entry: linked before, or its object code from the disk cache, or emitted and compiled now (and
+  // stored on disk). Thread-safe; modules compile concurrently, only linking is serialised.
+  OrcEntry compile(const CpuModuleSource& source);
+  // The object code the module compiles to on this host (what the disk cache holds).
+  std::string compile_object(const CpuModuleSource& source) const;
+  // The disk cache's key of a module: its spec hash with tessera's build, LLVM, the host CPU and the options.
+  Hash128 disk_key(const CpuModuleSource& source) const;
   // The address of another external function of a module compiled before (an entry's helper); throws CompileError
   // if there is none.
   void* address(const std::string& symbol);

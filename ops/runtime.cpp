@@ -1,10 +1,12 @@
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "generator/gemm/gemm_variants.hpp"
 #include "generator/llvm/gemm_emitter.hpp"
+#include "jit/disk_cache.hpp"
 #include "ops/gemm/gemm_binding.hpp"
 #include "ops/runtime_impl.hpp"
 #include "tessera/cost_models.hpp"
@@ -38,14 +40,26 @@ int pool_threads(const RuntimeOptions& options) {
   return options.threads ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-OrcOptions orc_options(const RuntimeOptions& options) { return {checked_ir_opt_level(options.ir_opt_level)}; }
+std::unique_ptr<DiskCache> own_disk_cache(const RuntimeOptions& options) {
+  if (!options.disk_cache || options.cache_dir.empty()) return nullptr;
+  auto cache = std::make_unique<DiskCache>(options.cache_dir, DiskCache::max_bytes_from_environment());
+  if (!cache->warning().empty()) std::fprintf(stderr, "tessera: %s\n", cache->warning().c_str());
+  return cache;
+}
+
+OrcOptions orc_options(const RuntimeOptions& options, const DiskCache* own) {
+  return {checked_ir_opt_level(options.ir_opt_level), own                  ? own
+                                                      : options.disk_cache ? DiskCache::process_cache()
+                                                                           : nullptr};
+}
 }  // namespace
 
 Runtime::Impl::Impl(const RuntimeOptions& o)
     : options(o),
       target(CpuTarget::parse(o.target)),
       threads(pool_threads(o)),
-      orc(orc_options(o)),
+      own_disk_cache(tessera::own_disk_cache(o)),
+      orc(orc_options(o, own_disk_cache.get())),
       pool(threads - 1, 200, o.pin_workers),
       cost_model(load_cpu_cost_model(o.cost_model, target).model) {
   if (o.tuning_budget < 0) throw InvalidArgument("tuning_budget", "must be >= 0");
@@ -119,7 +133,17 @@ CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) {
   return impl_->choices.emplace(key, config).first->second;
 }
 
-GemmKernel Runtime::compile(const GemmProblem& problem) { return compile(problem, choose_config(problem)); }
+GemmKernel Runtime::compile(const GemmProblem& problem) {
+  const Hash128 key = dispatch_key(problem);
+  {
+    std::lock_guard lock(impl_->choices_mutex);
+    if (auto it = impl_->dispatch.find(key); it != impl_->dispatch.end()) return GemmKernel(it->second, impl_);
+  }
+  GemmKernel kernel = compile(problem, choose_config(problem));
+  std::lock_guard lock(impl_->choices_mutex);
+  impl_->dispatch.emplace(key, kernel.compiled_);
+  return kernel;
+}
 
 GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& config) {
   check_extents(problem);
@@ -130,7 +154,9 @@ GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& con
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<GemmKernel::Compiled>();
     c->spec = spec;
-    c->fn = reinterpret_cast<GemmKernelFn>(impl_->orc.compile(cpu_module_source(spec)));
+    const OrcEntry entry = impl_->orc.compile(cpu_module_source(spec));
+    c->fn = reinterpret_cast<GemmKernelFn>(entry.address);
+    c->origin = entry.origin;
     c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return std::shared_ptr<const GemmKernel::Compiled>(std::move(c));
   });
@@ -138,9 +164,9 @@ GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& con
 }
 
 void Runtime::gemm(const GemmArgs& args) {
-  const GemmProblem problem = describe(args);
-  if (output_is_empty(problem)) return;  // validated; nothing to write, as in BLAS
-  compile(problem).run(args);
+  GemmBinding bound = bind_gemm(args);
+  if (output_is_empty(bound.problem)) return;  // validated; nothing to write, as in BLAS
+  compile(bound.problem).run_bound(std::move(bound), args.threads);
 }
 
 std::string gemm_llvm_ir(const CpuGemmSpec& spec, int ir_opt_level) {

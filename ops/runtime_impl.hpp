@@ -4,11 +4,13 @@
 
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "generator/attention/attention_abi.hpp"
 #include "generator/cost/cost_model.hpp"
 #include "generator/gemm/gemm_abi.hpp"
 #include "generator/sparse/sparse_abi.hpp"
+#include "jit/disk_cache.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/orc_session.hpp"
 #include "jit/thread_pool.hpp"
@@ -20,6 +22,7 @@ struct GemmKernel::Compiled {
   CpuGemmSpec spec;
   GemmKernelFn fn = nullptr;
   double compile_ms = 0;
+  KernelOrigin origin = KernelOrigin::built;
 };
 
 // The IR pipeline level, checked: 0, 2 or 3.
@@ -34,18 +37,21 @@ struct AttentionKernel::Compiled {
   AttentionKernelFn fn = nullptr;
   AttentionPackFn pack = nullptr;
   double compile_ms = 0;
+  KernelOrigin origin = KernelOrigin::built;
 };
 
 struct SpmmKernel::Compiled {
   CpuSpmmSpec spec;
   SpmmKernelFn fn = nullptr;
   double compile_ms = 0;
+  KernelOrigin origin = KernelOrigin::built;
 };
 
 struct SddmmKernel::Compiled {
   CpuSddmmSpec spec;
   SddmmKernelFn fn = nullptr;
   double compile_ms = 0;
+  KernelOrigin origin = KernelOrigin::built;
 };
 
 struct Runtime::Impl {
@@ -54,6 +60,7 @@ struct Runtime::Impl {
   RuntimeOptions options;
   CpuTarget target;
   int threads;
+  std::unique_ptr<DiskCache> own_disk_cache;  // options.cache_dir's; else the process's is used
   OrcSession orc;
   ThreadPool pool;
   KernelCache<GemmKernel::Compiled> cache;
@@ -63,6 +70,8 @@ struct Runtime::Impl {
   std::shared_ptr<const CpuCostModel> cost_model;  // null: default_for's rules
   std::mutex choices_mutex;
   std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses
+  // compile(problem)'s answers by dispatch_key: a repeated call finds its kernel with one hash and one lookup.
+  std::unordered_map<Hash128, std::shared_ptr<const GemmKernel::Compiled>, Hash128Hasher> dispatch;
   std::map<std::string, CpuAttentionConfig> attention_choices;
   std::map<std::string, CpuSpmmConfig> spmm_choices;  // with a tuning budget: per signature, shape and pattern
   std::map<std::string, CpuSddmmConfig> sddmm_choices;

@@ -368,6 +368,39 @@ if [[ $out == *'"spill_store_bytes":0'* && $out == *'"local_access_count":0'* &&
 if "$bin" spmm --gen uniform:64,64,0.1 --n 8 --target cuda:sm_80 >/dev/null 2>&1; then bad "spmm ran on a GPU"; else
   [[ $? -eq 3 ]] && ok || bad "spmm --target cuda:sm_80: exit $?"; fi
 
+# The disk cache: a second process takes the kernel from disk, two processes at once both get whole kernels, a
+# damaged entry is found by verify and rebuilt, TESSERA_CACHE=0 writes nothing, an unusable folder warns once.
+kc=$(mktemp -d)
+cache_of() { sed -n 's/.*"cache":"\([a-z]*\)".*/\1/p' <<<"$1"; }
+out=$(TESSERA_CACHE_DIR=$kc "$bin" gemm 45 51 23 --repeat 1 --verify --json)
+if [[ $(cache_of "$out") == built && $out == *'"ok":true'* ]]; then ok; else bad "cache: first run not built: $out"; fi
+out=$(TESSERA_CACHE_DIR=$kc "$bin" gemm 45 51 23 --repeat 1 --verify --json)
+if [[ $(cache_of "$out") == disk && $out == *'"ok":true'* ]]; then ok; else bad "cache: second run not from disk: $out"; fi
+TESSERA_CACHE_DIR=$kc "$bin" gemm 47 53 29 --repeat 1 --verify --json >"$kc/p1" 2>&1 &
+TESSERA_CACHE_DIR=$kc "$bin" gemm 47 53 29 --repeat 1 --verify --json >"$kc/p2" 2>&1 &
+wait
+if [[ $(cat "$kc/p1") == *'"ok":true'* && $(cat "$kc/p2") == *'"ok":true'* ]]; then ok; else
+  bad "cache: two processes at once: $(cat "$kc/p1" "$kc/p2")"; fi
+if [[ $(TESSERA_CACHE_DIR=$kc "$bin" cache stats --json) == *'"entries":2'* ]]; then ok; else
+  bad "cache stats: $(TESSERA_CACHE_DIR=$kc "$bin" cache stats --json)"; fi
+entry=$(find "$kc/kernels" -name '*.kernel' | head -1)
+printf 'garbage' | dd of="$entry" bs=1 seek=300 conv=notrunc status=none
+out=$(TESSERA_CACHE_DIR=$kc "$bin" cache verify)
+if [[ $? -eq 1 && $out == *"1 intact, 1 removed"* && $out == *"checksum"* ]]; then ok; else bad "cache verify: $out"; fi
+if [[ $(TESSERA_CACHE_DIR=$kc "$bin" cache list) == *gemm_f32* ]]; then ok; else bad "cache list"; fi
+if [[ $(TESSERA_CACHE_DIR=$kc "$bin" cache clear) == "removed 1 entries"* ]] &&
+  [[ -z $(find "$kc/kernels" -name '*.kernel') ]]; then ok; else bad "cache clear"; fi
+out=$(TESSERA_CACHE=0 TESSERA_CACHE_DIR=$kc "$bin" gemm 45 51 23 --repeat 1 --json)
+if [[ $(cache_of "$out") == built && -z $(find "$kc/kernels" -name '*.kernel') ]]; then ok; else
+  bad "TESSERA_CACHE=0 wrote or read the cache: $out"; fi
+touch "$kc/file"
+err=$(TESSERA_CACHE_DIR=$kc/file "$bin" gemm 45 51 23 --repeat 1 --verify 2>&1 >/dev/null)
+code=$?
+if [[ $code -eq 0 && $(grep -c "kept in memory only" <<<"$err") -eq 1 ]]; then ok; else
+  bad "unusable cache folder: exit $code, stderr: $err"; fi
+expect_bad "subcommand" cache
+rm -rf "$kc"
+
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 
 # Every command-line example in README.md runs and succeeds.

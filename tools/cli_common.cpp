@@ -148,6 +148,7 @@ GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool 
   const GemmKernel kernel = runtime.compile(run.problem, config);
   run.spec = kernel.spec();
   run.compile_ms = kernel.compile_ms();
+  run.origin = kernel.origin();
   run.cache_hit_us = 1000 * median_ms(5, [&] { runtime.compile(run.problem, config); });
   GemmReference reference;
   if (verify) reference = reference_gemm(args);  // before the kernel: d may alias c

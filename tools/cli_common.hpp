@@ -56,6 +56,7 @@ struct GemmRun {
   GemmProblem problem;
   CpuGemmSpec spec;
   double compile_ms = 0, cache_hit_us = 0, median_ms = 0, gflops = 0;
+  std::string origin;  // where the kernel came from: "built" or "disk"
   bool verified = false;
   Comparison comparison;
   bool ok() const { return !verified || comparison.ok(); }

@@ -28,6 +28,7 @@ int run_demo(int threads) {
     r.layout_a = la;
     r.layout_b = lb;
     r.epilogue = epilogue;
+    r.epilogue_given = *epilogue != '\0';
     r.beta = beta;
     cases.push_back({title, r});
   };

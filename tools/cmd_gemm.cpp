@@ -38,6 +38,7 @@ struct GemmCommand {
                        {"target", runtime.target().str()},
                        {"epilogue", p.signature.epilogue.text()},
                        {"compile_ms", r.compile_ms},
+                       {"cache", r.origin},
                        {"cache_hit_us", r.cache_hit_us},
                        {"median_ms", r.median_ms},
                        {"repeat", repeat},
@@ -49,9 +50,10 @@ struct GemmCommand {
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format(
-          "{}\n  {}x{}x{} batch {}  compile {:.2f} ms  cache hit {:.1f} us  run {:.3f} ms  "
+          "{}\n  {}x{}x{} batch {}  {} {:.2f} ms  cache hit {:.1f} us  run {:.3f} ms  "
           "{:.1f} GFLOP/s\n",
-          r.spec.name(), p.m, p.n, p.k, p.batch, r.compile_ms, r.cache_hit_us, r.median_ms, r.gflops);
+          r.spec.name(), p.m, p.n, p.k, p.batch, r.origin == "disk" ? "from disk" : "compile", r.compile_ms,
+          r.cache_hit_us, r.median_ms, r.gflops);
       if (verify)
         std::cout << fmt::format("  verify: {}  max abs err {:.3g}  max rel err {:.3g}{}\n", r.ok() ? "ok" : "FAILED",
                                  cmp.max_abs_err, cmp.max_rel_err, r.ok() ? "" : "  first: " + cmp.first_mismatch);

@@ -1,4 +1,4 @@
-// The tessera command line: demo, gemm, attention, emit, tune, model.
+// The tessera command line: demo, gemm, attention, spmm, sddmm, emit, tune, model, cache.
 #include <iostream>
 
 #include "cli_common.hpp"
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_emit_command(app, result);
   tessera::cli::add_tune_command(app, result);
   tessera::cli::add_model_command(app, result);
+  tessera::cli::add_cache_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,29 @@ struct Hash128Hasher {
 
 // XXH3-128 of a text (the canonical JSON of a spec).
 Hash128 hash_text(std::string_view text);
+
+// A Hash128 of fields appended as bytes, without formatting them: for keys computed on every call. Texts are
+// length-prefixed so that field boundaries count.
+class KeyHasher {
+ public:
+  template <class T>
+  requires std::is_trivially_copyable_v<T> KeyHasher& add(const T& value) {
+    append(&value, sizeof value);
+    return *this;
+  }
+  KeyHasher& add(std::string_view text) {
+    add(text.size());
+    append(text.data(), text.size());
+    return *this;
+  }
+  Hash128 digest() const { return hash_text(spill_.empty() ? std::string_view(inline_, size_) : spill_); }
+
+ private:
+  void append(const void* data, std::size_t bytes);
+  char inline_[256];
+  std::size_t size_ = 0;
+  std::string spill_;  // used once the bytes outgrow inline_
+};
 
 struct KernelSpec {
   std::string op;   // "gemm"; each operation names itself

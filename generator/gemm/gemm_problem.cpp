@@ -98,6 +98,16 @@ GemmSignature GemmSignature::from_json(const nlohmann::json& j) {
   return s;
 }
 
+Hash128 dispatch_key(const GemmProblem& p) {
+  const GemmSignature& s = p.signature;
+  KeyHasher h;
+  for (const OperandSignature* o : {&s.a, &s.b, &s.c, &s.d}) h.add(o->dtype).add(o->layout.kind());
+  h.add(s.accumulator).add(std::string_view(s.epilogue.text()));
+  for (const auto& in : s.inputs)
+    h.add(std::string_view(in.name)).add(in.form).add(in.operand.dtype).add(in.operand.layout.kind());
+  return h.add(p.m).add(p.n).add(p.k).add(p.batch).add(p.threads).add(p.a_cold).add(p.b_cold).digest();
+}
+
 GemmSignature transposed(const GemmSignature& s) {
   GemmSignature t = s;
   const auto flip = [](const OperandSignature& o) { return OperandSignature{o.dtype, o.layout.transposed()}; };

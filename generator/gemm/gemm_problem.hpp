@@ -9,6 +9,7 @@
 
 #include "generator/core/dtype.hpp"
 #include "generator/core/epilogue.hpp"
+#include "generator/core/kernel_spec.hpp"
 #include "generator/core/layout.hpp"
 
 namespace tessera {
@@ -55,6 +56,10 @@ struct GemmProblem {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   }
 };
+
+// What makes two problems the same request for a kernel: the signature, the sizes, the threads and where the
+// operands are. Computed on every Runtime::gemm call, so without formatting anything.
+Hash128 dispatch_key(const GemmProblem& problem);
 
 // The same product seen transposed, Dᵀ = Bᵀ·Aᵀ: A and B swap, every layout is transposed, and epilogue tensors
 // indexed [m] become [n] and the reverse. The epilogue text stays (tensors are found by name), so the result

@@ -585,7 +585,8 @@ std::unique_ptr<llvm::Module> emit_attention_llvm(const CpuAttentionSpec& spec, 
 
 CpuModuleSource cpu_module_source(const CpuAttentionSpec& spec) {
   validate(spec.signature, spec.config, spec.target);
-  return {spec.name(), [spec](llvm::LLVMContext& context) { return CpuAttentionEmitter(spec, context).emit(); }};
+  return {spec.name(), spec.hash(),
+          [spec](llvm::LLVMContext& context) { return CpuAttentionEmitter(spec, context).emit(); }};
 }
 
 }  // namespace tessera

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "generator/core/kernel_spec.hpp"
+
 namespace llvm {
 class LLVMContext;
 class Module;
@@ -15,6 +17,9 @@ namespace tessera {
 
 struct CpuModuleSource {
   std::string entry;
+  // The spec's hash: with the JIT's own options and the host, the key of the module's object code in the disk
+  // cache. Zero: never cached.
+  Hash128 key;
   std::function<std::unique_ptr<llvm::Module>(llvm::LLVMContext&)> emit;
 };
 

@@ -908,7 +908,7 @@ std::unique_ptr<llvm::Module> emit_llvm(const CpuGemmSpec& spec, llvm::LLVMConte
 
 CpuModuleSource cpu_module_source(const CpuGemmSpec& spec) {
   validate(spec.signature, spec.config, spec.target);
-  return {spec.name(), [spec](llvm::LLVMContext& context) { return emit_llvm(spec, context); }};
+  return {spec.name(), spec.hash(), [spec](llvm::LLVMContext& context) { return emit_llvm(spec, context); }};
 }
 
 }  // namespace tessera

@@ -416,7 +416,7 @@ std::unique_ptr<llvm::Module> emit_spmm_llvm(const CpuSpmmSpec& spec, llvm::LLVM
 
 CpuModuleSource cpu_module_source(const CpuSpmmSpec& spec) {
   validate(spec.signature, spec.config, spec.target);
-  return {spec.name(), [spec](llvm::LLVMContext& context) { return emit_spmm_llvm(spec, context); }};
+  return {spec.name(), spec.hash(), [spec](llvm::LLVMContext& context) { return emit_spmm_llvm(spec, context); }};
 }
 
 std::unique_ptr<llvm::Module> emit_sddmm_llvm(const CpuSddmmSpec& spec, llvm::LLVMContext& context) {
@@ -426,7 +426,7 @@ std::unique_ptr<llvm::Module> emit_sddmm_llvm(const CpuSddmmSpec& spec, llvm::LL
 
 CpuModuleSource cpu_module_source(const CpuSddmmSpec& spec) {
   validate(spec.signature, spec.config, spec.target);
-  return {spec.name(), [spec](llvm::LLVMContext& context) { return emit_sddmm_llvm(spec, context); }};
+  return {spec.name(), spec.hash(), [spec](llvm::LLVMContext& context) { return emit_sddmm_llvm(spec, context); }};
 }
 
 }  // namespace tessera

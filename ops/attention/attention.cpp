@@ -16,6 +16,7 @@ AttentionKernel::AttentionKernel(std::shared_ptr<const Compiled> compiled, std::
 
 const CpuAttentionSpec& AttentionKernel::spec() const { return compiled_->spec; }
 double AttentionKernel::compile_ms() const { return compiled_->compile_ms; }
+const char* AttentionKernel::origin() const { return origin_name(compiled_->origin); }
 std::int64_t AttentionKernel::workspace_bytes() const {
   return compiled_->spec.config.workspace_bytes(compiled_->spec.signature, compiled_->spec.target);
 }
@@ -149,7 +150,9 @@ AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAtten
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<AttentionKernel::Compiled>();
     c->spec = spec;
-    c->fn = reinterpret_cast<AttentionKernelFn>(impl_->orc.compile(cpu_module_source(spec)));
+    const OrcEntry entry = impl_->orc.compile(cpu_module_source(spec));
+    c->fn = reinterpret_cast<AttentionKernelFn>(entry.address);
+    c->origin = entry.origin;
     c->pack = reinterpret_cast<AttentionPackFn>(impl_->orc.address(spec.name() + "_pack"));
     c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return std::shared_ptr<const AttentionKernel::Compiled>(std::move(c));

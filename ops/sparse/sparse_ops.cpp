@@ -56,7 +56,9 @@ std::shared_ptr<const Compiled> build(OrcSession& orc, KernelCache<Compiled>& ca
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<Compiled>();
     c->spec = spec;
-    c->fn = reinterpret_cast<decltype(c->fn)>(orc.compile(source(spec)));
+    const OrcEntry entry = orc.compile(source(spec));
+    c->fn = reinterpret_cast<decltype(c->fn)>(entry.address);
+    c->origin = entry.origin;
     c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return std::shared_ptr<const Compiled>(std::move(c));
   });
@@ -68,6 +70,7 @@ SpmmKernel::SpmmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr
     : compiled_(std::move(compiled)), runtime_(std::move(runtime)) {}
 const CpuSpmmSpec& SpmmKernel::spec() const { return compiled_->spec; }
 double SpmmKernel::compile_ms() const { return compiled_->compile_ms; }
+const char* SpmmKernel::origin() const { return origin_name(compiled_->origin); }
 
 void SpmmKernel::run(const SpmmArgs& args) const {
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
@@ -80,6 +83,7 @@ SddmmKernel::SddmmKernel(std::shared_ptr<const Compiled> compiled, std::shared_p
     : compiled_(std::move(compiled)), runtime_(std::move(runtime)) {}
 const CpuSddmmSpec& SddmmKernel::spec() const { return compiled_->spec; }
 double SddmmKernel::compile_ms() const { return compiled_->compile_ms; }
+const char* SddmmKernel::origin() const { return origin_name(compiled_->origin); }
 
 void SddmmKernel::run(const SddmmArgs& args) const {
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());

@@ -58,6 +58,7 @@ class AttentionKernel {
   const CpuAttentionSpec& spec() const;
   std::string name() const { return spec().name(); }
   double compile_ms() const;
+  const char* origin() const;  // "built" or "disk", as GemmKernel::origin
   // Scratch each thread uses, independent of the sequence lengths.
   std::int64_t workspace_bytes() const;
   // Memory a call of this problem on `threads` threads takes beyond its tensors: the threads' scratch and, where

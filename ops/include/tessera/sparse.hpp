@@ -177,6 +177,7 @@ class SpmmKernel {
   const CpuSpmmSpec& spec() const;
   std::string name() const { return spec().name(); }
   double compile_ms() const;
+  const char* origin() const;  // "built" or "disk", as GemmKernel::origin
   void run(const SpmmArgs& args) const;
 
  private:
@@ -192,6 +193,7 @@ class SddmmKernel {
   const CpuSddmmSpec& spec() const;
   std::string name() const { return spec().name(); }
   double compile_ms() const;
+  const char* origin() const;  // "built" or "disk", as GemmKernel::origin
   void run(const SddmmArgs& args) const;
 
  private:

@@ -45,6 +45,10 @@ struct RuntimeOptions {
   std::string target = "cpu";  // "cpu" (the host's best ISA), "cpu:avx512", "cpu:avx2"
   int threads = 0;             // pool size; 0: one per hardware thread
   int ir_opt_level = 0;        // LLVM IR pipeline before the backend: 0 (none, the default), 2 or 3
+  // Keep compiled CPU kernels on disk and take them from there in later processes: in cache_dir, or where empty in
+  // $TESSERA_CACHE_DIR/kernels (TESSERA_CACHE=0 turns that one off; TESSERA_CACHE_MAX_MB caps both, default 1024).
+  bool disk_cache = true;
+  std::string cache_dir = {};
   // Move pool workers, per call, to CPUs other than the caller's (a woken worker otherwise may share the caller's
   // CPU until the scheduler moves it). Turn off when the application manages thread placement itself.
   bool pin_workers = true;
@@ -70,6 +74,7 @@ std::string gemm_llvm_ir(const CpuGemmSpec& spec, int ir_opt_level = 0);
 std::string gemm_host_assembly(const CpuGemmSpec& spec, int ir_opt_level = 0);
 
 class GemmKernel;
+struct GemmBinding;
 
 // A call validated and planned once, to be run many times on the same buffers (their contents may change, their
 // addresses, shapes and strides may not). It skips the per-call validation, which for tiny GEMMs costs more than the
@@ -91,6 +96,9 @@ class GemmKernel {
   const CpuGemmSpec& spec() const;
   std::string name() const { return spec().name(); }
   double compile_ms() const;
+  // How the kernel was obtained when first asked for: "built" (compiled by this process) or "disk" (its object code
+  // from the disk cache).
+  const char* origin() const;
   void run(const GemmArgs& args) const;
   // Validates and plans the call once; PreparedGemm::run repeats it.
   PreparedGemm prepare(const GemmArgs& args) const;
@@ -100,6 +108,10 @@ class GemmKernel {
   friend class PreparedGemm;
   struct Compiled;
   GemmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime);
+  void run_bound(GemmBinding&& bound, int threads) const;
+  struct Planned;
+  static void plan(const Compiled& compiled, const void* runtime, GemmBinding&& bound, int threads, Planned& out);
+  static void run_planned(const Compiled& compiled, void* runtime, const Planned& call);
   std::shared_ptr<const Compiled> compiled_;
   std::shared_ptr<void> runtime_;  // keeps the JIT session and the pool alive
 };
