@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include "generator/core/arith.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera::bench {
@@ -25,11 +26,6 @@ double ns_per_call(const std::function<void()>& call, double sample_ms) {
     if (ns >= sample_ms * 1e6 || calls >= (1 << 24)) return ns / calls;
     calls = static_cast<int>(std::min<double>(1 << 24, calls * std::max(2.0, 1.2 * sample_ms * 1e6 / ns)));
   }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "bench/dispatch_benchmark.hpp"
 #include "bench/fusion_benchmark.hpp"
 #include "bench/gemm_benchmark.hpp"
+#include "bench/library_benchmark.hpp"
 #include "bench/report.hpp"
 #include "bench/sparse_benchmark.hpp"
 #include "bench/suite.hpp"
@@ -103,6 +104,14 @@ int main(int argc, char** argv) {
   dispatch->add_option("--repeat", options.repeat, "samples per path (median reported)");
   dispatch->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
   dispatch->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+  CLI::App* library = app.add_subcommand(
+      "library", "a kernel library from `tessera library build` against the JIT, on the same GEMMs (row-major f32)");
+  std::string library_shapes = "64x64x64,256x256x256,512x512x512,1024x1024x1024,16x4096x4096,128x128x128x32";
+  library->add_option("--shapes", library_shapes, "MxNxK[xBATCH],...");
+  library->add_option("--threads", threads_text, "comma-separated thread counts");
+  library->add_option("--repeat", options.repeat, "samples per side (median reported)");
+  library->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
+  library->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -120,6 +129,22 @@ int main(int argc, char** argv) {
       write_file_atomically(json_path, report.dump(1) + "\n");
   };
   try {
+    if (library->parsed()) {
+      std::string command = "tessera-bench";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      std::ostream& log = json_path == "-" ? std::cerr : std::cout;
+      std::vector<int> threads;
+      for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));
+      const auto rows =
+          run_library_benchmark(parse_shapes(library_shapes), threads, options.repeat, {options.sample_ms, 0}, log);
+      write_json(nlohmann::json{{"command", command}, {"rows", rows}});
+      for (const auto& row : rows)
+        if (!row["agrees"].get<bool>()) {
+          std::cerr << "tessera-bench: the library disagrees with the JIT on " << row["shape"] << "\n";
+          return 1;
+        }
+      return 0;
+    }
     if (dispatch->parsed()) {
       std::string command = "tessera-bench";
       for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];

@@ -23,6 +23,7 @@
 #include "generator/gemm/gemm_naming.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/embedded_templates.hpp"
+#include "jit/subprocess.hpp"
 
 extern char** environ;
 
@@ -46,32 +47,6 @@ std::string file_digest(const fs::path& path) {
   if (!in) return "";
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return hash_text(bytes).hex();
-}
-
-// Runs argv, returning its exit status and its combined output.
-int run(const std::vector<std::string>& argv, std::string& output, const fs::path& log) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0)
-    throw Unavailable(fmt::format("emulator: cannot run the host compiler '{}': {}", argv[0], std::strerror(spawned)));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  output = text.str();
-  std::error_code ignored;
-  fs::remove(log, ignored);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 std::string compiler() { return env("TESSERA_HOST_CXX").empty() ? "c++" : env("TESSERA_HOST_CXX"); }
@@ -167,7 +142,12 @@ HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string
       argv.insert(argv.end(), {"-I", includes.string(), "-include", "tessera/emu/prelude.cuh", "-x", "c++",
                                cpp.string(), "-o", so.string()});
       std::string output;
-      const int status = run(argv, output, log);
+      int status = 0;
+      try {
+        status = run_process(argv, output, log);
+      } catch (const Unavailable& e) {
+        throw Unavailable(std::string("emulator: the host compiler: ") + e.what());
+      }
       if (status != 0) {
         throw CompileError(fmt::format("emulator: the host compiler rejected {} (exit {}):\n{}", name, status, output));
       }

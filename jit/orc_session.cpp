@@ -73,11 +73,39 @@ std::unique_ptr<llvm::Module> host_module(const CpuModuleSource& source, llvm::L
   return module;
 }
 
-// This thread's target machine: a TargetMachine is not thread-safe, and one per compile costs ~1 ms.
-llvm::TargetMachine& thread_target_machine() {
-  thread_local std::unique_ptr<llvm::TargetMachine> tm;
-  if (!tm) tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
+// This thread's target machine for a kind of object: a TargetMachine is not thread-safe, and one per compile
+// costs ~1 ms. The JIT's objects keep the JIT's code model; a shared library's are position-independent with the
+// small code model (no text relocations).
+llvm::TargetMachine& thread_target_machine(ObjectKind kind) {
+  thread_local std::unique_ptr<llvm::TargetMachine> machines[2];
+  auto& tm = machines[kind == ObjectKind::jit ? 0 : 1];
+  if (!tm) {
+    auto jtmb = host_machine();
+    if (kind == ObjectKind::library) {
+      jtmb.setRelocationModel(llvm::Reloc::PIC_);
+      jtmb.setCodeModel(llvm::CodeModel::Small);
+    }
+    tm = unwrap(jtmb.createTargetMachine(), "creating a target machine");
+  }
   return *tm;
+}
+
+// Whether the bytes are an object file that defines `symbol`.
+bool defines_symbol(const std::string& object, const std::string& symbol) {
+  auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, symbol));
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return false;
+  }
+  for (const auto& s : (*parsed)->symbols()) {
+    auto name = s.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    if (*name == symbol) return true;
+  }
+  return false;
 }
 
 // The host's CPU and features as LLVM sees them: generated code depends on them (tune-cpu, the JIT's defaults).
@@ -118,14 +146,14 @@ OrcSession::OrcSession(OrcOptions options) : options_(options) {
 
 OrcSession::~OrcSession() = default;
 
-Hash128 OrcSession::disk_key(const CpuModuleSource& source) const {
-  return hash_text(fmt::format("cpu-object|{}|{}|{}|{}|{}|{}|{}", source.key.hex(), source.entry, TESSERA_VERSION,
-                               generator_fingerprint(), LLVM_VERSION_STRING, host_cpu_identity(),
-                               options_.ir_opt_level));
+Hash128 OrcSession::disk_key(const CpuModuleSource& source, ObjectKind kind) const {
+  return hash_text(fmt::format("cpu-object|{}|{}|{}|{}|{}|{}|{}|{}", source.key.hex(), source.entry, TESSERA_VERSION,
+                               generator_fingerprint(), LLVM_VERSION_STRING, host_cpu_identity(), options_.ir_opt_level,
+                               kind == ObjectKind::jit ? "jit" : "library"));
 }
 
-std::string OrcSession::compile_object(const CpuModuleSource& source) const {
-  llvm::TargetMachine& tm = thread_target_machine();
+std::string OrcSession::compile_object(const CpuModuleSource& source, ObjectKind kind) const {
+  llvm::TargetMachine& tm = thread_target_machine(kind);
   llvm::LLVMContext ctx;
   auto module = host_module(source, ctx, tm, options_.ir_opt_level);
   auto object = unwrap(llvm::orc::SimpleCompiler(tm)(*module), "compiling " + source.entry);
@@ -145,37 +173,30 @@ OrcEntry OrcSession::compile(const CpuModuleSource& source) {
     std::lock_guard lock(mutex_);
     if (void* address = linked()) return {address, KernelOrigin::memory};
   }
-  const DiskCache* disk = source.key == Hash128{} ? nullptr : options_.disk_cache;
-  const Hash128 key = disk ? disk_key(source) : Hash128{};
-  OrcEntry entry{nullptr, KernelOrigin::disk};
-  std::optional<std::string> object = disk ? disk->load(key) : std::nullopt;
-  // An entry intact on disk that is not an object defining the symbol (written by something else under its key)
-  // is compiled again rather than linked.
-  if (object) {
-    auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(*object, name));
-    bool defines = false;
-    if (parsed) {
-      for (const auto& symbol : (*parsed)->symbols())
-        if (auto symbol_name = symbol.getName(); symbol_name && *symbol_name == name)
-          defines = true;
-        else if (!symbol_name)
-          llvm::consumeError(symbol_name.takeError());
-    } else {
-      llvm::consumeError(parsed.takeError());
-    }
-    if (!defines) object.reset();
-  }
-  if (!object) {
-    object = compile_object(source);
-    entry.origin = KernelOrigin::built;
-    if (disk) disk->store(key, name, "cpu", *object);
-  }
+  OrcEntry entry;
+  const std::string object = cached_object(source, ObjectKind::jit, &entry.origin);
   std::lock_guard lock(mutex_);
   if (void* address = linked()) return {address, KernelOrigin::memory};  // another thread linked it meanwhile
-  if (auto err = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(*object, name)))
+  if (auto err = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, name)))
     throw CompileError("adding " + name + ": " + llvm::toString(std::move(err)));
   entry.address = unwrap(jit_->lookup(name), "linking " + name).toPtr<void*>();
   return entry;
+}
+
+std::string OrcSession::cached_object(const CpuModuleSource& source, ObjectKind kind, KernelOrigin* origin) const {
+  const DiskCache* disk = source.key == Hash128{} ? nullptr : options_.disk_cache;
+  const Hash128 key = disk ? disk_key(source, kind) : Hash128{};
+  std::optional<std::string> object = disk ? disk->load(key) : std::nullopt;
+  // An entry intact on disk that is not an object defining the symbol (written by something else under its key)
+  // is compiled again rather than used.
+  if (object && defines_symbol(*object, source.entry)) {
+    if (origin) *origin = KernelOrigin::disk;
+    return std::move(*object);
+  }
+  std::string built = compile_object(source, kind);
+  if (origin) *origin = KernelOrigin::built;
+  if (disk) disk->store(key, source.entry, "cpu", built);
+  return built;
 }
 
 void* OrcSession::address(const std::string& symbol) {

@@ -23,6 +23,9 @@ struct OrcOptions {
   const DiskCache* disk_cache = nullptr;
 };
 
+// Object code for the JIT (its code model) or for a shared library (position-independent, small code model).
+enum class ObjectKind { jit, library };
+
 // Where a kernel came from: the process's memory, the disk cache, or compiled now.
 enum class KernelOrigin { memory, disk, built };
 const char* origin_name(KernelOrigin origin);
@@ -42,10 +45,12 @@ class OrcSession {
   // The module's entry: linked before, or its object code from the disk cache, or emitted and compiled now (and
   // stored on disk). Thread-safe; modules compile concurrently, only linking is serialised.
   OrcEntry compile(const CpuModuleSource& source);
-  // The object code the module compiles to on this host (what the disk cache holds).
-  std::string compile_object(const CpuModuleSource& source) const;
+  // The object code the module compiles to on this host (what the disk cache holds). Thread-safe.
+  std::string compile_object(const CpuModuleSource& source, ObjectKind kind = ObjectKind::jit) const;
+  // The same through the disk cache: taken from it when there, else compiled and stored. `origin` says which.
+  std::string cached_object(const CpuModuleSource& source, ObjectKind kind, KernelOrigin* origin = nullptr) const;
   // The disk cache's key of a module: its spec hash with tessera's build, LLVM, the host CPU and the options.
-  Hash128 disk_key(const CpuModuleSource& source) const;
+  Hash128 disk_key(const CpuModuleSource& source, ObjectKind kind = ObjectKind::jit) const;
   // The address of another external function of a module compiled before (an entry's helper); throws CompileError
   // if there is none.
   void* address(const std::string& symbol);

@@ -20,5 +20,6 @@ void add_emit_command(CLI::App& app, int& result);
 void add_tune_command(CLI::App& app, int& result);
 void add_model_command(CLI::App& app, int& result);
 void add_cache_command(CLI::App& app, int& result);
+void add_library_command(CLI::App& app, int& result);
 
 }  // namespace tessera::cli

@@ -1,4 +1,4 @@
-// The tessera command line: demo, gemm, attention, spmm, sddmm, emit, tune, model, cache.
+// The tessera command line: demo, gemm, attention, spmm, sddmm, emit, tune, model, cache, library.
 #include <iostream>
 
 #include "cli_common.hpp"
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_tune_command(app, result);
   tessera::cli::add_model_command(app, result);
   tessera::cli::add_cache_command(app, result);
+  tessera::cli::add_library_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

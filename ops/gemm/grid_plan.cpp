@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
+#include <iterator>
 #include "generator/core/arith.hpp"
 #include "generator/core/tile_grid.hpp"
 
@@ -37,18 +37,27 @@ constexpr std::int64_t kStealSide = 256;
 constexpr double kSplitInPlaceB = 1.15;
 // Below this many tiles a thread, each is claimed alone (ops/gemm/gemm.cpp claims chunks of tiles / (8 × threads)).
 constexpr std::int64_t kPlayedOutTiles = 16;
+// The schedule is played out for at most this many tiles (more threads than 64 take the mean-cost estimate), so that
+// the planner needs no memory beyond its stack: kernel libraries run it without a C++ runtime.
+constexpr std::int64_t kMaxPlayedOutTiles = 1024;
 
 // Tile sizes to try along one dimension, largest first: `extent` split into s nearly equal tiles (multiples of
 // `unit`, at most `block`), from the fewest tiles the block allows, one more at a time while that can still even
 // out the threads' shares, then doubling. Equal tiles, not block-sized ones and a sliver: 2048 columns in NC = 672
 // blocks were 3 × 672 + 32, and the 32-column tile reread all of A for one micro-tile per row.
-std::vector<std::int64_t> tile_sizes(std::int64_t extent, std::int64_t block, std::int64_t unit, int threads) {
-  std::vector<std::int64_t> sizes;
+struct TileSizes {
+  std::int64_t size[96];  // at most 16 one-by-one steps and 63 doublings
+  std::size_t count = 0;
+  std::int64_t operator[](std::size_t i) const { return size[i]; }
+};
+
+TileSizes tile_sizes(std::int64_t extent, std::int64_t block, std::int64_t unit, int threads) {
+  TileSizes sizes;
   const std::int64_t fewest = ceil_div(extent, block);
   for (std::int64_t splits = fewest;;) {
     const std::int64_t size = round_up(ceil_div(extent, splits), unit);
-    if (sizes.empty() || size < sizes.back()) sizes.push_back(size);
-    if (size <= unit) break;
+    if (sizes.count == 0 || size < sizes.size[sizes.count - 1]) sizes.size[sizes.count++] = size;
+    if (size <= unit || sizes.count == std::size(sizes.size)) break;
     splits = splits < fewest + std::min(kTilesPerThread * threads, std::int64_t{16}) ? splits + 1 : 2 * splits;
   }
   return sizes;
@@ -56,11 +65,10 @@ std::vector<std::int64_t> tile_sizes(std::int64_t extent, std::int64_t block, st
 
 // When the last of `threads` is done with tiles of these costs, scheduled as ThreadPool does: each takes its
 // contiguous share in index order, then claims the next tile of the other shares.
-double pool_makespan(const std::vector<double>& costs, int threads) {
-  const auto tiles = static_cast<std::int64_t>(costs.size());
-  std::vector<std::int64_t> next(static_cast<std::size_t>(threads)), end(next.size());
-  std::vector<double> clock(next.size(), 0.0);
-  std::vector<bool> idle(next.size(), false);
+double pool_makespan(const double* costs, std::int64_t tiles, int threads) {
+  std::int64_t next[kMaxPlayedOutTiles], end[kMaxPlayedOutTiles];
+  double clock[kMaxPlayedOutTiles] = {};
+  bool idle[kMaxPlayedOutTiles] = {};
   for (int q = 0; q < threads; ++q) {
     next[static_cast<std::size_t>(q)] = tiles * q / threads;
     end[static_cast<std::size_t>(q)] = tiles * (q + 1) / threads;
@@ -82,26 +90,26 @@ double pool_makespan(const std::vector<double>& costs, int threads) {
     }
     if (!claimed) idle[static_cast<std::size_t>(q)] = true;
   }
-  return *std::max_element(clock.begin(), clock.end());
+  return *std::max_element(clock, clock + threads);
 }
 
 }  // namespace
 
-GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const CpuGemmConfig& c,
+GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const GridBlocks& c,
                    int threads) {
   GridPlan best;
   if (m <= 0 || n <= 0 || batch <= 0) return best;
   const std::int64_t depth = std::max<std::int64_t>(k, 1);
-  if (c.fixed()) {
+  if ((c.fixed_m > 0)) {
     // A fixed-size kernel computes whole matrices, or halves of their rows where there are fewer matrices than
     // threads (1 thread, 64³: 112 GFLOP/s; 2 threads, halves: 174-182): the grid is the batch (times the halves).
     // Below a thread's wake-up cost, one thread.
-    const bool halves = batch < threads && c.fixed_row_parts() > 1 && batch * m * n * depth >= kPerThread;
-    const std::int64_t tiles = batch * (halves ? c.fixed_row_parts() : 1);
+    const bool halves = batch < threads && c.fixed_row_parts > 1 && batch * m * n * depth >= kPerThread;
+    const std::int64_t tiles = batch * (halves ? c.fixed_row_parts : 1);
     const int p = static_cast<int>(std::min<std::int64_t>(threads, tiles));
-    return {halves ? c.fixed_part_rows() : c.mc, c.nc, tiles, batch * m * n * depth < kPerThread ? 1 : p};
+    return {halves ? c.fixed_part_rows : c.mc, c.nc, tiles, batch * m * n * depth < kPerThread ? 1 : p};
   }
-  const std::vector<std::int64_t> tms = tile_sizes(m, c.mc, c.mr, threads), tns = tile_sizes(n, c.nc, c.nr, threads);
+  const TileSizes tms = tile_sizes(m, c.mc, c.mr, threads), tns = tile_sizes(n, c.nc, c.nr, threads);
   if (threads <= 1) {
     // One thread: the largest tiles (fewest B panels packed); nothing to balance.
     return {tms[0], tns[0], TileGrid{m, n, tms[0], tns[0], batch}.count(), 1};
@@ -118,11 +126,11 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
                                ? 0
                                : static_cast<std::int64_t>(std::min(static_cast<double>(kTilesPerThread * threads),
                                                                     std::floor(work / kStealTile)));
-  std::vector<double> costs;  // per tile, reused across candidates
-  GridPlan balanced;          // the best plan with at least steal_tiles tiles, if there is one
+  double costs[kMaxPlayedOutTiles];  // per tile, reused across candidates
+  GridPlan balanced;                 // the best plan with at least steal_tiles tiles, if there is one
   double best_cost = 0, balanced_cost = 0;
-  for (std::size_t i = 0; i < (rows_first ? tns.size() : tms.size()); ++i)
-    for (std::size_t j = 0; j < (rows_first ? tms.size() : tns.size()); ++j) {
+  for (std::size_t i = 0; i < (rows_first ? tns.count : tms.count); ++i)
+    for (std::size_t j = 0; j < (rows_first ? tms.count : tns.count); ++j) {
       const std::int64_t tm = rows_first ? tms[j] : tms[i], tn = rows_first ? tns[i] : tns[j];
       const TileGrid grid{m, n, tm, tn, batch};
       const std::int64_t tiles = grid.count();
@@ -141,14 +149,13 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       // 1024×1025×1024: 278 GFLOP/s -> 297, 1088³ 290 -> 314). Few tiles a thread: the pool's schedule played out;
       // many (then claimed in chunks): their mean cost, as stealing evens them out.
       double busiest = 0;
-      if (tiles < kPlayedOutTiles * p) {
+      if (tiles < kPlayedOutTiles * p && tiles <= kMaxPlayedOutTiles) {
         const std::int64_t tiles_m = grid.rows(), tiles_n = grid.cols();
-        costs.resize(static_cast<std::size_t>(tiles));
         for (std::int64_t t = 0; t < tiles; ++t)
           costs[static_cast<std::size_t>(t)] =
               tile_cost(static_cast<double>(std::min(tm, m - (t / tiles_n) % tiles_m * tm)),
                         static_cast<double>(std::min(tn, n - t % tiles_n * tn)));
-        busiest = pool_makespan(costs, p);
+        busiest = pool_makespan(costs, tiles, p);
       } else {
         busiest = static_cast<double>(ceil_div(tiles, p)) *
                   tile_cost(static_cast<double>(m) / static_cast<double>(grid.rows()),

@@ -1,9 +1,9 @@
 // Splits a CPU GEMM's output into macro-tiles for the worker threads, per call, within the config's cache blocks.
+// The planner needs nothing but its stack and <algorithm>/<cmath>: kernel libraries (`tessera library build`) compile
+// this very file into their driver (with TESSERA_GRID_PLAN_STANDALONE), so that they split work as the runtime does.
 #pragma once
 
 #include <cstdint>
-
-#include "generator/gemm/cpu_gemm_config.hpp"
 
 namespace tessera {
 
@@ -13,9 +13,35 @@ struct GridPlan {
   int participants = 1;
 };
 
+// What the planner needs of a config (CpuGemmConfig): register tile, cache blocks, packing, fixed sizes.
+struct GridBlocks {
+  std::int64_t mr = 0, nr = 0, mc = 0, nc = 0;
+  bool pack_a = false, pack_b = false;
+  std::int64_t fixed_m = 0;  // 0: sizes at run time
+  std::int64_t fixed_row_parts = 1, fixed_part_rows = 0;
+};
+
 // Chooses the tile shape and thread count that minimise an estimate of the slowest thread's time: tile work
 // (padded to the register tile), B packing per tile, a fixed cost per tile and per extra thread.
-GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const CpuGemmConfig& config,
+GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const GridBlocks& blocks,
                    int threads);
 
 }  // namespace tessera
+
+#ifndef TESSERA_GRID_PLAN_STANDALONE
+#include "generator/gemm/cpu_gemm_config.hpp"
+
+namespace tessera {
+
+inline GridBlocks grid_blocks(const CpuGemmConfig& c) {
+  return {
+      c.mr, c.nr, c.mc, c.nc, c.pack_a, c.pack_b, c.fixed_m, c.fixed_row_parts(), c.fixed() ? c.fixed_part_rows() : 0};
+}
+
+inline GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const CpuGemmConfig& c,
+                          int threads) {
+  return plan_grid(m, n, k, batch, grid_blocks(c), threads);
+}
+
+}  // namespace tessera
+#endif

@@ -1,0 +1,162 @@
+/* Calls every variant of every kernel of the library built from tests/library/manifest.json, on several shapes and
+ * thread counts, and checks each result against a double-precision reference computed here. Exit 0: all agree. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlib.h"
+
+static int failures = 0;
+
+static float* random_matrix(int64_t count, unsigned* seed) {
+  float* x = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+  for (int64_t i = 0; i < count; ++i) {
+    *seed = *seed * 1103515245u + 12345u;
+    x[i] = (float)((int)((*seed >> 16) % 7) - 3); /* exact small integers */
+  }
+  return x;
+}
+
+/* The kernels: 0 matmul (alpha*acc), 1 linear_relu (B col-major, relu(alpha*acc + bias[n])), 2 scaled_residual
+ * (A and C/D col-major, scale[m]*acc + beta*c + residual[m,n]). */
+typedef int (*run_fn)(int, const tlib_gemm_args*);
+static const char* (*name_fns[3])(int) = {tlib_matmul_variant_name, tlib_linear_relu_variant_name,
+                                          tlib_scaled_residual_variant_name};
+static int (*count_fns[3])(void) = {tlib_matmul_variant_count, tlib_linear_relu_variant_count,
+                                    tlib_scaled_residual_variant_count};
+static run_fn run_fns[3] = {tlib_matmul_run_variant, tlib_linear_relu_run_variant, tlib_scaled_residual_run_variant};
+
+static void check(int kernel, int variant, int64_t m, int64_t n, int64_t k, int64_t batch, int threads) {
+  unsigned seed = (unsigned)(m * 7919 + n * 31 + k + batch);
+  const int a_col = kernel == 2, b_col = kernel == 1, d_col = kernel == 2;
+  float* a = random_matrix(batch * m * k, &seed);
+  float* b = random_matrix(batch * k * n, &seed);
+  float* c = random_matrix(batch * m * n, &seed);
+  float* bias = random_matrix(n, &seed);
+  float* scale = random_matrix(m, &seed);
+  float* residual = random_matrix(m * n, &seed);
+  float* d = malloc(sizeof(float) * (size_t)(batch * m * n > 0 ? batch * m * n : 1));
+  for (int64_t i = 0; i < batch * m * n; ++i) d[i] = NAN;
+  tlib_gemm_args x;
+  memset(&x, 0, sizeof x);
+  x.m = m, x.n = n, x.k = k, x.batch = batch, x.threads = threads;
+  x.alpha = kernel == 0 ? 0.5f : 1.0f;
+  x.beta = 2.0f;
+  x.a = (tlib_tensor){a, a_col ? 1 : k, a_col ? m : 1, m * k};
+  x.b = (tlib_tensor){b, b_col ? 1 : n, b_col ? k : 1, k * n};
+  x.c = (tlib_tensor){c, d_col ? 1 : n, d_col ? m : 1, m * n};
+  x.d = (tlib_tensor){d, d_col ? 1 : n, d_col ? m : 1, m * n};
+  tlib_tensor inputs[2];
+  if (kernel == 1) inputs[0] = (tlib_tensor){bias, 0, 1, 0};
+  if (kernel == 2) { /* in the header's order */
+    inputs[0] = (tlib_tensor){residual, n, 1, 0};
+    inputs[1] = (tlib_tensor){scale, 1, 0, 0};
+  }
+  x.inputs = kernel ? inputs : NULL;
+  const int status = run_fns[kernel](variant, &x);
+  if (status != TLIB_OK) {
+    printf("FAIL %s %lldx%lldx%lld batch %lld threads %d: status %d: %s\n", name_fns[kernel](variant), (long long)m,
+           (long long)n, (long long)k, (long long)batch, threads, status, tlib_last_error());
+    ++failures;
+  } else {
+    int bad = 0;
+    for (int64_t q = 0; q < batch && !bad; ++q)
+      for (int64_t i = 0; i < m && !bad; ++i)
+        for (int64_t j = 0; j < n && !bad; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += (double)a[q * m * k + (a_col ? p * m + i : i * k + p)] *
+                   (double)b[q * k * n + (b_col ? j * k + p : p * n + j)];
+          const int64_t at = q * m * n + (d_col ? j * m + i : i * n + j);
+          double want = x.alpha * acc;
+          if (kernel == 1) want = want + bias[j] > 0 ? want + bias[j] : 0;
+          if (kernel == 2) want = scale[i] * acc + x.beta * c[at] + residual[i * n + j];
+          if (fabs(d[at] - want) > 1e-3 * (1 + fabs(want))) {
+            printf("FAIL %s %lldx%lldx%lld batch %lld threads %d: d[%lld,%lld,%lld] = %g, expected %g\n",
+                   name_fns[kernel](variant), (long long)m, (long long)n, (long long)k, (long long)batch, threads,
+                   (long long)q, (long long)i, (long long)j, d[at], want);
+            bad = 1;
+          }
+        }
+    failures += bad;
+  }
+  free(a), free(b), free(c), free(bias), free(scale), free(residual), free(d);
+}
+
+int main(void) {
+  int checked = 0, skipped = 0;
+  const char* isa = tlib_isa();
+  for (int kernel = 0; kernel < 3; ++kernel)
+    for (int v = 0; v < count_fns[kernel](); ++v) {
+      const char* name = name_fns[kernel](v);
+      if (strstr(name, "_avx512_") && strcmp(isa, "avx512") != 0) {
+        ++skipped;  /* this CPU cannot run it; the dispatcher never picks it here */
+        continue;
+      }
+      int64_t fm = 0, fn = 0, fk = 0;
+      const char* fix = strstr(name, "_fix");
+      if (fix) sscanf(fix, "_fix%lldx%lldx%lld", (long long*)&fm, (long long*)&fn, (long long*)&fk);
+      for (int threads = 1; threads <= 2; ++threads) {
+        if (fix) {
+          check(kernel, v, fm, fn, fk, 1, threads);
+          check(kernel, v, fm, fn, fk, 3, threads);
+        } else {
+          check(kernel, v, 37, 53, 29, 1, threads);
+          check(kernel, v, 130, 77, 301, 2, threads);
+          check(kernel, v, 1, 200, 64, 1, threads);
+          check(kernel, v, 64, 64, 0, 1, threads);
+          checked += 4;
+        }
+        checked += fix ? 2 : 0;
+      }
+    }
+  /* The dispatcher: every kernel on a few shapes, and bad arguments refused with a message naming them. */
+  for (int kernel = 0; kernel < 3; ++kernel) {
+    const int64_t shapes[][3] = {{64, 64, 64}, {512, 512, 512}, {5, 3, 2}};
+    for (int s = 0; s < 3; ++s) {
+      const int v = kernel == 0   ? tlib_matmul_variant_for(shapes[s][0], shapes[s][1], shapes[s][2])
+                    : kernel == 1 ? tlib_linear_relu_variant_for(shapes[s][0], shapes[s][1], shapes[s][2])
+                                  : tlib_scaled_residual_variant_for(shapes[s][0], shapes[s][1], shapes[s][2]);
+      if (v < 0) {
+        printf("FAIL kernel %d: no variant for %lldx%lldx%lld\n", kernel, (long long)shapes[s][0],
+               (long long)shapes[s][1], (long long)shapes[s][2]);
+        ++failures;
+        continue;
+      }
+      check(kernel, v, shapes[s][0], shapes[s][1], shapes[s][2], 1, 0);
+      ++checked;
+    }
+  }
+  tlib_gemm_args bad;
+  memset(&bad, 0, sizeof bad);
+  bad.m = 4, bad.n = 4, bad.k = 4, bad.batch = 1;
+  float buffer[16] = {0};
+  bad.a = (tlib_tensor){buffer, 4, 2, 0};  /* a row-major A with a column stride of 2 */
+  bad.b = (tlib_tensor){buffer, 4, 1, 0};
+  bad.d = (tlib_tensor){buffer, 4, 1, 0};
+  if (tlib_matmul(&bad) != TLIB_EINVAL || !strstr(tlib_last_error(), "a is row-major")) {
+    printf("FAIL bad strides: %s\n", tlib_last_error());
+    ++failures;
+  }
+  bad.a.cs = 1;
+  bad.m = -1;
+  if (tlib_matmul(&bad) != TLIB_EINVAL || !strstr(tlib_last_error(), "must be >= 0")) {
+    printf("FAIL negative m: %s\n", tlib_last_error());
+    ++failures;
+  }
+  if (tlib_matmul(NULL) != TLIB_EINVAL || tlib_linear_relu_run_variant(99, &bad) != TLIB_EINVAL) {
+    printf("FAIL null args / bad variant\n");
+    ++failures;
+  }
+  bad.m = 4;
+  bad.b = (tlib_tensor){buffer, 1, 4, 0}; /* linear_relu's B is column-major */
+  bad.inputs = NULL;
+  if (tlib_linear_relu(&bad) != TLIB_EINVAL || !strstr(tlib_last_error(), "inputs is null")) {
+    printf("FAIL missing inputs: %s\n", tlib_last_error());
+    ++failures;
+  }
+  printf("%d calls checked (%d variants this CPU cannot run skipped), %d failures, ISA %s\n", checked, skipped,
+         failures, isa);
+  return failures || checked < 20 ? 1 : 0;
+}
