@@ -5,10 +5,13 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
 #include "generator/core/error.hpp"
+#include "jit/disk_cache.hpp"
 #include "jit/embedded_templates.hpp"
 #include "jit/shared_library.hpp"
 
@@ -92,8 +95,66 @@ std::string Nvrtc::version() const {
   return fmt::format("{}.{}", major, minor);
 }
 
+namespace {
+
+// A build as disk cache bytes: the PTX, CUBIN and log, each length-prefixed (the resources are parsed from the log).
+std::string serialise(const CudaBinary& b) {
+  std::string out;
+  const auto put = [&](const char* data, std::uint64_t size) {
+    out.append(reinterpret_cast<const char*>(&size), sizeof size);
+    out.append(data, size);
+  };
+  put(b.ptx.data(), b.ptx.size());
+  put(b.cubin.data(), b.cubin.size());
+  put(b.log.data(), b.log.size());
+  return out;
+}
+
+std::optional<CudaBinary> deserialise(const std::string& bytes) {
+  std::size_t at = 0;
+  const auto take = [&](std::string& into) {
+    std::uint64_t size = 0;
+    if (bytes.size() - at < sizeof size) return false;
+    std::memcpy(&size, bytes.data() + at, sizeof size);
+    at += sizeof size;
+    if (bytes.size() - at < size) return false;
+    into.assign(bytes.data() + at, size);
+    at += size;
+    return true;
+  };
+  CudaBinary b;
+  std::string cubin;
+  if (!take(b.ptx) || !take(cubin) || !take(b.log) || at != bytes.size()) return std::nullopt;
+  b.cubin.assign(cubin.begin(), cubin.end());
+  if (!b.cubin.empty()) b.resources = parse_ptxas_report(b.log);
+  return b;
+}
+
+}  // namespace
+
 CudaBinary Nvrtc::compile(const std::string& source, const std::string& name, const CudaTarget& target,
                           bool cubin) const {
+  // Kept on disk between processes (NVRTC takes 100+ ms a kernel): keyed by everything the build reads.
+  const auto start = std::chrono::steady_clock::now();
+  const DiskCache* disk = DiskCache::process_cache();
+  const Hash128 key =
+      hash_text(fmt::format("cuda-binary|{}|{}|{}|{}|{}|{}|{}|{}", name, target.arch(), cubin, version(),
+                            embedded_templates_hash().hex(), TESSERA_VERSION, generator_fingerprint(), source));
+  if (disk)
+    if (auto bytes = disk->load(key))
+      if (auto binary = deserialise(*bytes)) {
+        binary->from_disk = true;
+        binary->compile_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        return *binary;
+      }
+  CudaBinary binary = compile_uncached(source, name, target, cubin);
+  if (disk) disk->store(key, name, "cuda", serialise(binary));
+  return binary;
+}
+
+CudaBinary Nvrtc::compile_uncached(const std::string& source, const std::string& name, const CudaTarget& target,
+                                   bool cubin) const {
   const auto start = std::chrono::steady_clock::now();
   std::vector<const char*> header_texts, header_names;
   std::vector<std::string> storage;  // string_views of the table are not NUL-terminated

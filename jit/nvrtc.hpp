@@ -41,6 +41,7 @@ struct CudaBinary {
   std::string log;                                   // NVRTC's log, including the ptxas report
   std::map<std::string, KernelResources> resources;  // per kernel, from the ptxas report (CUBIN builds only)
   double compile_ms = 0;
+  bool from_disk = false;  // taken from the disk cache rather than compiled now
 };
 
 class Nvrtc {
@@ -53,7 +54,10 @@ class Nvrtc {
 
   // Compiles `source` (it may include any embedded template) for the target's architecture. With `cubin`, also
   // runs ptxas and returns the CUBIN and its resource report. Throws CompileError with NVRTC's log on failure.
+  // Builds are kept in the disk cache (DiskCache::process_cache) and taken from it when there.
   CudaBinary compile(const std::string& source, const std::string& name, const CudaTarget& target, bool cubin) const;
+  CudaBinary compile_uncached(const std::string& source, const std::string& name, const CudaTarget& target,
+                              bool cubin) const;
 
   Nvrtc(const Nvrtc&) = delete;
   Nvrtc& operator=(const Nvrtc&) = delete;

@@ -72,7 +72,8 @@ const CpuTarget& Runtime::target() const { return impl_->target; }
 int Runtime::threads() const { return impl_->threads; }
 CacheStats Runtime::cache_stats() const {
   const KernelCacheStats g = impl_->cache.stats(), a = impl_->attention_cache.stats();
-  return {g.hits + a.hits, g.misses + a.misses, g.builds + a.builds, g.failures + a.failures};
+  std::lock_guard lock(impl_->choices_mutex);
+  return {g.hits + a.hits + impl_->dispatch_hits, g.misses + a.misses, g.builds + a.builds, g.failures + a.failures};
 }
 
 GemmProblem describe_gemm(const GemmArgs& args) { return bind_gemm(args).problem; }
@@ -137,7 +138,10 @@ GemmKernel Runtime::compile(const GemmProblem& problem) {
   const Hash128 key = dispatch_key(problem);
   {
     std::lock_guard lock(impl_->choices_mutex);
-    if (auto it = impl_->dispatch.find(key); it != impl_->dispatch.end()) return GemmKernel(it->second, impl_);
+    if (auto it = impl_->dispatch.find(key); it != impl_->dispatch.end()) {
+      ++impl_->dispatch_hits;
+      return GemmKernel(it->second, impl_);
+    }
   }
   GemmKernel kernel = compile(problem, choose_config(problem));
   std::lock_guard lock(impl_->choices_mutex);

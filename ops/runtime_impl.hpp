@@ -72,6 +72,7 @@ struct Runtime::Impl {
   std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses
   // compile(problem)'s answers by dispatch_key: a repeated call finds its kernel with one hash and one lookup.
   std::unordered_map<Hash128, std::shared_ptr<const GemmKernel::Compiled>, Hash128Hasher> dispatch;
+  std::uint64_t dispatch_hits = 0;  // under choices_mutex; counted as cache hits
   std::map<std::string, CpuAttentionConfig> attention_choices;
   std::map<std::string, CpuSpmmConfig> spmm_choices;  // with a tuning budget: per signature, shape and pattern
   std::map<std::string, CpuSddmmConfig> sddmm_choices;

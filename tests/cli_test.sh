@@ -415,7 +415,8 @@ while IFS= read -r line; do
     elif [[ $out == *"needs avx512_bf16"* ]]; then ok; else bad "README example: $line: $out"; fi
     continue
   fi
-  if eval "$command" >/dev/null 2>&1; then ok; else bad "README example: $line"; fi
+  # From the repository's root, where the examples' relative paths (examples/kernels.json, build/...) point.
+  if (cd "$(dirname "$readme")" && eval "$command") >/dev/null 2>&1; then ok; else bad "README example: $line"; fi
 done < <(grep -E '^build/bin/' "$readme")
 if [[ $examples -ge 4 ]]; then ok; else bad "found only $examples README command examples"; fi
 

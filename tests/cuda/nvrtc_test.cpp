@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "generator/core/error.hpp"
+#include "jit/disk_cache.hpp"
 #include "jit/embedded_templates.hpp"
 #include "jit/nvrtc.hpp"
 
@@ -72,6 +73,27 @@ TEST(Nvrtc, CompileErrorsCarryTheLog) {
                      "tiny", CudaTarget::parse("cuda:sm_90"), false);
   EXPECT_NE(ptx_only.ptx.find(".target sm_90"), std::string::npos);
   EXPECT_TRUE(ptx_only.cubin.empty());
+}
+
+TEST(Nvrtc, BuildsAreKeptOnDiskAndComeBackWhole) {
+  const Nvrtc* nvrtc = nullptr;
+  try {
+    nvrtc = &Nvrtc::instance();
+  } catch (const Unavailable& e) {
+    GTEST_SKIP() << e.what();
+  }
+  const std::string source =
+      "#include \"tessera/arch.cuh\"\nextern \"C\" __global__ void disk_kernel(float* x) { x[1] = 2.0f; }\n";
+  const CudaTarget target = CudaTarget::parse("cuda:sm_80");
+  const CudaBinary fresh = nvrtc->compile_uncached(source, "disk_kernel", target, true);
+  EXPECT_FALSE(fresh.from_disk);
+  nvrtc->compile(source, "disk_kernel", target, true);  // stored now if it was not already
+  const CudaBinary cached = nvrtc->compile(source, "disk_kernel", target, true);
+  if (!DiskCache::process_cache() || !DiskCache::process_cache()->writable()) GTEST_SKIP() << "no disk cache here";
+  EXPECT_TRUE(cached.from_disk);
+  EXPECT_EQ(cached.ptx, fresh.ptx);
+  EXPECT_EQ(cached.cubin, fresh.cubin);
+  EXPECT_EQ(cached.resources.at("disk_kernel").registers, fresh.resources.at("disk_kernel").registers);
 }
 
 TEST(EmbeddedTemplates, HoldEveryTemplateAndAStableHash) {
