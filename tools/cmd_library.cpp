@@ -34,7 +34,7 @@ struct LibraryCommand {
       if (!tty) return;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const int width = 30, filled = total ? width * done / total : width;
-      std::cerr << fmt::format("\r[{}{}] kernel {}/{} · {:.0f}s elapsed, ~{:.0f}s left   ", std::string(filled, '#'),
+      std::cerr << fmt::format("\r[{}{}] step {}/{} · {:.0f}s elapsed, ~{:.0f}s left   ", std::string(filled, '#'),
                                std::string(width - filled, '.'), done, total, elapsed,
                                done ? elapsed * (total - done) / done : 0.0);
       if (done == total) std::cerr << "\r" << std::string(80, ' ') << "\r";

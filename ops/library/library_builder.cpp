@@ -8,6 +8,7 @@
 #include <chrono>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -245,66 +246,75 @@ LibraryBuildReport build_library(const LibraryManifest& manifest, const fs::path
   OrcOptions orc_options;
   orc_options.disk_cache = DiskCache::process_cache();
   const OrcSession orc(orc_options);
-  const int jobs = std::max(1, options.jobs ? options.jobs : static_cast<int>(std::thread::hardware_concurrency()));
-  std::atomic<std::size_t> next{0};
-  std::atomic<int> done{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  const auto compile_some = [&] {
-    for (std::size_t i; (i = next++) < to_compile.size();) {
-      try {
-        const LibraryVariant& v = *to_compile[i];
-        write_text(tmp / "obj" / (v.symbol() + ".o"),
-                   orc.cached_object(cpu_module_source(v.spec), ObjectKind::library));
-      } catch (...) {
-        std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next = to_compile.size();
-      }
-      const int finished = ++done;
-      if (options.progress) {
-        std::lock_guard lock(failure_mutex);
-        options.progress(finished, static_cast<int>(to_compile.size()));
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(to_compile.size())); ++t) threads.emplace_back(compile_some);
-  compile_some();
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
-  report.compiled = static_cast<int>(to_compile.size());
 
-  // The C side, then the libraries.
+  // The C side: the header, the driver and the runtime's grid planner from its own sources (no allocation, no
+  // exceptions: no C++ runtime needed). Their compiles run beside the kernels'.
   write_text(tmp / "include" / (lib + ".h"), library_header(lib, kernels));
   write_text(tmp / "src" / (lib + "_driver.c"), library_c_source(lib, kernels));
-  const std::string cc = !options.cc.empty()                       ? options.cc
-                         : !environment("TESSERA_HOST_CC").empty() ? environment("TESSERA_HOST_CC")
-                                                                   : "cc";
-  const fs::path driver = tmp / "obj" / (lib + "_driver.o");
-  run_tool({cc, "-std=c11", "-O2", "-fPIC", "-Wall", "-Werror", "-I", (tmp / "include").string(), "-c",
-            (tmp / "src" / (lib + "_driver.c")).string(), "-o", driver.string()},
-           tmp, "compiling the driver");
-  // The runtime's grid planner, from its own sources: no C++ runtime needed (no allocation, no exceptions).
   const fs::path planner = tmp / "src" / "planner";
   for (const auto& file : embedded_planner_sources()) {
     fs::create_directories((planner / std::string(file.path)).parent_path());
     write_text(planner / std::string(file.path), std::string(file.text));
   }
   write_text(planner / (lib + "_planner.cpp"), library_planner_shim(lib));
+  const std::string cc = !options.cc.empty()                       ? options.cc
+                         : !environment("TESSERA_HOST_CC").empty() ? environment("TESSERA_HOST_CC")
+                                                                   : "cc";
   const std::string cxx = !options.cxx.empty()                       ? options.cxx
                           : !environment("TESSERA_HOST_CXX").empty() ? environment("TESSERA_HOST_CXX")
                                                                      : "c++";
+  const fs::path driver = tmp / "obj" / (lib + "_driver.o");
   std::vector<std::string> objects;
-  for (const char* source : {"ops/gemm/grid_plan.cpp", "planner"}) {
-    const fs::path file = std::string(source) == "planner" ? planner / (lib + "_planner.cpp") : planner / source;
+  std::vector<std::function<void()>> tasks;
+  tasks.push_back([&, driver] {
+    run_tool({cc, "-std=c11", "-O2", "-fPIC", "-Wall", "-Werror", "-I", (tmp / "include").string(), "-c",
+              (tmp / "src" / (lib + "_driver.c")).string(), "-o", driver.string()},
+             tmp, "compiling the driver");
+  });
+  for (const fs::path& file : {planner / "ops/gemm/grid_plan.cpp", planner / (lib + "_planner.cpp")}) {
     const fs::path object = tmp / "obj" / (file.stem().string() + ".o");
-    run_tool({cxx, "-std=c++20", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
-              "-fvisibility=hidden", "-DTESSERA_GRID_PLAN_STANDALONE", "-I", planner.string(), "-c", file.string(),
-              "-o", object.string()},
-             tmp, "compiling the grid planner");
     objects.push_back(object.string());
+    tasks.push_back([&, file, object] {
+      run_tool({cxx, "-std=c++20", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
+                "-fvisibility=hidden", "-DTESSERA_GRID_PLAN_STANDALONE", "-I", planner.string(), "-c", file.string(),
+                "-o", object.string()},
+               tmp, "compiling the grid planner");
+    });
   }
+  for (const LibraryVariant* v : to_compile)
+    tasks.push_back([&, v] {
+      write_text(tmp / "obj" / (v->symbol() + ".o"),
+                 orc.cached_object(cpu_module_source(v->spec), ObjectKind::library));
+    });
+
+  const int jobs = std::max(1, options.jobs ? options.jobs : static_cast<int>(std::thread::hardware_concurrency()));
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> done{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  const auto work = [&] {
+    for (std::size_t i; (i = next++) < tasks.size();) {
+      try {
+        tasks[i]();
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = tasks.size();
+      }
+      const int finished = ++done;
+      if (options.progress) {
+        std::lock_guard lock(failure_mutex);
+        options.progress(finished, static_cast<int>(tasks.size()));
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(tasks.size())); ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  report.compiled = static_cast<int>(to_compile.size());
+
   for (const auto& [symbol, v] : unique) objects.push_back((tmp / "obj" / (symbol + ".o")).string());
   objects.push_back(driver.string());
   std::vector<std::string> archive{options.ar, "rcs", (tmp / "lib" / ("lib" + lib + ".a")).string()};
