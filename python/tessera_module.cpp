@@ -1,0 +1,235 @@
+// The Python module `tessera` (its compiled part, `tessera._tessera`): numpy arrays and DLPack tensors bound as tensor
+// views in place, tessera's Runtime, GEMM with its epilogue text and named tensors, the generated code. Errors raise
+// tessera.Error (a ValueError) with the C++ message; kernels run with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "tessera/tessera.hpp"
+
+namespace py = pybind11;
+using namespace tessera;
+
+namespace {
+
+// DLPack's ABI (dlpack.h v0.8), as the __dlpack__ protocol hands it over.
+struct DLDevice {
+  std::int32_t device_type, device_id;
+};
+struct DLDataType {
+  std::uint8_t code, bits;
+  std::uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  std::int32_t ndim;
+  DLDataType dtype;
+  std::int64_t* shape;
+  std::int64_t* strides;
+  std::uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+constexpr std::int32_t kDLCPU = 1;
+constexpr std::uint8_t kDLFloat = 2, kDLBfloat = 4;
+
+[[noreturn]] void fail(const std::string& argument, const std::string& rule) { throw InvalidArgument(argument, rule); }
+
+// A tensor argument: the view tessera reads or writes, and what keeps its memory alive for the call.
+struct Bound {
+  Tensor tensor;
+  py::object owner;  // the array, or the DLPack capsule
+  bool from_dlpack = false;
+};
+
+Bound from_numpy(const py::array& a, const std::string& name) {
+  Bound b;
+  b.owner = a;
+  if (a.dtype().kind() != 'f' || a.itemsize() != 4)
+    fail(name, "must hold float32, got " + std::string(py::str(a.dtype())));
+  b.tensor.data = const_cast<void*>(a.data());
+  b.tensor.dtype = DType::f32;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+    if (a.strides(i) % a.itemsize() != 0) fail(name, "has a stride that is not a whole number of elements");
+    b.tensor.shape.push_back(a.shape(i));
+    b.tensor.strides.push_back(a.strides(i) / a.itemsize());
+  }
+  return b;
+}
+
+// The capsule's tensor, used in place; the capsule is renamed as the protocol asks and its deleter runs when the
+// capsule goes (after the call).
+Bound from_dlpack(const py::object& o, const std::string& name) {
+  py::object capsule = o.attr("__dlpack__")();
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (!managed) {
+    PyErr_Clear();
+    fail(name, "__dlpack__ did not return a 'dltensor' capsule");
+  }
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type != kDLCPU)
+    fail(name, "is not in host memory (DLPack device type " + std::to_string(t.device.device_type) + ")");
+  Bound b;
+  if (t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1)
+    b.tensor.dtype = DType::f32;
+  else if (t.dtype.code == kDLBfloat && t.dtype.bits == 16 && t.dtype.lanes == 1)
+    b.tensor.dtype = DType::bf16;
+  else
+    fail(name, "must hold float32 or bfloat16");
+  b.tensor.data = static_cast<char*>(t.data) + t.byte_offset;
+  std::int64_t stride = 1;
+  b.tensor.shape.assign(t.shape, t.shape + t.ndim);
+  b.tensor.strides.resize(static_cast<std::size_t>(t.ndim));
+  for (int i = t.ndim - 1; i >= 0; --i) {  // no strides: compact row-major
+    b.tensor.strides[static_cast<std::size_t>(i)] = t.strides ? t.strides[i] : stride;
+    stride *= t.shape[i];
+  }
+  // The consumer owns the tensor now: rename the capsule and release it with the DLPack deleter.
+  PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  b.owner = py::capsule(managed, [](void* p) {
+    auto* m = static_cast<DLManagedTensor*>(p);
+    if (m->deleter) m->deleter(m);
+  });
+  b.from_dlpack = true;
+  return b;
+}
+
+Bound bind_object(const py::handle& h, const std::string& name) {
+  if (py::isinstance<py::array>(h)) return from_numpy(py::reinterpret_borrow<py::array>(h), name);
+  if (py::hasattr(h, "__dlpack__")) return from_dlpack(py::reinterpret_borrow<py::object>(h), name);
+  fail(name, "expected a numpy array or an object with __dlpack__, got " +
+                 std::string(py::str(py::type::handle_of(h).attr("__name__"))));
+}
+
+struct PyRuntime {
+  std::unique_ptr<Runtime> runtime;
+
+  PyRuntime(int threads, const std::string& target, const std::string& cost_model, bool disk_cache) {
+    RuntimeOptions o;
+    o.threads = threads;
+    o.target = target;
+    o.cost_model = cost_model;
+    o.disk_cache = disk_cache;
+    runtime = std::make_unique<Runtime>(o);
+  }
+
+  // D = epilogue(A·B, ...): `out` written in place, or a new float32 array (row-major) returned.
+  py::object gemm(const py::object& a, const py::object& b, const py::object& out, const py::object& c, float alpha,
+                  float beta, const py::object& epilogue, int threads, const py::kwargs& named) {
+    Bound ba = bind_object(a, "a"), bb = bind_object(b, "b");
+    GemmArgs args;
+    args.a = ba.tensor;
+    args.b = bb.tensor;
+    args.alpha = alpha;
+    args.beta = beta;
+    args.threads = threads;
+    if (!epilogue.is_none()) args.set_epilogue(py::cast<std::string>(epilogue));
+    std::vector<Bound> keep;
+    if (!c.is_none()) {
+      keep.push_back(bind_object(c, "c"));
+      args.c = keep.back().tensor;
+    }
+    for (const auto& [key, value] : named) {
+      const std::string name = py::cast<std::string>(key);
+      keep.push_back(bind_object(value, "inputs." + name));
+      args.inputs[name] = keep.back().tensor;
+    }
+    // The output: the caller's, or a new row-major array shaped by A and B.
+    py::object result = out;
+    if (out.is_none()) {
+      if (args.a.rank() < 2 || args.b.rank() < 2) fail("a", "a and b must be matrices (2-D) or batches of them (3-D)");
+      const std::int64_t m = args.a.shape[args.a.rank() - 2], n = args.b.shape[args.b.rank() - 1];
+      std::vector<py::ssize_t> shape{m, n};
+      if (args.a.rank() == 3 || args.b.rank() == 3)
+        shape.insert(shape.begin(), args.a.rank() == 3 ? args.a.shape[0] : args.b.shape[0]);
+      result = py::array_t<float>(shape);
+    }
+    if (py::isinstance<py::array>(result) && !py::reinterpret_borrow<py::array>(result).writeable())
+      fail("out", "is read-only");
+    Bound bd = bind_object(result, "out");
+    args.d = bd.tensor;
+    {
+      py::gil_scoped_release release;
+      runtime->gemm(args);
+    }
+    return result;
+  }
+
+  std::string emit_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& epilogue,
+                        const std::string& layout_a, const std::string& layout_b, bool assembly) {
+    GemmProblem p;
+    p.m = m, p.n = n, p.k = k;
+    GemmSignature& s = p.signature;
+    s.epilogue = Epilogue::parse(epilogue);
+    const auto layout = [](const std::string& text, const char* name) {
+      const auto l = Layout::parse(text);
+      if (!l || (l->kind() != LayoutKind::RowMajor && l->kind() != LayoutKind::ColMajor))
+        fail(name, "must be row or col, got '" + text + "'");
+      return *l;
+    };
+    s.a.layout = layout(layout_a, "layout_a");
+    s.b.layout = layout(layout_b, "layout_b");
+    s.c = s.epilogue.reads_c() ? s.d : OperandSignature{DType::f32, Layout::zero()};
+    for (const auto& t : s.epilogue.tensors())
+      s.inputs.push_back(
+          {t.name, t.form, {DType::f32, t.form == IndexForm::M ? Layout::col_major() : Layout::row_major()}});
+    s.check();
+    const CpuGemmSpec spec{s, runtime->choose_config(p), runtime->target()};
+    return assembly ? gemm_host_assembly(spec) : gemm_llvm_ir(spec);
+  }
+
+  // Seconds per call of Runtime::gemm on these arrays, timed in C++ (what the Python call adds is measured against it).
+  double time_gemm(const py::array& a, const py::array& b, const py::array& out, int calls) {
+    GemmArgs args;
+    args.a = from_numpy(a, "a").tensor;
+    args.b = from_numpy(b, "b").tensor;
+    args.d = from_numpy(out, "out").tensor;
+    args.threads = 1;
+    py::gil_scoped_release release;
+    runtime->gemm(args);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) runtime->gemm(args);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+  }
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_tessera, m) {
+  m.doc() = "tessera: JIT-generated GEMM kernels on numpy arrays and DLPack tensors";
+  m.attr("__version__") = TESSERA_VERSION;
+  static py::exception<Error> error(m, "Error", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+  py::class_<PyRuntime>(m, "Runtime")
+      .def(py::init<int, const std::string&, const std::string&, bool>(), py::arg("threads") = 0,
+           py::arg("target") = "cpu", py::arg("cost_model") = "default", py::arg("disk_cache") = true)
+      .def("gemm", &PyRuntime::gemm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out") = py::none(),
+           py::arg("c") = py::none(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f, py::arg("epilogue") = py::none(),
+           py::arg("threads") = 0)
+      .def("emit_gemm", &PyRuntime::emit_gemm, py::arg("m"), py::arg("n"), py::arg("k"), py::kw_only(),
+           py::arg("epilogue") = "alpha*acc + beta*c", py::arg("layout_a") = "row", py::arg("layout_b") = "row",
+           py::arg("asm") = false)
+      .def("_time_gemm", &PyRuntime::time_gemm)
+      .def_property_readonly("target", [](const PyRuntime& r) { return r.runtime->target().str(); })
+      .def_property_readonly("threads", [](const PyRuntime& r) { return r.runtime->threads(); });
+  // The view tessera makes of an object: (data pointer, dtype, shape, element strides). For checking zero-copy.
+  m.def("_view", [](const py::object& o) {
+    const Bound b = bind_object(o, "object");
+    return py::make_tuple(reinterpret_cast<std::uintptr_t>(b.tensor.data), std::string(dtype_name(b.tensor.dtype)),
+                          b.tensor.shape, b.tensor.strides);
+  });
+}

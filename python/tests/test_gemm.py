@@ -1,0 +1,119 @@
+"""tessera's Python module against numpy: results, zero-copy views, DLPack, bad input."""
+import numpy as np
+import pytest
+
+import tessera
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed + sum(shape)).integers(-3, 4, size=shape).astype(np.float32)
+
+
+def test_plain_and_epilogues_match_numpy():
+    a, b = rand(37, 29), rand(29, 41)
+    np.testing.assert_array_equal(tessera.gemm(a, b), a @ b)  # small integers: exact
+    bias, scale, residual = rand(41, seed=1), rand(37, seed=2), rand(37, 41, seed=3)
+    d = tessera.gemm(a, b, epilogue="relu(alpha*acc + bias[n])", alpha=0.5, bias=bias)
+    np.testing.assert_allclose(d, np.maximum(0.5 * (a @ b) + bias, 0), rtol=1e-6)
+    d = tessera.gemm(a, b, epilogue="scale[m]*acc + residual[m,n]", scale=scale, residual=residual)
+    np.testing.assert_allclose(d, scale[:, None] * (a @ b) + residual, rtol=1e-6)
+    c = rand(37, 41, seed=4)
+    np.testing.assert_allclose(tessera.gemm(a, b, c=c, beta=2.0), a @ b + 2 * c, rtol=1e-6)
+
+
+def test_any_strides_and_batches():
+    big_a, big_b = rand(80, 70), rand(90, 60)
+    a, b = big_a[1:60:2, 3:50], big_b[5:52, ::2]  # strided views, not contiguous
+    np.testing.assert_array_equal(tessera.gemm(a, b), a @ b)
+    at, bt = rand(29, 37).T, rand(41, 29).T  # column-major (Fortran-ordered) views
+    np.testing.assert_array_equal(tessera.gemm(at, bt), at @ bt)
+    a3, b3 = rand(3, 17, 19), rand(3, 19, 23)
+    np.testing.assert_array_equal(tessera.gemm(a3, b3), a3 @ b3)
+    np.testing.assert_array_equal(tessera.gemm(a3, rand(19, 23)), a3 @ rand(19, 23))  # B shared by the batch
+
+
+def test_out_is_written_in_place_and_nothing_else():
+    a, b = rand(33, 20), rand(20, 25)
+    canvas = np.full((40, 60), np.nan, dtype=np.float32)
+    out = canvas[2:35, 10:35]  # a view with leading dimension 60 (D needs one unit stride)
+    returned = tessera.gemm(a, b, out=out)
+    assert returned is out
+    np.testing.assert_array_equal(canvas[2:35, 10:35], a @ b)
+    mask = np.ones_like(canvas, dtype=bool)
+    mask[2:35, 10:35] = False
+    assert np.isnan(canvas[mask]).all()  # every other element untouched
+
+
+def test_views_are_zero_copy():
+    for x in (rand(16, 16), rand(40, 30)[::3, 1::2], rand(12, 9).T, rand(4, 5, 6)[:, ::2, :]):
+        pointer, dtype, shape, strides = tessera._view(x)
+        assert pointer == x.__array_interface__["data"][0]
+        assert dtype == "f32" and tuple(shape) == x.shape
+        assert tuple(strides) == tuple(s // 4 for s in x.strides)
+
+
+class DLPackOnly:
+    """An object that offers only the DLPack protocol (as a framework tensor does)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_inputs_are_used_in_place():
+    a, b = rand(21, 13), rand(13, 17)[:, ::2]
+    np.testing.assert_array_equal(tessera.gemm(DLPackOnly(a), DLPackOnly(b)), a @ b)
+    assert tessera._view(DLPackOnly(b))[0] == b.__array_interface__["data"][0]
+    assert tuple(tessera._view(DLPackOnly(b))[3]) == (b.strides[0] // 4, b.strides[1] // 4)
+
+
+def test_bad_input_raises_tessera_error_with_the_cpp_message():
+    a = rand(5, 4)
+    with pytest.raises(tessera.Error, match="b: has 5 rows, but a has K = 4 columns"):
+        tessera.gemm(a, a)
+    with pytest.raises(ValueError, match="must hold float32"):
+        tessera.gemm(a.astype(np.float64), rand(4, 3))
+    with pytest.raises(tessera.Error, match="expected a numpy array or an object with __dlpack__, got list"):
+        tessera.gemm([[1.0]], a)
+    with pytest.raises(tessera.Error, match="column"):
+        tessera.gemm(a, rand(4, 3), epilogue="gelu(acc")
+    with pytest.raises(tessera.Error, match="bias"):
+        tessera.gemm(a, rand(4, 3), epilogue="acc + bias[n]")  # the named tensor is missing
+    with pytest.raises(tessera.Error, match="read-only"):
+        out = np.zeros((5, 3), dtype=np.float32)
+        out.setflags(write=False)
+        tessera.gemm(a, rand(4, 3), out=out)
+
+
+def test_runtime_options_and_emit():
+    rt = tessera.Runtime(threads=1, target="cpu:avx2")
+    assert rt.threads == 1 and rt.target == "cpu:avx2"
+    a, b = rand(30, 20), rand(20, 10)
+    np.testing.assert_array_equal(rt.gemm(a, b), a @ b)
+    ir = tessera.emit_gemm(64, 64, 64, epilogue="gelu(acc)")
+    assert "define" in ir and "gemm_f32" in ir
+    assert "vfmadd" in tessera.emit_gemm(64, 64, 64, asm=True)
+    with pytest.raises(tessera.Error, match="layout_a"):
+        tessera.emit_gemm(8, 8, 8, layout_a="diagonal")
+
+
+def test_python_call_overhead_is_small():
+    """Python's call over the C++ call for a 64^3 GEMM: reported, and bounded loosely (the README's figure comes from
+    python/bench_overhead.py, medians of repeats on an idle machine)."""
+    import time
+    rt = tessera.Runtime(threads=1)
+    a, b, out = rand(64, 64), rand(64, 64), np.empty((64, 64), dtype=np.float32)
+    cpp = min(rt._time_gemm(a, b, out, 2000) for _ in range(3))
+    calls = 2000
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(calls):
+            rt.gemm(a, b, out=out, threads=1)
+        best = min(best, (time.perf_counter() - start) / calls)
+    assert best - cpp < 50e-6, f"python {best * 1e6:.1f} us, C++ {cpp * 1e6:.1f} us"
