@@ -7,6 +7,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"tessera: JIT-generated GEMM and attention kernels"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
   int result = 0;
   tessera::cli::add_demo_command(app, result);
   tessera::cli::add_gemm_command(app, result);
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "tessera: error: " << e.what() << "\n";
