@@ -98,6 +98,18 @@ std::string unique_file_suffix() {
   return fmt::format("{}-{:x}", getpid(), rng());
 }
 
+void dump_file(const std::string& dir, const std::string& name, const std::string& text) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  std::ofstream out(fs::path(dir) / name, std::ios::binary);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (error || !out) {
+    static std::once_flag once;
+    std::call_once(
+        once, [&] { std::fprintf(stderr, "tessera: TESSERA_DUMP: cannot write %s/%s\n", dir.c_str(), name.c_str()); });
+  }
+}
+
 std::string tessera_cache_dir() {
   fs::path dir;
   if (!env("TESSERA_CACHE_DIR").empty())

@@ -26,6 +26,9 @@ std::string environment(const char* name);
 // "<pid>-<random hex>": the name of a temporary file no other thread or process picks.
 std::string unique_file_suffix();
 
+// TESSERA_DUMP: writes `text` to dir/name (created if needed); a failure is reported once on stderr, never thrown.
+void dump_file(const std::string& dir, const std::string& name, const std::string& text);
+
 // The SHA-256 of the sources that shape generated code (scripts/fingerprint_sources.cmake): part of every key.
 const char* generator_fingerprint();
 

@@ -140,7 +140,7 @@ CudaBinary Nvrtc::compile(const std::string& source, const std::string& name, co
   const Hash128 key =
       hash_text(fmt::format("cuda-binary|{}|{}|{}|{}|{}|{}|{}|{}", name, target.arch(), cubin, version(),
                             embedded_templates_hash().hex(), TESSERA_VERSION, generator_fingerprint(), source));
-  if (disk)
+  if (disk && environment("TESSERA_DUMP").empty())
     if (auto bytes = disk->load(key))
       if (auto binary = deserialise(*bytes)) {
         binary->from_disk = true;
@@ -149,6 +149,10 @@ CudaBinary Nvrtc::compile(const std::string& source, const std::string& name, co
         return *binary;
       }
   CudaBinary binary = compile_uncached(source, name, target, cubin);
+  if (const std::string dir = environment("TESSERA_DUMP"); !dir.empty()) {
+    dump_file(dir, name + "_" + target.arch() + ".cu", source);
+    dump_file(dir, name + "_" + target.arch() + ".ptx", binary.ptx);
+  }
   if (disk) disk->store(key, name, "cuda", serialise(binary));
   return binary;
 }

@@ -156,6 +156,14 @@ std::string OrcSession::compile_object(const CpuModuleSource& source, ObjectKind
   llvm::TargetMachine& tm = thread_target_machine(kind);
   llvm::LLVMContext ctx;
   auto module = host_module(source, ctx, tm, options_.ir_opt_level);
+  // TESSERA_DUMP=DIR: the IR and the assembly of every module as it is built.
+  if (const std::string dir = environment("TESSERA_DUMP"); !dir.empty()) {
+    std::string ir;
+    llvm::raw_string_ostream ir_stream(ir);
+    module->print(ir_stream, nullptr);
+    dump_file(dir, source.entry + ".ll", ir);
+    dump_file(dir, source.entry + ".s", assembly(source, options_.ir_opt_level));
+  }
   auto object = unwrap(llvm::orc::SimpleCompiler(tm)(*module), "compiling " + source.entry);
   return std::string(object->getBuffer());
 }
@@ -186,7 +194,8 @@ OrcEntry OrcSession::compile(const CpuModuleSource& source) {
 std::string OrcSession::cached_object(const CpuModuleSource& source, ObjectKind kind, KernelOrigin* origin) const {
   const DiskCache* disk = source.key == Hash128{} ? nullptr : options_.disk_cache;
   const Hash128 key = disk ? disk_key(source, kind) : Hash128{};
-  std::optional<std::string> object = disk ? disk->load(key) : std::nullopt;
+  // With TESSERA_DUMP every kernel is built (and dumped) rather than loaded.
+  std::optional<std::string> object = disk && environment("TESSERA_DUMP").empty() ? disk->load(key) : std::nullopt;
   // An entry intact on disk that is not an object defining the symbol (written by something else under its key)
   // is compiled again rather than used.
   if (object && defines_symbol(*object, source.entry)) {

@@ -1,5 +1,6 @@
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
@@ -34,6 +35,14 @@ void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size
 }
 
 namespace {
+// Whether this thread's last compile_chosen built its kernel (or the kernel cache had it): for the verbose log.
+thread_local bool compiled_now = false;
+
+int verbose_level() {
+  const char* text = std::getenv("TESSERA_VERBOSE");
+  return text && *text >= '1' && *text <= '9' && text[1] == 0 ? *text - '0' : 0;
+}
+
 int pool_threads(const RuntimeOptions& options) {
   if (options.threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: one per hardware thread)");
   if (options.threads > 1024) throw InvalidArgument("threads", "must be <= 1024");
@@ -63,6 +72,21 @@ Runtime::Impl::Impl(const RuntimeOptions& o)
       pool(threads - 1, 200, o.pin_workers),
       cost_model(load_cpu_cost_model(o.cost_model, target).model) {
   if (o.tuning_budget < 0) throw InvalidArgument("tuning_budget", "must be >= 0");
+  verbose = verbose_level();
+}
+
+// "1024x1024x1024x1,f32:rr->r,epilogue=alpha*acc": what a verbose line says of a problem.
+std::string describe_shape(const GemmProblem& p) {
+  const GemmSignature& s = p.signature;
+  return fmt::format("{}x{}x{}x{},{}:{}{}->{},epilogue={}", p.m, p.n, p.k, p.batch, dtype_name(s.a.dtype),
+                     s.a.layout.name().substr(0, 1), s.b.layout.name().substr(0, 1), s.d.layout.name().substr(0, 1),
+                     s.epilogue.text());
+}
+
+void log_gemm(const GemmProblem& problem, const GemmKernel& kernel, const std::string& path, const char* cache,
+              double ms) {
+  std::fprintf(stderr, "tessera: gemm,kernel,%s,%s,choice=%s,cache=%s,compile_ms=%.3f\n",
+               describe_shape(problem).c_str(), kernel.name().c_str(), path.c_str(), cache, ms);
 }
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_shared<Impl>(options)) {}
@@ -97,15 +121,15 @@ GemmProblem thread_share(GemmProblem p, int threads) {
 }
 }  // namespace
 
-CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) {
+CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) { return impl_->choose(*this, asked).config; }
+
+Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProblem& asked) {
   check_extents(asked);
   const GemmProblem problem = with_nonempty_output(asked);
   GemmProblem ranked = problem;
-  ranked.b_cold = problem.b_cold || b_arrives_cold(problem, impl_->target);
-  const GemmProblem share =
-      thread_share(ranked, problem.threads > 0 ? std::min(problem.threads, impl_->threads) : impl_->threads);
-  if (!impl_->cost_model || !impl_->cost_model->covers(ranked, impl_->target))
-    return CpuGemmConfig::default_for(problem, impl_->target);
+  ranked.b_cold = problem.b_cold || b_arrives_cold(problem, target);
+  const GemmProblem share = thread_share(ranked, problem.threads > 0 ? std::min(problem.threads, threads) : threads);
+  if (!cost_model || !cost_model->covers(ranked, target)) return {CpuGemmConfig::default_for(problem, target), "rules"};
   // What makes two problems the same shape: operand types and layouts, the epilogue and its tensors, the sizes
   // (and each thread's share of the batch).
   const GemmSignature& g = problem.signature;
@@ -116,22 +140,24 @@ CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) {
   for (const auto& in : g.inputs)
     key += fmt::format("|{}:{}:{}", in.name, index_form_name(in.form), in.operand.layout.name());
   {
-    std::lock_guard lock(impl_->choices_mutex);
-    if (auto it = impl_->choices.find(key); it != impl_->choices.end()) return it->second;
+    std::lock_guard lock(choices_mutex);
+    if (auto it = choices.find(key); it != choices.end()) return it->second;
   }
-  CpuGemmConfig config;
-  if (impl_->options.tuning_budget > 0) {
-    TuneOptions options;
-    options.top_k = impl_->options.tuning_budget;
-    const TuneResult r = Tuner(*this, impl_->cost_model, nullptr, options).tune(ranked, "runtime");
-    config = r.measured.empty() ? CpuGemmConfig::default_for(problem, impl_->target) : r.measured[r.best].config;
+  GemmChoice choice;
+  if (options.tuning_budget > 0) {
+    TuneOptions tune;
+    tune.top_k = options.tuning_budget;
+    const TuneResult r = Tuner(runtime, cost_model, nullptr, tune).tune(ranked, "runtime");
+    choice = r.measured.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules"}
+                                : GemmChoice{r.measured[r.best].config, "tuner"};
   } else {
-    const std::vector<CpuGemmConfig> space = cpu_variants(problem, impl_->target);
-    config = space.empty() ? CpuGemmConfig::default_for(problem, impl_->target)
-                           : space[rank_by_score(impl_->cost_model->score(share, space, impl_->target))[0]];
+    const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
+    choice = space.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules"}
+                           : GemmChoice{space[rank_by_score(cost_model->score(share, space, target))[0]],
+                                        "model:" + cost_model->name()};
   }
-  std::lock_guard lock(impl_->choices_mutex);
-  return impl_->choices.emplace(key, config).first->second;
+  std::lock_guard lock(choices_mutex);
+  return choices.emplace(key, choice).first->second;
 }
 
 GemmKernel Runtime::compile(const GemmProblem& problem) {
@@ -143,18 +169,26 @@ GemmKernel Runtime::compile(const GemmProblem& problem) {
       return GemmKernel(it->second, impl_);
     }
   }
-  GemmKernel kernel = compile(problem, choose_config(problem));
+  const Impl::GemmChoice choice = impl_->choose(*this, problem);
+  GemmKernel kernel = compile_chosen(problem, choice.config, choice.path);
   std::lock_guard lock(impl_->choices_mutex);
   impl_->dispatch.emplace(key, kernel.compiled_);
   return kernel;
 }
 
 GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& config) {
+  return compile_chosen(problem, config, "given");
+}
+
+GemmKernel Runtime::compile_chosen(const GemmProblem& problem, const CpuGemmConfig& config, const std::string& path) {
+  const auto requested = std::chrono::steady_clock::now();
   check_extents(problem);
   problem.signature.check();
   CpuGemmSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
+  compiled_now = false;
   auto compiled = impl_->cache.get_or_build(spec.hash(), [&] {
+    compiled_now = true;
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<GemmKernel::Compiled>();
     c->spec = spec;
@@ -164,13 +198,25 @@ GemmKernel Runtime::compile(const GemmProblem& problem, const CpuGemmConfig& con
     c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return std::shared_ptr<const GemmKernel::Compiled>(std::move(c));
   });
-  return GemmKernel(std::move(compiled), impl_);
+  GemmKernel kernel(std::move(compiled), impl_);
+  if (impl_->verbose >= 2 || (impl_->verbose >= 1 && compiled_now)) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count();
+    log_gemm(problem, kernel, path, compiled_now ? kernel.origin() : "memory", ms);
+  }
+  return kernel;
 }
 
 void Runtime::gemm(const GemmArgs& args) {
   GemmBinding bound = bind_gemm(args);
   if (output_is_empty(bound.problem)) return;  // validated; nothing to write, as in BLAS
-  compile(bound.problem).run_bound(std::move(bound), args.threads);
+  if (impl_->verbose < 2) return compile(bound.problem).run_bound(std::move(bound), args.threads);
+  const GemmProblem problem = bound.problem;
+  const GemmKernel kernel = compile(problem);
+  const auto start = std::chrono::steady_clock::now();
+  kernel.run_bound(std::move(bound), args.threads);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "tessera: gemm,run,%s,%s,run_ms=%.4f\n", describe_shape(problem).c_str(), kernel.name().c_str(),
+               ms);
 }
 
 std::string gemm_llvm_ir(const CpuGemmSpec& spec, int ir_opt_level) {

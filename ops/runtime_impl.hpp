@@ -25,6 +25,11 @@ struct GemmKernel::Compiled {
   KernelOrigin origin = KernelOrigin::built;
 };
 
+// TESSERA_VERBOSE lines: a problem's shape, types and epilogue; a kernel obtained for a problem.
+std::string describe_shape(const GemmProblem& problem);
+void log_gemm(const GemmProblem& problem, const GemmKernel& kernel, const std::string& path, const char* cache,
+              double ms);
+
 // The IR pipeline level, checked: 0, 2 or 3.
 int checked_ir_opt_level(int level);
 
@@ -69,7 +74,17 @@ struct Runtime::Impl {
   KernelCache<SddmmKernel::Compiled> sddmm_cache;
   std::shared_ptr<const CpuCostModel> cost_model;  // null: default_for's rules
   std::mutex choices_mutex;
-  std::map<std::string, CpuGemmConfig> choices;  // per shape: the config compile(problem) uses
+  // Per shape: the config compile(problem) uses and how it was chosen ("tuner", "model:NAME", "rules").
+  struct GemmChoice {
+    CpuGemmConfig config;
+    std::string path;
+  };
+  std::map<std::string, GemmChoice> choices;
+  // TESSERA_VERBOSE: 1 logs each new kernel request (shape, kernel, how it was chosen, where it came from, compile
+  // time) on stderr, 2 every GEMM call with its run time too.
+  int verbose = 0;
+  // The config for a problem and how it was chosen (Runtime::choose_config's body).
+  GemmChoice choose(Runtime& runtime, const GemmProblem& problem);
   // compile(problem)'s answers by dispatch_key: a repeated call finds its kernel with one hash and one lookup.
   std::unordered_map<Hash128, std::shared_ptr<const GemmKernel::Compiled>, Hash128Hasher> dispatch;
   std::uint64_t dispatch_hits = 0;  // under choices_mutex; counted as cache hits

@@ -401,6 +401,23 @@ if [[ $code -eq 0 && $(grep -c "kept in memory only" <<<"$err") -eq 1 ]]; then o
 expect_bad "subcommand" cache
 rm -rf "$kc"
 
+# TESSERA_VERBOSE=1: one line per kernel obtained (shape, kernel, how chosen, where from); TESSERA_DUMP=DIR: the IR and
+# assembly (CPU), the CUDA source and PTX, of every kernel built.
+err=$(TESSERA_VERBOSE=1 TESSERA_CACHE=0 "$bin" gemm 33 44 55 --epilogue "relu(acc)" --repeat 1 2>&1 >/dev/null)
+if [[ $(grep -c '^tessera: gemm,kernel,' <<<"$err") -eq 1 && $err == *"33x44x55x1,f32:rr->r,epilogue=relu(acc),gemm_f32_"* &&
+  $err == *",choice="* && $err == *",cache=built,compile_ms="* ]]; then ok; else bad "TESSERA_VERBOSE=1: $err"; fi
+err=$(TESSERA_VERBOSE=1 "$bin" gemm 33 44 55 --epilogue "relu(acc)" --repeat 1 --config pack_b=1 2>&1 >/dev/null)
+[[ $err == *"choice=given"* ]] && ok || bad "TESSERA_VERBOSE=1 with --config: $err"
+dump=$(mktemp -d)
+TESSERA_DUMP=$dump "$bin" gemm 35 45 55 --repeat 1 >/dev/null 2>&1
+if grep -q "define" "$dump"/gemm_f32_*.ll && grep -q "vfmadd" "$dump"/gemm_f32_*.s; then ok; else
+  bad "TESSERA_DUMP (CPU): $(ls "$dump")"; fi
+TESSERA_DUMP=$dump "$bin" emit gemm 64 64 64 --target cuda:sm_80 --dtype f16 --ptx >/dev/null 2>&1
+if grep -q "__global__" "$dump"/*sm_80.cu && grep -q "mma.sync" "$dump"/*sm_80.ptx; then ok; else
+  bad "TESSERA_DUMP (CUDA): $(ls "$dump")"; fi
+rm -rf "$dump"
+[[ $("$bin" --version) == "tessera "* ]] && ok || bad "--version"
+
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 
 # Every command-line example in README.md runs and succeeds.

@@ -169,6 +169,8 @@ class Runtime {
   friend class SddmmKernel;
   struct Impl;
   std::shared_ptr<Impl> impl_;
+  // compile(problem, config) with how the config was chosen, for TESSERA_VERBOSE.
+  GemmKernel compile_chosen(const GemmProblem& problem, const CpuGemmConfig& config, const std::string& path);
 };
 
 }  // namespace tessera
