@@ -417,6 +417,11 @@ if grep -q "__global__" "$dump"/*sm_80.cu && grep -q "mma.sync" "$dump"/*sm_80.p
   bad "TESSERA_DUMP (CUDA): $(ls "$dump")"; fi
 rm -rf "$dump"
 [[ $("$bin" --version) == "tessera "* ]] && ok || bad "--version"
+# Under --json an error is also one JSON object on stdout.
+out=$("$bin" gemm 10 10 --json 2>/dev/null)
+[[ $? -eq 2 && $out == '{"error":"K is required","exit":2,"ok":false}' ]] && ok || bad "--json error: $out"
+out=$("$bin" gemm 10 10 10 --epilogue "gelu(acc" --json 2>/dev/null)
+[[ $out == *'"error":"--epilogue: column 9'*'"exit":2'* ]] && ok || bad "--json epilogue error: $out"
 
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 

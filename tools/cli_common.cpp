@@ -1,6 +1,7 @@
 #include "cli_common.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -182,31 +183,37 @@ std::size_t DeviceMirror::add(Tensor& t, const void* data, std::size_t bytes) {
   return buffers_.size() - 1;
 }
 
+namespace {
+bool json_errors = false;
+}  // namespace
+
+void report_errors_as_json(bool on) { json_errors = on; }
+
+int report_error(const std::string& message, int code) {
+  std::cerr << "tessera: error: " << message << "\n";
+  // Under --json the error is also one JSON object on stdout, where the result would have been.
+  if (json_errors) std::cout << nlohmann::json{{"ok", false}, {"error", message}, {"exit", code}}.dump() << "\n";
+  return code;
+}
+
 int guarded(const std::function<int()>& body) {
   const auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
   try {
     return body();
   } catch (const InvalidArgument& e) {
-    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
-    return kBadArguments;
+    return report_error(first_line(e.what()), kBadArguments);
   } catch (const EpilogueError& e) {
-    std::cerr << "tessera: error: --" << first_line(e.what()) << "\n";
-    return kBadArguments;
+    return report_error("--" + first_line(e.what()), kBadArguments);
   } catch (const ExprTextError& e) {  // a score modifier: the message names it
-    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
-    return kBadArguments;
+    return report_error(first_line(e.what()), kBadArguments);
   } catch (const ConfigError& e) {
-    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
-    return kBadArguments;
+    return report_error(first_line(e.what()), kBadArguments);
   } catch (const CompileError& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";  // the compiler's whole log: a tessera bug to report
-    return kUnavailable;
+    return report_error(e.what(), kUnavailable);  // the compiler's whole log: a tessera bug to report
   } catch (const Error& e) {
-    std::cerr << "tessera: error: " << first_line(e.what()) << "\n";
-    return kUnavailable;
+    return report_error(first_line(e.what()), kUnavailable);
   } catch (const std::bad_alloc&) {
-    std::cerr << "tessera: error: out of memory\n";
-    return kUnavailable;
+    return report_error("out of memory", kUnavailable);
   }
 }
 

@@ -89,6 +89,10 @@ class DeviceMirror {
 
 // Runs a subcommand body, turning tessera errors into a one-line message and an exit code.
 int guarded(const std::function<int()>& body);
+// Prints "tessera: error: MESSAGE" on stderr (and, after report_errors_as_json(true), {"ok": false, "error", "exit"}
+// on stdout); returns code.
+int report_error(const std::string& message, int code);
+void report_errors_as_json(bool on);
 
 // Prints a tuner's measurements (attention's or a sparse op's: each with config, spec_hash, median_ns, spread and
 // predicted_cycles) as one JSON object or a table, GFLOP/s from `flops` per call.

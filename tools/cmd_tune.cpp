@@ -99,6 +99,8 @@ struct TuneCommand {
     constexpr double kShapeCost = 2e8;
     double flops_done = 0, flops_total = 0;
     for (const auto& s : list) flops_total += 2.0 * static_cast<double>(s.m * s.n * s.k * s.batch) + kShapeCost;
+    // Progress frames go to a terminal only: a redirected log gets the result lines.
+    const bool terminal = isatty(STDERR_FILENO);
     for (std::size_t i = 0; i < list.size(); ++i) {
       const SuiteShape& s = list[i];
       GemmProblem p;
@@ -112,7 +114,7 @@ struct TuneCommand {
       auto last_update = std::chrono::steady_clock::now() - std::chrono::seconds(1);
       const auto progress = [&](int done, int total) {
         const auto now = std::chrono::steady_clock::now();
-        if (now - last_update < std::chrono::milliseconds(250) && done != total) return;
+        if (!terminal || (now - last_update < std::chrono::milliseconds(250) && done != total)) return;
         last_update = now;
         // Time left from the share of the suite's work (by flops, plus a fixed cost per shape) done so far.
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -135,7 +137,7 @@ struct TuneCommand {
           if (m.config == d) return m.median_ns;
         return 0.0;
       }();
-      std::cerr << "\r" << std::string(100, ' ') << "\r";
+      if (terminal) std::cerr << "\r" << std::string(100, ' ') << "\r";
       std::cout << fmt::format("{}x{}x{}{} [{}{}] best {} {:.1f} GFLOP/s{} · measured {} of {} ({} new)\n", p.m, p.n,
                                p.k, p.batch > 1 ? fmt::format("x{}", p.batch) : "", s.family,
                                s.cold_b || options.cold_b ? ", B cold" : "",

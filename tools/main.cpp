@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   tessera::cli::add_model_command(app, result);
   tessera::cli::add_cache_command(app, result);
   tessera::cli::add_library_command(app, result);
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--json") tessera::cli::report_errors_as_json(true);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -27,8 +29,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tessera: error: " << e.what() << "\n";
-    return tessera::cli::kBadArguments;
+    return tessera::cli::report_error(e.what(), tessera::cli::kBadArguments);
   }
   return result;
 }

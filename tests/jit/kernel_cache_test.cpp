@@ -94,5 +94,53 @@ TEST(RuntimeCache, ManyThreadsCompilingTheSameNewKernelCompileOnce) {
   EXPECT_EQ(runtime.cache_stats().builds, 1u);
 }
 
+// One Runtime shared by four threads, each running GEMMs of shapes and epilogues the others also run (new kernels
+// compiled while others run), every result checked exactly.
+TEST(RuntimeCache, OneRuntimeServesManyThreadsAtOnce) {
+  RuntimeOptions options;
+  options.threads = 2;
+  Runtime runtime(options);
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        const std::int64_t m = 8 + 13 * ((t + i) % 4), n = 16 + 7 * (i % 3), k = 5 + 11 * ((t * i) % 5);
+        std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)),
+            d(static_cast<std::size_t>(m * n), -1.0f), bias(static_cast<std::size_t>(n));
+        for (std::size_t x = 0; x < a.size(); ++x) a[x] = static_cast<float>(static_cast<int>((x + t) % 5) - 2);
+        for (std::size_t x = 0; x < b.size(); ++x) b[x] = static_cast<float>(static_cast<int>((x * 3 + i) % 7) - 3);
+        for (std::size_t x = 0; x < bias.size(); ++x) bias[x] = static_cast<float>(x % 4);
+        GemmArgs args;
+        args.a = Tensor::matrix(a.data(), m, k);
+        args.b = Tensor::matrix(b.data(), k, n);
+        args.d = Tensor::matrix(d.data(), m, n);
+        const bool with_bias = i % 2 == 1;
+        if (with_bias) {
+          args.set_epilogue("relu(acc + bias[n])");
+          args.inputs["bias"] = Tensor::vector(bias.data(), n);
+        }
+        args.threads = 1 + (i % 2);
+        try {
+          runtime.gemm(args);
+        } catch (const Error&) {
+          ++failed;
+          continue;
+        }
+        for (std::int64_t r = 0; r < m; ++r)
+          for (std::int64_t c = 0; c < n; ++c) {
+            float want = 0;
+            for (std::int64_t p = 0; p < k; ++p)
+              want += a[static_cast<std::size_t>(r * k + p)] * b[static_cast<std::size_t>(p * n + c)];
+            if (with_bias) want = std::max(0.0f, want + bias[static_cast<std::size_t>(c)]);
+            if (d[static_cast<std::size_t>(r * n + c)] != want) ++wrong;
+          }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 }  // namespace
 }  // namespace tessera
