@@ -163,6 +163,52 @@ struct PyRuntime {
     return result;
   }
 
+  // O = softmax(score_mod(scale·Q·Kᵀ))·V per batch item and head: Q, K, V [batch, heads, seq, d] views of any strides
+  // (BSHD memory as a transposed view), `out` written in place or a new [batch, heads, seq_q, d_v] array returned.
+  // Keyword arrays are the modifier's tensors, keyword numbers its scalars.
+  py::object attention(const py::object& q, const py::object& k, const py::object& v, const py::object& out,
+                       bool causal, const py::object& scale, const py::object& score_mod, const py::object& lse,
+                       int threads, const py::kwargs& named) {
+    Bound bq = bind_object(q, "q"), bk = bind_object(k, "k"), bv = bind_object(v, "v");
+    AttentionArgs args;
+    args.q = bq.tensor;
+    args.k = bk.tensor;
+    args.v = bv.tensor;
+    args.causal = causal;
+    if (!scale.is_none()) args.scale = py::cast<float>(scale);
+    if (!score_mod.is_none()) args.set_score_mod(py::cast<std::string>(score_mod));
+    args.threads = threads;
+    std::vector<Bound> keep;
+    if (!lse.is_none()) {
+      keep.push_back(bind_object(lse, "lse"));
+      args.lse = keep.back().tensor;
+    }
+    for (const auto& [key, value] : named) {
+      const std::string name = py::cast<std::string>(key);
+      if (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value)) {
+        args.scalars[name] = py::cast<float>(value);
+      } else {
+        keep.push_back(bind_object(value, "tensors." + name));
+        args.tensors[name] = keep.back().tensor;
+      }
+    }
+    py::object result = out;
+    if (out.is_none()) {
+      if (args.q.rank() != 4 || args.v.rank() != 4) fail("q", "q, k and v must be [batch, heads, seq, d]");
+      result = py::array_t<float>(
+          std::vector<py::ssize_t>{args.q.shape[0], args.q.shape[1], args.q.shape[2], args.v.shape[3]});
+    }
+    if (py::isinstance<py::array>(result) && !py::reinterpret_borrow<py::array>(result).writeable())
+      fail("out", "is read-only");
+    Bound bo = bind_object(result, "out");
+    args.o = bo.tensor;
+    {
+      py::gil_scoped_release release;
+      runtime->attention(args);
+    }
+    return result;
+  }
+
   std::string emit_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& epilogue,
                         const std::string& layout_a, const std::string& layout_b, bool assembly) {
     GemmProblem p;
@@ -220,6 +266,9 @@ PYBIND11_MODULE(_tessera, m) {
       .def("gemm", &PyRuntime::gemm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out") = py::none(),
            py::arg("c") = py::none(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f, py::arg("epilogue") = py::none(),
            py::arg("threads") = 0)
+      .def("attention", &PyRuntime::attention, py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(),
+           py::arg("out") = py::none(), py::arg("causal") = false, py::arg("scale") = py::none(),
+           py::arg("score_mod") = py::none(), py::arg("lse") = py::none(), py::arg("threads") = 0)
       .def("emit_gemm", &PyRuntime::emit_gemm, py::arg("m"), py::arg("n"), py::arg("k"), py::kw_only(),
            py::arg("epilogue") = "alpha*acc + beta*c", py::arg("layout_a") = "row", py::arg("layout_b") = "row",
            py::arg("asm") = false)

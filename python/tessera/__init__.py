@@ -34,9 +34,17 @@ def gemm(a, b, *, out=None, c=None, alpha=1.0, beta=0.0, epilogue=None, threads=
     return result
 
 
+def attention(q, k, v, *, out=None, causal=False, scale=None, score_mod=None, lse=None, threads=0, **modifier_args):
+    """O = softmax(score_mod(scale·Q·Kᵀ))·V: Q [batch, heads, seq_q, d], K and V [batch, kv_heads, seq_kv, d] (heads a
+    multiple of kv_heads), float32, any strides (BSHD memory: pass q.transpose(0, 2, 1, 3)). causal is aligned
+    bottom-right; score_mod is text over s, i, j, h, b and the keyword tensors and numbers ("s - slope[h]*(i - j)")."""
+    return default_runtime().attention(q, k, v, out=out, causal=causal, scale=scale, score_mod=score_mod, lse=lse,
+                                       threads=threads, **modifier_args)
+
+
 def emit_gemm(m, n, k, *, epilogue="alpha*acc + beta*c", layout_a="row", layout_b="row", asm=False):
     """The LLVM IR (or with asm=True the host assembly) of the kernel the runtime would use for this GEMM."""
     return default_runtime().emit_gemm(m, n, k, epilogue=epilogue, layout_a=layout_a, layout_b=layout_b, asm=asm)
 
 
-__all__ = ["Error", "Runtime", "gemm", "emit_gemm", "default_runtime", "__version__"]
+__all__ = ["Error", "Runtime", "gemm", "attention", "emit_gemm", "default_runtime", "__version__"]

@@ -117,3 +117,48 @@ def test_python_call_overhead_is_small():
             rt.gemm(a, b, out=out, threads=1)
         best = min(best, (time.perf_counter() - start) / calls)
     assert best - cpp < 50e-6, f"python {best * 1e6:.1f} us, C++ {cpp * 1e6:.1f} us"
+
+
+def reference_attention(q, k, v, causal=False, bias=None):
+    b, h, sq, d = q.shape
+    group = h // k.shape[1]
+    out = np.zeros((b, h, sq, v.shape[3]), dtype=np.float64)
+    for bi in range(b):
+        for hi in range(h):
+            s = q[bi, hi].astype(np.float64) @ k[bi, hi // group].astype(np.float64).T / np.sqrt(d)
+            if bias is not None:
+                s = s + bias[hi]
+            if causal:
+                skv = k.shape[2]
+                i, j = np.meshgrid(np.arange(sq), np.arange(skv), indexing="ij")
+                s = np.where(j > i + (skv - sq), -np.inf, s)
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            out[bi, hi] = (p / p.sum(axis=1, keepdims=True)) @ v[bi, hi // group]
+    return out
+
+
+def test_attention_matches_numpy():
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((2, 4, 33, 16)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 47, 16)).astype(np.float32)  # grouped-query: 4 heads on 2 kv heads
+    v = rng.standard_normal((2, 2, 47, 16)).astype(np.float32)
+    np.testing.assert_allclose(tessera.attention(q, k, v), reference_attention(q, k, v), atol=2e-5)
+    np.testing.assert_allclose(tessera.attention(q, k, v, causal=True), reference_attention(q, k, v, causal=True),
+                               atol=2e-5)
+    slope = np.array([0.5, 0.25, 0.125, 0.0625], dtype=np.float32)  # ALiBi as text, a tensor and a scalar
+    got = tessera.attention(q, k, v, score_mod="s - c * slope[h] * (i - j)", slope=slope, c=2.0)
+    i, j = np.meshgrid(np.arange(33), np.arange(47), indexing="ij")
+    bias = np.stack([-2.0 * slope[h] * (i - j) for h in range(4)])
+    np.testing.assert_allclose(got, reference_attention(q, k, v, bias=bias), atol=2e-5)
+
+
+def test_attention_reads_bshd_views_in_place():
+    rng = np.random.default_rng(6)
+    qkv = rng.standard_normal((1, 40, 3, 2, 8)).astype(np.float32)  # [batch, seq, (q, k, v), heads, d]
+    q, k, v = (qkv[:, :, t].transpose(0, 2, 1, 3) for t in range(3))  # BHSD views of BSHD memory
+    assert tessera._view(q)[0] == q.__array_interface__["data"][0]
+    np.testing.assert_allclose(tessera.attention(q, k, v), reference_attention(q, k, v), atol=2e-5)
+    with pytest.raises(tessera.Error, match="score"):
+        tessera.attention(q, k, v, score_mod="s +")
+    with pytest.raises(tessera.Error, match="must hold float32"):
+        tessera.attention(q.astype(np.float64), k, v)
