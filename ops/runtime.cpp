@@ -35,9 +35,6 @@ void run_tasks(ThreadPool& pool, int participants, std::int64_t tasks, std::size
 }
 
 namespace {
-// Whether this thread's last compile_chosen built its kernel (or the kernel cache had it): for the verbose log.
-thread_local bool compiled_now = false;
-
 int verbose_level() {
   const char* text = std::getenv("TESSERA_VERBOSE");
   return text && *text >= '1' && *text <= '9' && text[1] == 0 ? *text - '0' : 0;
@@ -186,7 +183,7 @@ GemmKernel Runtime::compile_chosen(const GemmProblem& problem, const CpuGemmConf
   problem.signature.check();
   CpuGemmSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
-  compiled_now = false;
+  bool compiled_now = false;  // the cache built it on this call (else it had it): for the verbose log
   auto compiled = impl_->cache.get_or_build(spec.hash(), [&] {
     compiled_now = true;
     const auto start = std::chrono::steady_clock::now();
