@@ -145,6 +145,28 @@ done
 if "$bin" gemm 40 50 60 --verify --repeat 1 >/dev/null; then ok; else bad "gemm with the shipped cost model"; fi
 if "$bin" tune gemm --shapes 4096x4096x4096 --target cuda:sm_80 --dtype f16 --top-k 3 2>&1 | grep -q "ranked by the analytic model"; then
   ok; else bad "tune gemm --target cuda does not say that the analytic model ranks"; fi
+# Training and evaluating read the records without writing them: a version-2 file (as committed) stays as it was.
+if command -v sqlite3 >/dev/null; then
+  sqlite3 "$tmp/v2.sqlite" "CREATE TABLE tessera_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO tessera_meta VALUES('schema_version', '2');
+    CREATE TABLE measurements(id INTEGER PRIMARY KEY, spec_hash TEXT NOT NULL, family TEXT NOT NULL,
+      m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, batch INTEGER NOT NULL, signature TEXT NOT NULL,
+      config TEXT NOT NULL, target TEXT NOT NULL, hardware TEXT NOT NULL, threads INTEGER NOT NULL,
+      median_ns REAL NOT NULL, spread REAL NOT NULL, samples INTEGER NOT NULL, tessera_version TEXT NOT NULL,
+      measured_at TEXT NOT NULL, b_cold INTEGER NOT NULL DEFAULT 0);"
+  sqlite3 "$tmp/v2.sqlite" "ATTACH '$tmp/r.sqlite' AS r; INSERT INTO measurements(spec_hash, family, m, n, k, batch,
+    signature, config, target, hardware, threads, median_ns, spread, samples, tessera_version, measured_at, b_cold)
+    SELECT spec_hash, family, json_extract(problem, '\$.m'), json_extract(problem, '\$.n'),
+    json_extract(problem, '\$.k'), json_extract(problem, '\$.batch'), signature, config, target, hardware, threads,
+    median_ns, spread, samples, tessera_version, measured_at, b_cold FROM r.measurements WHERE op = 'gemm';"
+  sum_before=$(sha256sum "$tmp/v2.sqlite")
+  a=$("$bin" model eval --records "$tmp/v2.sqlite" --split random --rounds 10 --slowdown-rounds 10 --json 2>&1)
+  b=$("$bin" model eval --records "$tmp/r.sqlite" --split random --rounds 10 --slowdown-rounds 10 --json 2>&1)
+  # The same records give the same evaluation (only the time to rank differs).
+  a=$(sed -E 's/"ranking_ms_[a-z]+":[0-9.e+-]+,//g' <<<"$a") b=$(sed -E 's/"ranking_ms_[a-z]+":[0-9.e+-]+,//g' <<<"$b")
+  if [[ $(sha256sum "$tmp/v2.sqlite") == "$sum_before" && $a == *'"learned":'* && $a == "$b" ]]; then ok; else
+    bad "model eval of a version-2 file: changed it, or read it otherwise than version 3: $a / $b"; fi
+fi
 # A records row with malformed JSON is named, not a crash (model train, eval and features).
 cp "$tmp/r.sqlite" "$tmp/damaged.sqlite"
 if command -v sqlite3 >/dev/null && sqlite3 "$tmp/damaged.sqlite" "UPDATE measurements SET signature = '{' WHERE rowid = 1"; then
@@ -207,8 +229,8 @@ expect_bad "not in range" tune gemm --shapes 8x8x8 --refine-samples -1
 # runs' medians (an even count), the others are kept as they were.
 if "$bin" tune merge "$tmp/r.sqlite" "$tmp/r2.sqlite" --out "$tmp/merged.sqlite" >/dev/null &&
   [[ $(sqlite3 "$tmp/merged.sqlite" "attach '$tmp/r.sqlite' as a; attach '$tmp/r2.sqlite' as b;
-    select count(*) from measurements x join a.measurements p using(spec_hash, m, n, k, batch, threads, hardware)
-    left join b.measurements q using(spec_hash, m, n, k, batch, threads, hardware)
+    select count(*) from measurements x join a.measurements p using(spec_hash, op, problem, threads, hardware, b_cold)
+    left join b.measurements q using(spec_hash, op, problem, threads, hardware, b_cold)
     where abs(x.median_ns - coalesce((p.median_ns + q.median_ns) / 2, p.median_ns)) > 1e-6 * p.median_ns
       or x.samples != p.samples + coalesce(q.samples, 0)") == 0 ]] &&
   [[ $(sqlite3 "$tmp/merged.sqlite" "select count(*) from measurements") -eq \
@@ -287,6 +309,19 @@ done
 if "$bin" emit attention 1 1 64 64 --causal --asm | grep -q vfmadd; then ok; else bad "emit attention --asm"; fi
 out=$("$bin" tune attention 1 2 200 64 --causal --top-k 2 --samples 2 --json)
 if [[ $out == *'"measured":[{'* && $out == *'"best":'* ]]; then ok; else bad "tune attention --json: $out"; fi
+# Attention and sparse tunings record into the GEMM records database, keyed by op and problem, and resume from it.
+"$bin" tune attention 1 2 120 32 --causal --top-k 2 --samples 2 --records "$tmp/r.sqlite" --family test >/dev/null
+"$bin" tune spmm --gen uniform:200,150,0.05,3 --n 16 --top-k 2 --samples 2 --records "$tmp/r.sqlite" >/dev/null
+"$bin" tune sddmm --gen uniform:200,150,0.05,3 --k 16 --top-k 2 --samples 2 --records "$tmp/r.sqlite" >/dev/null
+if "$bin" tune attention 1 2 120 32 --causal --top-k 2 --samples 2 --records "$tmp/r.sqlite" | grep -q ", 0 new" &&
+  "$bin" tune spmm --gen uniform:200,150,0.05,3 --n 16 --top-k 2 --samples 2 --records "$tmp/r.sqlite" |
+  grep -q ", 0 new"; then ok; else bad "tune attention|spmm did not resume from the records"; fi
+if "$bin" tune spmm --gen uniform:200,150,0.05,4 --n 16 --top-k 2 --samples 2 --records "$tmp/r.sqlite" |
+  grep -q ", 2 new"; then ok; else bad "another pattern of the same sizes was taken from the records"; fi
+if command -v sqlite3 >/dev/null; then
+  ops=$(sqlite3 "$tmp/r.sqlite" "SELECT op || ':' || count(*) FROM measurements GROUP BY op ORDER BY op" | tr '\n' ' ')
+  if [[ $ops == "attention:2 gemm:"*" sddmm:2 spmm:4 " ]]; then ok; else bad "records by op: $ops"; fi
+fi
 expect_bad "k: heads of q (3)" attention 1 3 10 64 --kv-heads 2
 expect_bad "column 4" attention 1 2 10 64 --score-mod "s +* 2"
 expect_bad "tensors[bias]" attention 1 2 100 64 --score-mod "s + bias[h, i - j]" --tensor bias=2x120

@@ -217,4 +217,13 @@ int guarded(const std::function<int()>& body) {
   }
 }
 
+void add_records_options(CLI::App& app, std::string& records_path, std::string& family) {
+  app.add_option("--records", records_path, "SQLite tuning records to record into (and resume from)");
+  app.add_option("--family", family, "the shape family recorded with each measurement");
+}
+
+std::unique_ptr<TuningRecords> open_records(const std::string& path) {
+  return path.empty() ? nullptr : std::make_unique<TuningRecords>(path);
+}
+
 }  // namespace tessera::cli

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
+#include "tessera/tuning_records.hpp"
 
 namespace tessera::cli {
 
@@ -92,6 +94,11 @@ int guarded(const std::function<int()>& body);
 // Prints "tessera: error: MESSAGE" on stderr (and, after report_errors_as_json(true), {"ok": false, "error", "exit"}
 // on stdout); returns code.
 int report_error(const std::string& message, int code);
+// `--records DB` (tuning records to resume from and record into) and `--family NAME` (recorded with each
+// measurement).
+void add_records_options(CLI::App& app, std::string& records_path, std::string& family);
+// The records at `path`, opened to be written, or null for an empty path.
+std::unique_ptr<TuningRecords> open_records(const std::string& path);
 void report_errors_as_json(bool on);
 
 // Prints a tuner's measurements (attention's or a sparse op's: each with config, spec_hash, median_ns, spread and
@@ -106,16 +113,20 @@ int print_tune_result(const Result& r, double flops, bool json) {
                       {"median_ns", m.median_ns},
                       {"spread", m.spread},
                       {"gflops", flops / m.median_ns},
-                      {"predicted_cycles", m.predicted_cycles}});
+                      {"predicted_cycles", m.predicted_cycles},
+                      {"from_records", m.from_records}});
     std::cout << nlohmann::json{{"space", r.space}, {"best", r.best}, {"measured", rows}}.dump() << "\n";
     return kOk;
   }
-  std::cout << fmt::format("{} variants, {} timed (default first, then the analytic order)\n", r.space,
-                           r.measured.size());
+  std::size_t on_record = 0;
+  for (const auto& m : r.measured) on_record += m.from_records;
+  std::cout << fmt::format("{} variants, {} measured (default first, then the analytic order), {} new\n", r.space,
+                           r.measured.size(), r.measured.size() - on_record);
   for (std::size_t i = 0; i < r.measured.size(); ++i) {
     const auto& m = r.measured[i];
-    std::cout << fmt::format("{} {:<60} {:>10.1f} us {:>7.1f} GFLOP/s  spread {:.3f}\n", i == r.best ? "*" : " ",
-                             m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns, m.spread);
+    std::cout << fmt::format("{} {:<60} {:>10.1f} us {:>7.1f} GFLOP/s  {}\n", i == r.best ? "*" : " ",
+                             m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns,
+                             m.from_records ? "on record" : fmt::format("spread {:.3f}", m.spread));
   }
   return kOk;
 }

@@ -200,6 +200,7 @@ struct EmitAttentionCommand {
 struct TuneAttentionCommand {
   AttentionRequest request;
   TuneOptions options;
+  std::string records_path, family = "cli";
   bool json = false;
 
   int run() {
@@ -210,7 +211,8 @@ struct TuneAttentionCommand {
     AttentionBuffers buffers = make_attention_buffers(request);
     Runtime runtime({request.target, request.threads});
     const AttentionProblem problem = runtime.describe(buffers.args);
-    const AttentionTuneResult r = tune_attention(runtime, problem, options);
+    const auto records = open_records(records_path);
+    const AttentionTuneResult r = tune_attention(runtime, problem, options, records.get(), family);
     return print_tune_result(r, problem.flops(), json);
   }
 };
@@ -224,6 +226,7 @@ void add_tune_attention_command(CLI::App& tune, int& result) {
   sub->add_option("--top-k", cmd->options.top_k, "variants timed, best-ranked first");
   sub->add_flag("--exhaustive", cmd->options.exhaustive, "time every variant of the space");
   sub->add_option("--samples", cmd->options.samples, "interleaved rounds (median reported)");
+  add_records_options(*sub, cmd->records_path, cmd->family);
   sub->add_flag("--json", cmd->json, "print one JSON object");
   sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 }

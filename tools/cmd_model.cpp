@@ -25,8 +25,8 @@ struct ModelCommand {
   std::vector<RecordedProblem> load(const CpuTarget& t, const std::string& path,
                                     const char* option = "--records") const {
     if (!std::filesystem::exists(path)) throw InvalidArgument(option, "no such file '" + path + "'");
-    const TuningRecords db(path);
-    auto problems = recorded_problems(db.all(t.str()), t.str());
+    const TuningRecords db(path, TuningRecords::Access::ReadOnly);  // committed records stay as they are
+    auto problems = recorded_problems(db.all("gemm", t.str()), t.str());
     if (problems.empty())
       throw InvalidArgument(option, fmt::format("'{}' holds no measurements for {}", path, t.str()));
     return problems;

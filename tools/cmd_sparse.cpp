@@ -476,6 +476,7 @@ struct TuneSparseCommand {
   SparseRequest request;
   bool spmm = true;
   TuneOptions options;
+  std::string records_path, family = "cli";
   bool json = false;
 
   int run() {
@@ -486,6 +487,7 @@ struct TuneSparseCommand {
     const Pattern pattern = load_pattern(request, spmm);
     const SparseMatrix a = pattern.data.view();
     Runtime runtime({request.target, request.threads});
+    const auto records = open_records(records_path);
     const double flops = 2.0 * static_cast<double>(pattern.nonzeros) * static_cast<double>(request.dense);
     std::vector<float> b, d(1), out(static_cast<std::size_t>(std::max<std::int64_t>(1, a.entries)));
     const DType dense = request.dtype == "bf16" ? DType::bf16 : DType::f32;
@@ -503,7 +505,7 @@ struct TuneSparseCommand {
       args.d = Tensor::matrix(d.data(), a.rows, request.dense);
       args.threads = request.threads;
       SpmmProblem problem = runtime.describe(args);
-      return print_tune_result(tune_spmm(runtime, problem, a, options), flops, json);
+      return print_tune_result(tune_spmm(runtime, problem, a, options, records.get(), family), flops, json);
     }
     SddmmArgs args;
     args.pattern = a;
@@ -515,7 +517,8 @@ struct TuneSparseCommand {
     args.b = Tensor::matrix(b.data(), a.cols, request.dense);
     args.out = Tensor::vector(out.data(), a.entries);
     args.threads = request.threads;
-    return print_tune_result(tune_sddmm(runtime, runtime.describe(args), a, options), flops, json);
+    return print_tune_result(tune_sddmm(runtime, runtime.describe(args), a, options, records.get(), family), flops,
+                             json);
   }
 };
 
@@ -530,6 +533,7 @@ void add_tune_sparse_commands(CLI::App& tune, int& result) {
     sub->add_option("--top-k", cmd->options.top_k, "variants timed, best-ranked first");
     sub->add_flag("--exhaustive", cmd->options.exhaustive, "time every variant of the space");
     sub->add_option("--samples", cmd->options.samples, "interleaved rounds (median reported)");
+    add_records_options(*sub, cmd->records_path, cmd->family);
     sub->add_flag("--json", cmd->json, "print one JSON object");
     sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
   }

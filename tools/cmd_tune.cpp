@@ -13,9 +13,9 @@
 #include "generator/gemm/cuda_gemm_spec.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "generator/gemm/shape_suite.hpp"
-#include "ops/tuning/tuning_runs.hpp"
 #include "tessera/cost_models.hpp"
 #include "tessera/tuner.hpp"
+#include "tessera/tuning_records.hpp"
 
 namespace tessera::cli {
 
@@ -162,9 +162,8 @@ struct MergeCommand {
     if (std::filesystem::exists(out)) throw InvalidArgument("--out", "'" + out + "' exists: merge into a new file");
     std::vector<std::vector<TuningRecord>> loaded;
     for (const std::string& path : runs) {
-      // Opening a records database creates a missing one: a misspelt run must not become an empty one.
       if (!std::filesystem::is_regular_file(path)) throw InvalidArgument("RUN", "'" + path + "' is not a file");
-      loaded.push_back(TuningRecords(path).all());
+      loaded.push_back(TuningRecords(path, TuningRecords::Access::ReadOnly).all());
       if (loaded.back().empty()) throw InvalidArgument("RUN", "'" + path + "' holds no measurements");
     }
     const std::vector<TuningRecord> merged = merge_tuning_runs(loaded);

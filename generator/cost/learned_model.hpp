@@ -5,6 +5,7 @@
 // the target it was trained for.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,6 +92,12 @@ class LearnedCpuModel : public CpuCostModel {
 
  private:
   LearnedCpuModel() = default;
+  static constexpr int kVersion =
+      4;  // 2: slowdown regression joined the ranker; 3: features over the space's best; 4: base64 forests
+  // Problem features whose training range bounds where the model is trusted (they do not depend on the config); see
+  // covers().
+  static const std::array<const char*, 11> kRangeFeatures;
+  static std::size_t feature_index(const char* name);
   // The forests and the ranker's weight from a model document.
   void read_forests(const nlohmann::json& document);
   TreeEnsemble ranker_, slowdown_;

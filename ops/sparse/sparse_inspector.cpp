@@ -26,7 +26,7 @@ std::int64_t index_at(const void* a, int bits, std::int64_t i) {
   return bits == 32 ? static_cast<const std::int32_t*>(a)[i] : static_cast<const std::int64_t*>(a)[i];
 }
 
-std::uint64_t fingerprint(const SparseMatrix& m) {
+std::uint64_t pattern_hash(const SparseMatrix& m) {
   XXH3_state_t* state = XXH3_createState();
   if (!state) throw std::bad_alloc();
   XXH3_64bits_reset(state);
@@ -196,7 +196,7 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
       plan.row_order_[static_cast<std::size_t>(first_of_length[static_cast<std::size_t>(s.max_row - length(r))]++)] =
           static_cast<std::int32_t>(r);
   }
-  plan.fingerprint_ = fingerprint(m);
+  plan.fingerprint_ = pattern_hash(m);
   return plan;
 }
 
@@ -205,7 +205,7 @@ bool SparsePlan::matches_shape(const SparseMatrix& m) const {
 }
 
 bool SparsePlan::describes(const SparseMatrix& m) const {
-  return matches_shape(m) && m.row_offsets != nullptr && fingerprint(m) == fingerprint_;
+  return matches_shape(m) && m.row_offsets != nullptr && pattern_hash(m) == fingerprint_;
 }
 
 }  // namespace tessera

@@ -4,12 +4,12 @@
 #include <random>
 
 #include "generator/attention/cpu_attention_config.hpp"
+#include "generator/attention/cpu_attention_spec.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/expr_bounds.hpp"
 #include "generator/cost/attention_cost.hpp"
 #include "generator/cost/cost_model.hpp"
-#include "ops/tuning/interleaved_timing.hpp"
-#include "tessera/tuner.hpp"
+#include "ops/tuning/ranked_measurement.hpp"
 
 namespace tessera {
 
@@ -101,17 +101,17 @@ struct AttentionOperands {
 }  // namespace
 
 AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
+                                   MeasurementStore* records, const std::string& family,
                                    const std::function<void(int, int)>& progress) {
   const CpuTarget& target = runtime.target();
   const std::vector<CpuAttentionConfig> space = cpu_attention_variants(problem, target);
-  AttentionTuneResult result;
-  result.problem = problem;
-  result.space = space.size();
-  const std::vector<std::size_t> order = rank_by_score(attention_scores(problem, space, target));
-  const std::size_t take = options.exhaustive ? space.size() : std::min<std::size_t>(options.top_k, space.size());
-  std::vector<AttentionKernel> kernels;
-  for (std::size_t i = 0; i < take; ++i) kernels.push_back(runtime.compile(problem, space[order[i]]));
-  const auto make_round = [&](unsigned seed) {
+  MeasurementLog log(records, {.op = "attention",
+                               .problem = record_problem(problem),
+                               .family = family,
+                               .signature = problem.signature.to_json().dump(),
+                               .target = target.str(),
+                               .threads = runtime.threads()});
+  const auto make_round = [&](const std::vector<AttentionKernel>& kernels, unsigned seed) {
     auto ops = std::make_shared<const AttentionOperands>(problem, seed);
     TimingRound round;
     round.operands = ops;
@@ -120,28 +120,17 @@ AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& pro
     };
     return round;
   };
-  TimingOptions timing;
-  timing.samples = options.samples;
-  timing.sample_ms = options.sample_ms;
-  timing.refine_samples = options.refine_samples;
-  timing.refine_within = options.refine_within;
-  const auto timed = time_interleaved(
-      kernels.size(), make_round, timing,
+  AttentionTuneResult result;
+  static_cast<VariantTuneResult<CpuAttentionConfig>&>(result) = measure_ranked<CpuAttentionConfig, AttentionKernel>(
+      space, attention_scores(problem, space, target), options, log,
+      [&](const CpuAttentionConfig& c) {
+        return CpuAttentionSpec{problem.signature, c, target};
+      },
+      [&](const CpuAttentionConfig& c) { return runtime.compile(problem, c); }, make_round,
+      [&](const CpuAttentionConfig& c) { return attention_cycles(problem, c, target); },
       static_cast<std::uint64_t>(problem.seq_q * 7919 + problem.seq_kv * 104729 + problem.signature.head_dim_qk),
       progress);
-  double best = INFINITY;
-  for (std::size_t i = 0; i < kernels.size(); ++i) {
-    AttentionVariantMeasurement m;
-    m.config = kernels[i].spec().config;
-    m.spec_hash = kernels[i].spec().hash().hex();
-    m.median_ns = median(timed[i]);
-    std::vector<double> deviations;
-    for (double x : timed[i]) deviations.push_back(std::fabs(x - m.median_ns));
-    m.spread = median(std::move(deviations)) / m.median_ns;
-    m.predicted_cycles = attention_cycles(problem, m.config, target);
-    if (m.median_ns < best) best = m.median_ns, result.best = i;
-    result.measured.push_back(m);
-  }
+  result.problem = problem;
   return result;
 }
 

@@ -121,21 +121,23 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
   std::map<Key, RecordedProblem> grouped;
   std::map<Key, std::vector<double>> spreads;
   for (const auto& r : records) {
-    if (r.target != target || r.hardware != setting.first || r.threads != setting.second) continue;
-    const Key key{r.signature, r.m, r.n, r.k, r.batch, r.b_cold};
+    if (r.op != "gemm" || r.target != target || r.hardware != setting.first || r.threads != setting.second) continue;
+    const GemmExtents size = gemm_extents(r);
+    const Key key{r.signature, size.m, size.n, size.k, size.batch, r.b_cold};
     RecordedProblem& p = grouped[key];
     // A row whose JSON does not parse (a damaged or foreign database) is named, not a crash.
     const auto parsed = [&](const std::string& text, const char* column) {
       try {
         return nlohmann::json::parse(text);
       } catch (const nlohmann::json::exception& e) {
-        throw InvalidArgument("records", fmt::format("the measurement of spec {} ({}x{}x{}x{}) has a malformed {}: {}",
-                                                     r.spec_hash, r.m, r.n, r.k, r.batch, column, e.what()));
+        throw InvalidArgument(
+            "records", fmt::format("the measurement of spec {} ({}x{}x{}x{}) has a malformed {}: {}", r.spec_hash,
+                                   size.m, size.n, size.k, size.batch, column, e.what()));
       }
     };
     try {
       if (p.configs.empty()) {
-        p.problem.m = r.m, p.problem.n = r.n, p.problem.k = r.k, p.problem.batch = r.batch;
+        p.problem.m = size.m, p.problem.n = size.n, p.problem.k = size.k, p.problem.batch = size.batch;
         p.problem.signature = GemmSignature::from_json(parsed(r.signature, "signature"));
         p.family = r.family;
         p.hardware = r.hardware;

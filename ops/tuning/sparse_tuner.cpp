@@ -7,8 +7,8 @@
 #include "generator/core/arith.hpp"
 #include "generator/cost/cost_model.hpp"
 #include "generator/cost/sparse_cost.hpp"
-#include "ops/tuning/interleaved_timing.hpp"
-#include "tessera/tuner.hpp"
+#include "generator/sparse/cpu_sparse_spec.hpp"
+#include "ops/tuning/ranked_measurement.hpp"
 
 namespace tessera {
 
@@ -97,51 +97,23 @@ struct SddmmOperands {
   }
 };
 
-TimingOptions timing_of(const TuneOptions& o) {
-  TimingOptions t;
-  t.samples = o.samples;
-  t.sample_ms = o.sample_ms;
-  t.refine_samples = o.refine_samples;
-  t.refine_within = o.refine_within;
-  return t;
-}
-
-template <class Config, class Kernel, class Cycles>
-SparseTuneResult<Config> collect(const std::vector<Kernel>& kernels, const std::vector<std::vector<double>>& timed,
-                                 std::size_t space, Cycles cycles) {
-  SparseTuneResult<Config> result;
-  result.space = space;
-  double best = INFINITY;
-  for (std::size_t i = 0; i < kernels.size(); ++i) {
-    SparseVariantMeasurement<Config> m;
-    m.config = kernels[i].spec().config;
-    m.spec_hash = kernels[i].spec().hash().hex();
-    m.median_ns = median(timed[i]);
-    std::vector<double> deviations;
-    for (double x : timed[i]) deviations.push_back(std::fabs(x - m.median_ns));
-    m.spread = median(std::move(deviations)) / m.median_ns;
-    m.predicted_cycles = cycles(m.config);
-    if (m.median_ns < best) best = m.median_ns, result.best = i;
-    result.measured.push_back(m);
-  }
-  return result;
-}
-
-// The variants of `space` ranked by `scores` (default first), the top k compiled, timed in interleaved rounds on
-// `pattern` with fresh Operands(problem, pattern, plan, seed), each with the analytic estimate `cycles`.
-template <class Config, class Kernel, class Operands, class Problem>
+// The variants of `space` ranked by `scores` (default first), the top k timed in interleaved rounds on `pattern`
+// with fresh Operands(problem, pattern, plan, seed), each with the analytic estimate `cycles`.
+template <class Config, class Kernel, class Spec, class Operands, class Problem, class Cycles>
 SparseTuneResult<Config> tune_sparse(Runtime& runtime, const Problem& problem, const SparseMatrix& pattern,
-                                     const char* name, const std::vector<Config>& space,
+                                     const char* name, const char* op, const std::vector<Config>& space,
                                      const std::vector<double>& scores, const TuneOptions& options,
-                                     const std::function<double(const Config&)>& cycles, std::uint64_t order_seed,
-                                     const std::function<void(int, int)>& progress) {
-  const std::vector<std::size_t> order = rank_by_score(scores);
-  const std::size_t take = options.exhaustive ? space.size() : std::min<std::size_t>(options.top_k, space.size());
-  std::vector<Kernel> kernels;
-  for (std::size_t i = 0; i < take; ++i) kernels.push_back(runtime.compile(problem, space[order[i]]));
+                                     MeasurementStore* records, const std::string& family, Cycles cycles,
+                                     std::uint64_t order_seed, const std::function<void(int, int)>& progress) {
   const auto plan = std::make_shared<const SparsePlan>(
       SparsePlan::inspect(pattern, problem.threads ? problem.threads : runtime.threads(), name));
-  const auto make_round = [&](unsigned seed) {
+  MeasurementLog log(records, {.op = op,
+                               .problem = record_problem(problem, plan->fingerprint()),
+                               .family = family,
+                               .signature = problem.signature.to_json().dump(),
+                               .target = runtime.target().str(),
+                               .threads = problem.threads ? problem.threads : runtime.threads()});
+  const auto make_round = [&](const std::vector<Kernel>& kernels, unsigned seed) {
     auto ops = std::make_shared<const Operands>(problem, pattern, plan, seed);
     TimingRound round;
     round.operands = ops;
@@ -150,29 +122,35 @@ SparseTuneResult<Config> tune_sparse(Runtime& runtime, const Problem& problem, c
     };
     return round;
   };
-  const auto timed = time_interleaved(kernels.size(), make_round, timing_of(options), order_seed, progress);
-  return collect<Config>(kernels, timed, space.size(), cycles);
+  return measure_ranked<Config, Kernel>(
+      space, scores, options, log,
+      [&](const Config& c) {
+        return Spec{problem.signature, c, runtime.target()};
+      },
+      [&](const Config& c) { return runtime.compile(problem, c); }, make_round, cycles, order_seed, progress);
 }
 
 }  // namespace
 
 SparseTuneResult<CpuSpmmConfig> tune_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
-                                          const TuneOptions& options, const std::function<void(int, int)>& progress) {
+                                          const TuneOptions& options, MeasurementStore* records,
+                                          const std::string& family, const std::function<void(int, int)>& progress) {
   const CpuTarget& target = runtime.target();
   const std::vector<CpuSpmmConfig> space = cpu_spmm_variants(problem, target);
-  return tune_sparse<CpuSpmmConfig, SpmmKernel, SpmmOperands>(
-      runtime, problem, a, "a", space, spmm_scores(problem, space, target), options,
+  return tune_sparse<CpuSpmmConfig, SpmmKernel, CpuSpmmSpec, SpmmOperands>(
+      runtime, problem, a, "a", "spmm", space, spmm_scores(problem, space, target), options, records, family,
       [&](const CpuSpmmConfig& c) { return spmm_cycles(problem, c, target); },
       static_cast<std::uint64_t>(problem.pattern.nnz * 31 + problem.n), progress);
 }
 
 SparseTuneResult<CpuSddmmConfig> tune_sddmm(Runtime& runtime, const SddmmProblem& problem, const SparseMatrix& pattern,
-                                            const TuneOptions& options, const std::function<void(int, int)>& progress) {
+                                            const TuneOptions& options, MeasurementStore* records,
+                                            const std::string& family, const std::function<void(int, int)>& progress) {
   const CpuTarget& target = runtime.target();
   const std::vector<CpuSddmmConfig> space = cpu_sddmm_variants(problem, target);
-  return tune_sparse<CpuSddmmConfig, SddmmKernel, SddmmOperands>(
-      runtime, problem, pattern, "pattern", space, sddmm_scores(problem, space, target), options,
-      [&](const CpuSddmmConfig& c) { return sddmm_cycles(problem, c, target); },
+  return tune_sparse<CpuSddmmConfig, SddmmKernel, CpuSddmmSpec, SddmmOperands>(
+      runtime, problem, pattern, "pattern", "sddmm", space, sddmm_scores(problem, space, target), options, records,
+      family, [&](const CpuSddmmConfig& c) { return sddmm_cycles(problem, c, target); },
       static_cast<std::uint64_t>(problem.pattern.nnz * 37 + problem.k), progress);
 }
 

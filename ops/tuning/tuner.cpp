@@ -14,7 +14,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_variants.hpp"
-#include "ops/tuning/interleaved_timing.hpp"
+#include "ops/tuning/ranked_measurement.hpp"
 
 namespace tessera {
 
@@ -74,23 +74,11 @@ struct Operands {
   const void* b_data() const { return b16.empty() ? static_cast<const void*>(b.data()) : b16.data(); }
   std::size_t b_bytes() const { return b16.empty() ? b.size() * sizeof(float) : b16.size() * sizeof(std::uint16_t); }
 };
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 }  // namespace
 
-Tuner::Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, TuningRecords* records, TuneOptions options)
-    : runtime_(runtime),
-      model_(std::move(model)),
-      records_(records),
-      options_(options),
-      hardware_(TuningRecords::host_hardware()) {
+Tuner::Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, MeasurementStore* records,
+             TuneOptions options)
+    : runtime_(runtime), model_(std::move(model)), records_(records), options_(options) {
   if (options_.samples < 1) throw InvalidArgument("samples", "must be at least 1");
   if (!(options_.sample_ms > 0)) throw InvalidArgument("sample_ms", "must be positive");
   if (options_.refine_samples < 0) throw InvalidArgument("refine_samples", "must not be negative");
@@ -115,7 +103,13 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
   ranked.b_cold = problem.b_cold || options_.cold_b;
   const std::vector<std::size_t> order = rank_by_score(model_->score(ranked, space, target));
   const std::size_t take = options_.exhaustive ? space.size() : std::min<std::size_t>(options_.top_k, space.size());
-  const int threads = runtime_.threads();
+  MeasurementLog log(records_, {.op = "gemm",
+                                .problem = record_problem(problem),
+                                .family = family,
+                                .signature = problem.signature.to_json().dump(),
+                                .target = target.str(),
+                                .threads = runtime_.threads(),
+                                .b_cold = options_.cold_b});
 
   // Compile what is not on record yet, all at once (the JIT serialises code generation, not the rest).
   struct Candidate {
@@ -127,9 +121,7 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
   std::vector<Candidate> candidates;
   for (std::size_t i = 0; i < take; ++i) {
     Candidate c{space[order[i]], CpuGemmSpec{problem.signature, space[order[i]], target}, {}, -1};
-    if (records_)
-      c.recorded_ns = records_->recorded_ns(c.spec.hash().hex(), problem.m, problem.n, problem.k, problem.batch,
-                                            threads, hardware_, options_.cold_b);
+    c.recorded_ns = log.recorded_ns(c.spec.hash().hex());
     if (c.recorded_ns < 0)
       c.kernel = std::async(std::launch::async, [this, &problem, config = c.config] {
                    return runtime_.compile(problem, config);
@@ -161,11 +153,7 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
     round.cold_bytes = ops->b_bytes();
     return round;
   };
-  TimingOptions timing;
-  timing.samples = options_.samples;
-  timing.sample_ms = options_.sample_ms;
-  timing.refine_samples = options_.refine_samples;
-  timing.refine_within = options_.refine_within;
+  TimingOptions timing = timing_options(options_);
   timing.cold = options_.cold_b;
   const std::vector<std::vector<double>> timed =
       time_interleaved(kernels.size(), make_round, timing,
@@ -182,19 +170,14 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
       m.median_ns = c.recorded_ns;
     } else {
       ++result.compiled;
-      const std::vector<double>& samples = timed[next_timed++];
-      m.median_ns = median(samples);
-      std::vector<double> deviations;
-      for (double x : samples) deviations.push_back(std::fabs(x - m.median_ns));
-      m.spread = median(std::move(deviations)) / m.median_ns;
-      if (records_)
-        records_->add({m.spec_hash, family, problem.m, problem.n, problem.k, problem.batch,
-                       problem.signature.to_json().dump(), c.config.to_json().dump(), target.str(), hardware_, threads,
-                       m.median_ns, m.spread, static_cast<int>(samples.size()), TESSERA_VERSION, utc_now(),
-                       options_.cold_b});
+      const SampleSummary summary = summarise(timed[next_timed++]);
+      m.median_ns = summary.median_ns;
+      m.spread = summary.spread;
+      log.add(m.spec_hash, c.config.to_json().dump(), summary);
     }
     result.measured.push_back(m);
   }
+  log.commit();
   double best = INFINITY;
   for (std::size_t i = 0; i < result.measured.size(); ++i)
     if (result.measured[i].median_ns < best) {

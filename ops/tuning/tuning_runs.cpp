@@ -1,4 +1,4 @@
-#include "ops/tuning/tuning_runs.hpp"
+#include "tessera/tuning_records.hpp"
 
 #include <fmt/format.h>
 
@@ -13,19 +13,19 @@
 namespace tessera {
 
 std::vector<TuningRecord> merge_tuning_runs(const std::vector<std::vector<TuningRecord>>& runs) {
-  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, std::string, bool>;
+  using Key = std::tuple<std::string, std::string, std::string, int, std::string, bool>;
   std::map<Key, std::vector<const TuningRecord*>> by_key;
   std::vector<Key> order;  // first appearance, so the output follows the runs' order
   for (const auto& run : runs)
     for (const TuningRecord& r : run) {
-      const Key key{r.spec_hash, r.m, r.n, r.k, r.batch, r.threads, r.hardware, r.b_cold};
+      const Key key{r.spec_hash, r.op, r.problem, r.threads, r.hardware, r.b_cold};
       auto& list = by_key[key];
       if (list.empty()) order.push_back(key);
       if (!list.empty() && r.tessera_version != list.front()->tessera_version)
         throw InvalidArgument(
-            "runs", fmt::format("{}x{}x{} ({}) was measured by tessera {} in one run and {} in "
+            "runs", fmt::format("{} {} ({}) was measured by tessera {} in one run and {} in "
                                 "another: runs of different versions do not merge",
-                                r.m, r.n, r.k, r.spec_hash, list.front()->tessera_version, r.tessera_version));
+                                r.op, r.problem, r.spec_hash, list.front()->tessera_version, r.tessera_version));
       list.push_back(&r);
     }
   std::vector<TuningRecord> merged;

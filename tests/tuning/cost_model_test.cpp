@@ -321,7 +321,7 @@ TEST(ModelEval, ANoiseFloorCountsOnlyVariantsTimedMoreThanOnce) {
   // Two variants timed five times (spreads 2% and 4%), two dropped after one call (spread 0 by construction).
   const std::vector<std::pair<double, int>> spread_samples{{0.02, 5}, {0.04, 5}, {0.0, 1}, {0.0, 1}};
   for (std::size_t i = 0; i < spread_samples.size(); ++i)
-    records.push_back({space[i].to_json().dump(), "square", p.m, p.n, p.k, p.batch, p.signature.to_json().dump(),
+    records.push_back({space[i].to_json().dump(), "gemm", record_problem(p), "square", p.signature.to_json().dump(),
                        space[i].to_json().dump(), t.str(), "host", 1, 1000.0 * static_cast<double>(i + 1),
                        spread_samples[i].first, spread_samples[i].second, "0.2.0", "2026-11-23T00:00:00Z"});
   const auto problems = recorded_problems(records, t.str());

@@ -2,15 +2,20 @@
 #include <gtest/gtest.h>
 
 #include "generator/core/error.hpp"
-#include "ops/tuning/tuning_runs.hpp"
+#include "tessera/tuning_records.hpp"
 
 namespace tessera {
 namespace {
 
 TuningRecord record(const std::string& hash, double ns, double spread, int samples, const std::string& when,
                     const std::string& version = "0.3.0") {
-  return {hash,         "skinny",    2, 1536, 1536,   1,       "{}",    "{}",
-          "cpu:avx512", "test host", 1, ns,   spread, samples, version, when};
+  GemmProblem p;
+  p.m = 2, p.n = 1536, p.k = 1536;
+  TuningRecord r;
+  r.spec_hash = hash, r.op = "gemm", r.problem = record_problem(p), r.family = "skinny";
+  r.signature = "{}", r.config = "{}", r.target = "cpu:avx512", r.hardware = "test host", r.threads = 1;
+  r.median_ns = ns, r.spread = spread, r.samples = samples, r.tessera_version = version, r.measured_at = when;
+  return r;
 }
 
 TEST(TuningRuns, EachMeasurementIsTheMedianOverTheRunsThatTookIt) {
@@ -43,13 +48,15 @@ TEST(TuningRuns, EachMeasurementIsTheMedianOverTheRunsThatTookIt) {
 
 TEST(TuningRuns, AnEvenCountTakesTheMeanOfTheMiddleTwoAndOtherSizesStayApart) {
   TuningRecord other = record("a", 1000, 0.01, 5, "2026-11-24T09:00:00Z");
-  other.m = 3;  // another problem: another measurement
+  GemmProblem p;
+  p.m = 3, p.n = 1536, p.k = 1536;
+  other.problem = record_problem(p);  // another problem: another measurement
   const auto merged = merge_tuning_runs({{record("a", 100, 0.01, 5, "2026-11-24T09:00:00Z"), other},
                                          {record("a", 200, 0.01, 5, "2026-11-24T10:00:00Z")}});
   ASSERT_EQ(merged.size(), 2u);
   EXPECT_DOUBLE_EQ(merged[0].median_ns, 150);
   EXPECT_DOUBLE_EQ(merged[1].median_ns, 1000);
-  EXPECT_EQ(merged[1].m, 3);
+  EXPECT_EQ(gemm_extents(merged[1]).m, 3);
 }
 
 TEST(TuningRuns, ColdAndHotBStayApart) {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generator/cost/learned_model.hpp"
-#include "ops/tuning/tuning_records.hpp"
+#include "tessera/tuning_records.hpp"
 
 namespace tessera {
 

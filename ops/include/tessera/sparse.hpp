@@ -95,6 +95,8 @@ class SparsePlan {
   // Whether `matrix` is the pattern this plan was made for: the same arrays with the same contents (a hash of
   // the offsets and indices, compared on every prepared call).
   bool describes(const SparseMatrix& matrix) const;
+  // The pattern's identity: a hash of its offsets and indices (what tuning records name a pattern by).
+  std::uint64_t fingerprint() const { return fingerprint_; }
   // Whether `matrix` has the shape, signature and entry count this plan was made for (what can be checked of
   // arrays in device memory, which the host cannot read).
   bool matches_shape(const SparseMatrix& matrix) const;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "generator/cost/cost_model.hpp"
-#include "ops/tuning/tuning_records.hpp"
+#include "tessera/measurement_store.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera {
@@ -49,7 +49,7 @@ struct TuneResult {
 class Tuner {
  public:
   // `records` may be null (nothing recorded, nothing resumed). The runtime's threads time the calls.
-  Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, TuningRecords* records, TuneOptions options);
+  Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, MeasurementStore* records, TuneOptions options);
   // `progress(done, total)` is called after each timed sample (total: samples × variants measured now).
   TuneResult tune(const GemmProblem& problem, const std::string& family,
                   const std::function<void(int, int)>& progress = {});
@@ -57,52 +57,50 @@ class Tuner {
  private:
   Runtime& runtime_;
   std::shared_ptr<const CpuCostModel> model_;
-  TuningRecords* records_;
+  MeasurementStore* records_;
   TuneOptions options_;
-  std::string hardware_;
 };
 
-// Attention: the variants of cpu_attention_variants ranked by the analytic model (default_for first), the top_k (or
-// every one, exhaustive) compiled and timed in interleaved rounds on fresh operands. Not recorded yet.
-struct AttentionVariantMeasurement {
-  CpuAttentionConfig config;
-  std::string spec_hash;
-  double median_ns = 0, spread = 0;
-  double predicted_cycles = 0;  // the analytic model's estimate
-};
-
-struct AttentionTuneResult {
-  AttentionProblem problem;
-  std::size_t space = 0;
-  std::vector<AttentionVariantMeasurement> measured;  // in rank order
-  std::size_t best = 0;                               // index into measured
-};
-
-AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
-                                   const std::function<void(int, int)>& progress = {});
-
-// SpMM and SDDMM: the variants ranked by the analytic model (default_for first), the top_k (or every one) compiled
-// and timed in interleaved rounds on the given pattern with fresh dense operands. Not recorded yet.
+// A timed variant of an attention or sparse tuning, with the analytic model's estimate.
 template <class Config>
-struct SparseVariantMeasurement {
+struct MeasuredVariant {
   Config config;
   std::string spec_hash;
   double median_ns = 0, spread = 0;
   double predicted_cycles = 0;
+  bool from_records = false;  // measured by an earlier run (resumed): its time is the recorded one
 };
 
 template <class Config>
-struct SparseTuneResult {
-  std::size_t space = 0;
-  std::vector<SparseVariantMeasurement<Config>> measured;  // in rank order
-  std::size_t best = 0;                                    // index into measured
+struct VariantTuneResult {
+  std::size_t space = 0;                          // variants in the space
+  std::vector<MeasuredVariant<Config>> measured;  // in rank order
+  std::size_t best = 0;                           // index into measured
 };
 
+// Attention: the variants of cpu_attention_variants ranked by the analytic model (default_for first), the top_k (or
+// every one, exhaustive) compiled and timed in interleaved rounds on fresh operands. With `records`, a variant
+// measured before for this problem on this host is not timed again, and the ones timed are recorded (op
+// "attention", with `family`).
+struct AttentionTuneResult : VariantTuneResult<CpuAttentionConfig> {
+  AttentionProblem problem;
+};
+AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
+                                   MeasurementStore* records = nullptr, const std::string& family = "",
+                                   const std::function<void(int, int)>& progress = {});
+
+// SpMM and SDDMM: the variants ranked by the analytic model (default_for first), the top_k (or every one) compiled
+// and timed in interleaved rounds on the given pattern with fresh dense operands; records as for attention (ops
+// "spmm" and "sddmm", the problem naming the pattern's fingerprint).
+template <class Config>
+using SparseTuneResult = VariantTuneResult<Config>;
 SparseTuneResult<CpuSpmmConfig> tune_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
-                                          const TuneOptions& options,
+                                          const TuneOptions& options, MeasurementStore* records = nullptr,
+                                          const std::string& family = "",
                                           const std::function<void(int, int)>& progress = {});
 SparseTuneResult<CpuSddmmConfig> tune_sddmm(Runtime& runtime, const SddmmProblem& problem, const SparseMatrix& pattern,
-                                            const TuneOptions& options,
+                                            const TuneOptions& options, MeasurementStore* records = nullptr,
+                                            const std::string& family = "",
                                             const std::function<void(int, int)>& progress = {});
 
 }  // namespace tessera
