@@ -1,11 +1,13 @@
 // The Python module `tessera` (its compiled part, `tessera._tessera`): numpy arrays and DLPack tensors bound as tensor
-// views in place, tessera's Runtime, GEMM with its epilogue text and named tensors, the generated code. Errors raise
+// views in place, tessera's Runtime, GEMM with its epilogue text and named tensors, attention, SpMM and SDDMM on
+// CSR/BSR matrices (scipy.sparse's or tessera.CsrMatrix), the generated code. Errors raise
 // tessera.Error (a ValueError) with the C++ message; kernels run with the GIL released.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -109,6 +111,88 @@ Bound bind_object(const py::handle& h, const std::string& name) {
                  std::string(py::str(py::type::handle_of(h).attr("__name__"))));
 }
 
+// A sparse matrix given as an object with indptr, indices, data and shape (scipy.sparse's CSR and BSR arrays, or
+// tessera.CsrMatrix): the arrays used in place, which must be contiguous (indices int32 or int64 alike; data float32,
+// BSR data [blocks, R, C]). `data` may be None for an SDDMM pattern whose epilogue does not read s.
+struct BoundSparse {
+  SparseMatrix matrix;
+  std::vector<py::object> owners;
+};
+
+BoundSparse bind_sparse(const py::handle& h, const std::string& name) {
+  for (const char* attribute : {"indptr", "indices", "data", "shape"})
+    if (!py::hasattr(h, attribute))
+      fail(name, std::string("expected a sparse matrix with indptr, indices, data and shape (no '") + attribute + "')");
+  BoundSparse out;
+  SparseMatrix& m = out.matrix;
+  const auto shape = py::cast<std::vector<std::int64_t>>(h.attr("shape"));
+  if (shape.size() != 2) fail(name + ".shape", "must have two extents");
+  m.rows = shape[0], m.cols = shape[1];
+  if (py::hasattr(h, "blocksize")) {
+    const auto block = py::cast<std::vector<int>>(h.attr("blocksize"));
+    if (block.size() != 2) fail(name + ".blocksize", "must have two extents");
+    m.block_rows = block[0], m.block_cols = block[1];
+    m.format = m.block_rows > 1 || m.block_cols > 1 ? SparseFormat::Bsr : SparseFormat::Csr;
+  }
+  const auto index_array = [&](const char* attribute) {
+    const py::object o = h.attr(attribute);
+    if (!py::isinstance<py::array>(o)) fail(name + "." + attribute, "must be a numpy array");
+    const auto a = py::reinterpret_borrow<py::array>(o);
+    if (a.ndim() != 1 || (a.shape(0) > 1 && a.strides(0) != a.itemsize()))
+      fail(name + "." + attribute, "must be a contiguous 1-D array");
+    if (a.dtype().kind() != 'i' || (a.itemsize() != 4 && a.itemsize() != 8))
+      fail(name + "." + attribute, "must hold int32 or int64, got " + std::string(py::str(a.dtype())));
+    out.owners.push_back(o);
+    return a;
+  };
+  const py::array offsets = index_array("indptr"), indices = index_array("indices");
+  if (offsets.itemsize() != indices.itemsize()) fail(name + ".indices", "must have the dtype of indptr");
+  m.index_bits = static_cast<int>(offsets.itemsize() * 8);
+  m.row_offsets = offsets.data();
+  m.col_indices = indices.data();
+  m.entries = indices.shape(0);
+  const py::object data = h.attr("data");
+  if (!data.is_none()) {
+    if (!py::isinstance<py::array>(data)) fail(name + ".data", "must be a numpy array");
+    const auto a = py::reinterpret_borrow<py::array>(data);
+    if (a.dtype().kind() != 'f' || a.itemsize() != 4)
+      fail(name + ".data", "must hold float32, got " + std::string(py::str(a.dtype())));
+    if (!(a.flags() & py::array::c_style)) fail(name + ".data", "must be contiguous");
+    if (a.size() != m.entries * m.block_rows * m.block_cols)
+      fail(name + ".data", "holds " + std::to_string(a.size()) + " values for " + std::to_string(m.entries) +
+                               " entries of " + std::to_string(m.block_rows * m.block_cols));
+    m.values = a.data();
+    out.owners.push_back(data);
+  }
+  return out;
+}
+
+// The inspector's plan of one pattern, made once and passed with every call on it (tessera.SparsePlan).
+struct PySparsePlan {
+  std::shared_ptr<const SparsePlan> plan;
+};
+
+std::shared_ptr<const SparsePlan> plan_of(const py::object& plan) {
+  return plan.is_none() ? nullptr : py::cast<const PySparsePlan&>(plan).plan;
+}
+
+// The epilogue's named tensors of a sparse call, bound and kept alive.
+void bind_inputs(const py::kwargs& named, std::vector<Bound>& keep, std::map<std::string, Tensor>& inputs) {
+  for (const auto& [key, value] : named) {
+    const std::string name = py::cast<std::string>(key);
+    keep.push_back(bind_object(value, "inputs." + name));
+    inputs[name] = keep.back().tensor;
+  }
+}
+
+// `out` as given (checked writable), or a new float32 array of `shape`.
+py::object output(const py::object& out, const std::vector<py::ssize_t>& shape) {
+  if (out.is_none()) return py::array_t<float>(shape);
+  if (py::isinstance<py::array>(out) && !py::reinterpret_borrow<py::array>(out).writeable())
+    fail("out", "is read-only");
+  return out;
+}
+
 struct PyRuntime {
   std::unique_ptr<Runtime> runtime;
 
@@ -209,6 +293,67 @@ struct PyRuntime {
     return result;
   }
 
+  PySparsePlan plan(const py::object& matrix, int threads) {
+    const BoundSparse bound = bind_sparse(matrix, "matrix");
+    if (threads < 0) fail("threads", "must be >= 0");
+    return {std::make_shared<const SparsePlan>(
+        SparsePlan::inspect(bound.matrix, threads ? threads : runtime->threads(), "matrix"))};
+  }
+
+  // D = epilogue(A·B, C, inputs) with A sparse M×K: `out` written in place or a new M×N array returned.
+  py::object spmm(const py::object& a, const py::object& b, const py::object& out, const py::object& c, float alpha,
+                  float beta, const py::object& epilogue, const py::object& plan, int threads,
+                  const py::kwargs& named) {
+    const BoundSparse sa = bind_sparse(a, "a");
+    const Bound bb = bind_object(b, "b");
+    SpmmArgs args;
+    args.a = sa.matrix;
+    args.b = bb.tensor;
+    args.alpha = alpha, args.beta = beta, args.threads = threads;
+    args.plan = plan_of(plan);
+    if (!epilogue.is_none()) args.set_epilogue(py::cast<std::string>(epilogue));
+    std::vector<Bound> keep;
+    if (!c.is_none()) {
+      keep.push_back(bind_object(c, "c"));
+      args.c = keep.back().tensor;
+    }
+    bind_inputs(named, keep, args.inputs);
+    if (args.b.rank() != 2) fail("b", "must be a matrix (2-D)");
+    py::object result = output(out, {sa.matrix.rows, args.b.shape[1]});
+    const Bound bd = bind_object(result, "out");
+    args.d = bd.tensor;
+    {
+      py::gil_scoped_release release;
+      runtime->spmm(args);
+    }
+    return result;
+  }
+
+  // out[p] = epilogue(A[i,:]·B[j,:]) at each stored entry p = (i, j) of the pattern, in its order (A M×K, B N×K).
+  py::object sddmm(const py::object& pattern, const py::object& a, const py::object& b, const py::object& out,
+                   float alpha, const py::object& epilogue, const py::object& plan, int threads,
+                   const py::kwargs& named) {
+    const BoundSparse sp = bind_sparse(pattern, "pattern");
+    const Bound ba = bind_object(a, "a"), bb = bind_object(b, "b");
+    SddmmArgs args;
+    args.pattern = sp.matrix;
+    args.a = ba.tensor;
+    args.b = bb.tensor;
+    args.alpha = alpha, args.threads = threads;
+    args.plan = plan_of(plan);
+    if (!epilogue.is_none()) args.set_epilogue(py::cast<std::string>(epilogue));
+    std::vector<Bound> keep;
+    bind_inputs(named, keep, args.inputs);
+    py::object result = output(out, {sp.matrix.entries * sp.matrix.block_rows * sp.matrix.block_cols});
+    const Bound bo = bind_object(result, "out");
+    args.out = bo.tensor;
+    {
+      py::gil_scoped_release release;
+      runtime->sddmm(args);
+    }
+    return result;
+  }
+
   std::string emit_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& epilogue,
                         const std::string& layout_a, const std::string& layout_b, bool assembly) {
     GemmProblem p;
@@ -250,7 +395,7 @@ struct PyRuntime {
 }  // namespace
 
 PYBIND11_MODULE(_tessera, m) {
-  m.doc() = "tessera: JIT-generated GEMM kernels on numpy arrays and DLPack tensors";
+  m.doc() = "tessera: JIT-generated GEMM, attention and sparse kernels on numpy arrays and DLPack tensors";
   m.attr("__version__") = TESSERA_VERSION;
   static py::exception<Error> error(m, "Error", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -260,6 +405,11 @@ PYBIND11_MODULE(_tessera, m) {
       error(e.what());
     }
   });
+  py::class_<PySparsePlan>(m, "SparsePlan")
+      .def_property_readonly("nnz", [](const PySparsePlan& p) { return p.plan->stats().nnz; })
+      .def_property_readonly("rows", [](const PySparsePlan& p) { return p.plan->stats().rows; })
+      .def_property_readonly("max_row", [](const PySparsePlan& p) { return p.plan->stats().max_row; })
+      .def_property_readonly("tasks", [](const PySparsePlan& p) { return p.plan->splits().size() - 1; });
   py::class_<PyRuntime>(m, "Runtime")
       .def(py::init<int, const std::string&, const std::string&, bool>(), py::arg("threads") = 0,
            py::arg("target") = "cpu", py::arg("cost_model") = "default", py::arg("disk_cache") = true)
@@ -269,6 +419,13 @@ PYBIND11_MODULE(_tessera, m) {
       .def("attention", &PyRuntime::attention, py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(),
            py::arg("out") = py::none(), py::arg("causal") = false, py::arg("scale") = py::none(),
            py::arg("score_mod") = py::none(), py::arg("lse") = py::none(), py::arg("threads") = 0)
+      .def("plan", &PyRuntime::plan, py::arg("matrix"), py::arg("threads") = 0)
+      .def("spmm", &PyRuntime::spmm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out") = py::none(),
+           py::arg("c") = py::none(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f, py::arg("epilogue") = py::none(),
+           py::arg("plan") = py::none(), py::arg("threads") = 0)
+      .def("sddmm", &PyRuntime::sddmm, py::arg("pattern"), py::arg("a"), py::arg("b"), py::kw_only(),
+           py::arg("out") = py::none(), py::arg("alpha") = 1.0f, py::arg("epilogue") = py::none(),
+           py::arg("plan") = py::none(), py::arg("threads") = 0)
       .def("emit_gemm", &PyRuntime::emit_gemm, py::arg("m"), py::arg("n"), py::arg("k"), py::kw_only(),
            py::arg("epilogue") = "alpha*acc + beta*c", py::arg("layout_a") = "row", py::arg("layout_b") = "row",
            py::arg("asm") = false)

@@ -14,7 +14,7 @@ bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 prefix=$work/prefix
 if cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1; then ok; else bad "install: $(tail -3 "$work/install.log")"; fi
 for f in bin/tessera include/tessera/tessera.h lib/libtessera.so lib/cmake/tessera/tesseraConfig.cmake \
-  lib/cmake/tessera/tesseraConfigVersion.cmake lib/pkgconfig/tessera.pc; do
+  lib/cmake/tessera/tesseraConfigVersion.cmake lib/pkgconfig/tessera.pc share/doc/tessera/LICENSE; do
   [[ -e $prefix/$f ]] && ok || bad "not installed: $f"
 done
 ls "$prefix"/lib/libtessera.so.0.3* >/dev/null 2>&1 && ok || bad "no versioned libtessera.so.0.3"
@@ -29,6 +29,8 @@ needed=$(readelf -d "$work/consumer/consumer" 2>/dev/null | grep NEEDED)
 if flags=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs tessera) &&
   cc -std=c11 "$here/c_api/c_api_test.c" $flags -lm -Wl,-rpath,"$prefix/lib" -o "$work/pc_consumer" &&
   r=$("$work/pc_consumer") && [[ $r == *" 0 failures"* ]]; then ok; else bad "pkg-config consumer: ${flags:-} ${r:-}"; fi
+if cc -std=c11 "$here/c_api/c_api_ops_test.c" $flags -lm -Wl,-rpath,"$prefix/lib" -o "$work/pc_ops" &&
+  r=$("$work/pc_ops") && [[ $r == *" 0 failures"* ]]; then ok; else bad "pkg-config consumer of attention and sparse: ${r:-}"; fi
 
 if [[ -d $prefix/lib/python3/dist-packages/tessera ]]; then
   if PYTHONPATH=$prefix/lib/python3/dist-packages /usr/bin/python3 -c \

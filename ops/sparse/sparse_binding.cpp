@@ -44,9 +44,11 @@ std::shared_ptr<const SparsePlan> plan_of(const SparseMatrix& m, const std::shar
 // The byte ranges of a pattern's arrays, which an output must not overlap.
 std::vector<ReadRange> pattern_ranges(const SparseMatrix& m, const std::string& name) {
   const std::int64_t index = m.index_bits / 8;
-  return {{m.row_offsets, (m.block_row_count() + 1) * index, name + ".row_offsets"},
-          {m.col_indices, m.entries * index, name + ".col_indices"},
-          {m.values, m.entries * m.block_rows * m.block_cols * dtype_bytes(m.value), name + ".values"}};
+  std::vector<ReadRange> ranges{{m.row_offsets, (m.block_row_count() + 1) * index, name + ".row_offsets"},
+                                {m.col_indices, m.entries * index, name + ".col_indices"}};
+  if (m.values)
+    ranges.push_back({m.values, m.entries * m.block_rows * m.block_cols * dtype_bytes(m.value), name + ".values"});
+  return ranges;
 }
 
 double element(const MatrixOperand& t, std::int64_t r, std::int64_t c) {
@@ -100,6 +102,7 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads, Residence where) {
   const bool host = where == Residence::Host;
   if (host && g.a.value == DType::f16)
     fail("a.values", "are f16; the CPU takes f32 or bf16 (f16 runs on CUDA targets)");
+  if (g.a.entries > 0 && g.a.values == nullptr) fail("a.values", "is null");
   bound.plan = plan_of(g.a, g.plan, g.threads ? g.threads : threads, "a", where);
   p.m = g.a.rows;
   p.k = g.a.cols;

@@ -81,7 +81,6 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
   if (m.entries < 0) throw InvalidArgument(arg(".entries"), fmt::format("is negative ({})", m.entries));
   if (m.row_offsets == nullptr) throw InvalidArgument(arg(".row_offsets"), "is null");
   if (m.entries > 0 && m.col_indices == nullptr) throw InvalidArgument(arg(".col_indices"), "is null");
-  if (m.entries > 0 && m.values == nullptr) throw InvalidArgument(arg(".values"), "is null");
   const std::int64_t block_rows = m.block_row_count(), block_cols = m.block_col_count();
   if (m.index_bits == 32 && (m.entries > INT32_MAX || block_cols > INT32_MAX))
     throw InvalidArgument(name, "too large for 32-bit indices");
@@ -137,7 +136,7 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
     s.mean_row = static_cast<double>(m.entries) / static_cast<double>(block_rows);
     s.stddev_row = std::sqrt(std::max(0.0, sum_sq / static_cast<double>(block_rows) - s.mean_row * s.mean_row));
   }
-  if (m.format == SparseFormat::Bsr && m.entries > 0) {
+  if (m.format == SparseFormat::Bsr && m.entries > 0 && m.values) {  // a pattern without values: blocks taken as full
     const std::int64_t per_block = std::int64_t{m.block_rows} * m.block_cols;
     std::int64_t nonzero = 0;
     for (std::int64_t i = 0; i < m.entries * per_block; ++i) {

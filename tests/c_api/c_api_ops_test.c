@@ -10,14 +10,14 @@
 #include "tessera/tessera.h"
 
 static int failures = 0;
-#define CHECK(cond, ...)                         \
-  do {                                           \
-    if (!(cond)) {                               \
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    if (!(cond)) {                                \
       printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                       \
-      printf("\n");                              \
-      ++failures;                                \
-    }                                            \
+      printf(__VA_ARGS__);                        \
+      printf("\n");                               \
+      ++failures;                                 \
+    }                                             \
   } while (0)
 
 static float uniform(unsigned* seed) {
@@ -117,8 +117,8 @@ static void check_attention(tessera_runtime* rt) {
 
   /* Bad input: heads not a multiple of kv heads; a modifier that reads a tensor not given. */
   args.q.shape[1] = 3;
-  CHECK(tessera_attention(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "heads"),
-        "heads: %s", tessera_last_error());
+  CHECK(tessera_attention(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "heads"), "heads: %s",
+        tessera_last_error());
   args.q.shape[1] = H;
   args.tensor_count = 0;
   CHECK(tessera_attention(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "slope"),
@@ -174,7 +174,11 @@ typedef struct {
 } csr;
 
 static csr random_csr(int64_t rows, int64_t cols, unsigned seed) {
-  csr m = {rows, cols, 0, malloc(sizeof(int32_t) * (size_t)(rows + 1)), malloc(sizeof(int32_t) * (size_t)(rows * cols)),
+  csr m = {rows,
+           cols,
+           0,
+           malloc(sizeof(int32_t) * (size_t)(rows + 1)),
+           malloc(sizeof(int32_t) * (size_t)(rows * cols)),
            malloc(sizeof(float) * (size_t)(rows * cols))};
   m.offsets[0] = 0;
   for (int64_t i = 0; i < rows; ++i) {
@@ -244,7 +248,7 @@ static void check_spmm(tessera_runtime* rt) {
   /* The pattern changed under its plan: refused, D untouched. */
   const int32_t first = a.indices[0];
   a.indices[0] = (int32_t)(first == 0 ? 1 : 0);
-  if (a.offsets[1] > 1 && a.indices[1] <= a.indices[0]) a.indices[0] = first;  /* keep the row sorted */
+  if (a.offsets[1] > 1 && a.indices[1] <= a.indices[0]) a.indices[0] = first; /* keep the row sorted */
   if (a.indices[0] != first) {
     for (int i = 0; i < M * N; ++i) d[i] = -5;
     CHECK(tessera_spmm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "plan"),
@@ -331,6 +335,21 @@ static void check_sddmm(tessera_runtime* rt) {
       const double want = dot * pattern.values[p];
       if (!close_to(out[p], want) && bad++ < 3) CHECK(0, "sddmm out[%d] = %g, expected %g", p, out[p], want);
     }
+  /* A pattern without values, its epilogue not reading s. */
+  args.pattern.values = NULL;
+  args.epilogue = "alpha * acc";
+  args.alpha = 0.5f;
+  CHECK(tessera_sddmm(rt, &args) == TESSERA_OK, "sddmm without values: %s", tessera_last_error());
+  for (int64_t i = 0, bad2 = 0; i < M; ++i)
+    for (int32_t p = pattern.offsets[i]; p < pattern.offsets[i + 1]; ++p) {
+      double dot = 0;
+      for (int64_t x = 0; x < K; ++x) dot += (double)a[i * K + x] * (double)b[pattern.indices[p] * K + x];
+      if (!close_to(out[p], 0.5 * dot) && bad2++ < 3) CHECK(0, "sddmm out[%d] = %g, expected %g", p, out[p], 0.5 * dot);
+    }
+  args.epilogue = "acc * s";
+  CHECK(tessera_sddmm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "values"),
+        "s without values: %s", tessera_last_error());
+  args.pattern.values = pattern.values;
   args.epilogue = "acc * bias[m]";
   CHECK(tessera_sddmm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "bias"),
         "missing input: %s", tessera_last_error());
