@@ -119,6 +119,7 @@ GemmProblem thread_share(GemmProblem p, int threads) {
 }  // namespace
 
 CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) { return impl_->choose(*this, asked).config; }
+Runtime::GemmChoice Runtime::choice(const GemmProblem& asked) { return impl_->choose(*this, asked); }
 
 Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProblem& asked) {
   check_extents(asked);

@@ -75,10 +75,7 @@ struct Runtime::Impl {
   std::shared_ptr<const CpuCostModel> cost_model;  // null: default_for's rules
   std::mutex choices_mutex;
   // Per shape: the config compile(problem) uses and how it was chosen ("tuner", "model:NAME", "rules").
-  struct GemmChoice {
-    CpuGemmConfig config;
-    std::string path;
-  };
+  using GemmChoice = Runtime::GemmChoice;
   std::map<std::string, GemmChoice> choices;
   // TESSERA_VERBOSE: 1 logs each new kernel request (shape, kernel, how it was chosen, where it came from, compile
   // time) on stderr, 2 every GEMM call with its run time too.

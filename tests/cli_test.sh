@@ -167,6 +167,18 @@ if command -v sqlite3 >/dev/null; then
   if [[ $(sha256sum "$tmp/v2.sqlite") == "$sum_before" && $a == *'"learned":'* && $a == "$b" ]]; then ok; else
     bad "model eval of a version-2 file: changed it, or read it otherwise than version 3: $a / $b"; fi
 fi
+# The runtime's own choice held out: a tiny run's report, its first timing recorded; bad options named.
+out=$("$bin" model holdout --shapes 1 --skinny-share 0 --max-dim 16 --samples 1 --sample-ms 0.05 \
+  --records "$tmp/holdout.sqlite" --json)
+for field in runtime runtime_retest default analytic learned noise_floor paths regret_by_path problems \
+  excluded_shapes; do
+  if [[ $out == *"\"$field\":"* ]]; then ok; else bad "model holdout --json lacks $field: $out"; fi
+done
+if [[ $(sqlite3 "$tmp/holdout.sqlite" "SELECT count(*) > 1 FROM measurements WHERE family = 'holdout-general'") == 1 ]]
+then ok; else bad "model holdout --records kept nothing"; fi
+expect_bad "--shapes: must be at least 1" model holdout --shapes 0
+expect_bad "--skinny-share" model holdout --skinny-share 2
+expect_bad "is not a directory" model holdout --exclude-suites "$tmp/none"
 # A records row with malformed JSON is named, not a crash (model train, eval and features).
 cp "$tmp/r.sqlite" "$tmp/damaged.sqlite"
 if command -v sqlite3 >/dev/null && sqlite3 "$tmp/damaged.sqlite" "UPDATE measurements SET signature = '{' WHERE rowid = 1"; then

@@ -12,6 +12,7 @@
 #include "generator/gemm/cpu_gemm_spec.hpp"
 #include "generator/gemm/gemm_features.hpp"
 #include "tessera/model_eval.hpp"
+#include "tessera/model_holdout.hpp"
 
 namespace tessera::cli {
 
@@ -153,6 +154,87 @@ void add_training_options(CLI::App& app, TrainingOptions& options) {
   app.add_option("--seed", options.seed, "XGBoost's seed (row and column subsampling)");
   app.add_option("--parallel-trees", options.parallel_trees, "trees averaged per boosting round (bagging)");
 }
+
+// `tessera model holdout`: the runtime's own choice on shapes no suite holds, each timed over its whole space.
+struct HoldoutCommand {
+  HoldoutOptions options;
+  std::string records_path, suites, target = "cpu";
+  int threads = 1;
+  bool json = false, list_shapes = false;
+
+  int run() {
+    if (threads < 1) throw InvalidArgument("--threads", "must be >= 1");
+    if (options.timing.samples < 1) throw InvalidArgument("--samples", "must be >= 1");
+    if (!(options.timing.sample_ms > 0)) throw InvalidArgument("--sample-ms", "must be positive");
+    std::size_t suite_files = 0;
+    if (suites.empty())  // the suites of the tree this runs in, or of the one it was built from
+      for (const std::string& dir : {std::string("bench/suites"), std::string(TESSERA_SOURCE_DIR) + "/bench/suites"})
+        if (std::filesystem::is_directory(dir)) {
+          suites = dir;
+          break;
+        }
+    if (!suites.empty() && std::filesystem::is_directory(suites)) {
+      for (const auto& entry : std::filesystem::directory_iterator(suites)) {
+        if (entry.path().extension() != ".txt") continue;
+        try {  // the attention and sparse suites are not GEMM shapes
+          const auto shapes = load_shape_suite(entry.path().string(), suites);
+          options.excluded.insert(options.excluded.end(), shapes.begin(), shapes.end());
+          ++suite_files;
+        } catch (const InvalidArgument&) {
+        }
+      }
+    } else if (!suites.empty()) {
+      throw InvalidArgument("--exclude-suites", "'" + suites + "' is not a directory");
+    }
+    if (list_shapes) {  // the draw as a suite file: what a training suite of such shapes starts from
+      std::cout << fmt::format("# {} shapes drawn by `tessera model holdout --seed {}` ({} suite shapes excluded)\n",
+                               options.shapes, options.seed, options.excluded.size());
+      std::string family;
+      for (const SuiteShape& s : draw_holdout_shapes(options)) {
+        if (s.family != family) std::cout << "# family: " << (family = s.family) << "\n";
+        std::cout << fmt::format("{} {} {}\n", s.m, s.n, s.k);
+      }
+      return kOk;
+    }
+    RuntimeOptions runtime_options{target, threads};
+    runtime_options.cost_model = options.model;
+    Runtime runtime(runtime_options);
+    const auto records = open_records(records_path);
+    const bool tty = !json && ::isatty(STDERR_FILENO);
+    const nlohmann::json report =
+        model_holdout(runtime, options, records.get(), [&](int done, int total, const std::string& line) {
+          if (!json) std::cout << line << std::endl;
+          if (tty) std::cerr << fmt::format("\r{}/{} shapes", done, total) << (done == total ? "\n" : "");
+        });
+    if (json) {
+      nlohmann::json out = report;
+      out["excluded_shapes"] = options.excluded.size();
+      out["excluded_suite_files"] = suite_files;
+      std::cout << out.dump() << "\n";
+      return kOk;
+    }
+    const auto line = [&](const char* name, const nlohmann::json& r) {
+      std::cout << fmt::format("{:<16} mean {:5.2f}%  p90 {:5.2f}%  max {:5.2f}%\n", name,
+                               100 * r["top1_regret_mean"].get<double>(), 100 * r["top1_regret_p90"].get<double>(),
+                               100 * r["top1_regret_max"].get<double>());
+    };
+    std::cout << fmt::format("{} shapes (seed {}, {} thread{}, {}), {} suite shapes excluded; regret of the pick:\n",
+                             report["shapes"].get<int>(), options.seed, threads, threads > 1 ? "s" : "",
+                             report["target"].get<std::string>(), options.excluded.size());
+    line("runtime", report["runtime"]);
+    line("runtime retimed", report["runtime_retest"]);
+    line("default_for", report["default"]);
+    line("analytic", report["analytic"]);
+    line("learned alone", report["learned"]);
+    line("noise floor", report["noise_floor"]);
+    std::cout << "picks by path:";
+    for (const auto& [path, count] : report["paths"].items())
+      std::cout << fmt::format(" {} {} (mean {:.2f}%)", path, count.get<int>(),
+                               100 * report["regret_by_path"][path].get<double>());
+    std::cout << "\n";
+    return kOk;
+  }
+};
 }  // namespace
 
 void add_model_command(CLI::App& app, int& result) {
@@ -182,6 +264,31 @@ void add_model_command(CLI::App& app, int& result) {
       ->delimiter(',');
   eval->add_flag("--json", cmd->json, "print one JSON object");
   eval->callback([cmd, &result] { result = guarded([&] { return cmd->eval(); }); });
+
+  auto holdout_cmd = std::make_shared<HoldoutCommand>();
+  CLI::App* holdout = model->add_subcommand(
+      "holdout",
+      "the regret of the runtime's own GEMM choice on random shapes no suite holds, each timed exhaustively");
+  HoldoutOptions& o = holdout_cmd->options;
+  holdout->add_option("--shapes", o.shapes, "shapes drawn");
+  holdout->add_option("--seed", o.seed, "seed of the draw");
+  holdout->add_option("--threads", holdout_cmd->threads, "threads of the runtime (and of every timed call)");
+  holdout->add_option("--target", holdout_cmd->target, "cpu, cpu:avx512 or cpu:avx2");
+  holdout->add_option("--skinny-share", o.skinny_share, "share of skinny shapes (M 1-64, N and K 256-4096)");
+  holdout->add_option("--min-dim", o.min_dim, "smallest M, N, K of the other shapes");
+  holdout->add_option("--max-dim", o.max_dim, "largest M, N, K of the other shapes");
+  holdout->add_option("--max-macs", o.max_macs, "largest M·N·K drawn");
+  holdout->add_option("--retest-top", o.retest_top, "leaders of the first timing timed again (the noise floor)");
+  holdout->add_option("--samples", o.timing.samples, "interleaved rounds per variant");
+  holdout->add_option("--sample-ms", o.timing.sample_ms, "length of one sample");
+  holdout->add_option("--model", o.model, "the runtime's cost model: default, analytic, heuristic or a model file");
+  holdout->add_option("--exclude-suites", holdout_cmd->suites,
+                      "directory of the suites whose shapes are not drawn (default: bench/suites here or in the source "
+                      "tree)");
+  holdout->add_option("--records", holdout_cmd->records_path, "SQLite tuning records to keep the first timing in");
+  holdout->add_flag("--json", holdout_cmd->json, "print one JSON object");
+  holdout->add_flag("--list-shapes", holdout_cmd->list_shapes, "print the drawn shapes as a suite file; time nothing");
+  holdout->callback([holdout_cmd, &result] { result = guarded([&] { return holdout_cmd->run(); }); });
 }
 
 }  // namespace tessera::cli

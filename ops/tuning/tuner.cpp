@@ -85,24 +85,43 @@ Tuner::Tuner(Runtime& runtime, std::shared_ptr<const CpuCostModel> model, Measur
   if (!(options_.refine_within >= 0)) throw InvalidArgument("refine_within", "must not be negative");
 }
 
-TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
-                       const std::function<void(int, int)>& progress) {
-  // The problem as the runtime describes the operands timed for it: one row of a column-major matrix (leading
-  // dimension 1) has unit strides both ways, and the binding calls it row-major. Compiled as asked, a 1×N×K problem
-  // with a column-major A was refused at its first call (the arguments describe another signature).
+namespace {
+// The problem as the runtime describes the operands timed for it: one row of a column-major matrix (leading
+// dimension 1) has unit strides both ways, and the binding calls it row-major. Compiled as asked, a 1×N×K problem
+// with a column-major A was refused at its first call (the arguments describe another signature).
+GemmProblem as_timed(const GemmProblem& asked) {
   GemmProblem problem = asked;
   for (auto [op, rows] : {std::pair{&problem.signature.a, asked.m}, {&problem.signature.b, asked.k}})
     if (op->layout.kind() == LayoutKind::ColMajor && rows <= 1) op->layout = Layout::row_major();
+  return problem;
+}
+}  // namespace
+
+TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
+                       const std::function<void(int, int)>& progress) {
+  const GemmProblem problem = as_timed(asked);
   const CpuTarget& target = runtime_.target();
   const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
-  TuneResult result;
-  result.problem = problem;
-  result.space = space.size();
-  result.ranked_by = model_->name();
   GemmProblem ranked = problem;  // the model ranks for the conditions the variants are timed in
   ranked.b_cold = problem.b_cold || options_.cold_b;
   const std::vector<std::size_t> order = rank_by_score(model_->score(ranked, space, target));
   const std::size_t take = options_.exhaustive ? space.size() : std::min<std::size_t>(options_.top_k, space.size());
+  std::vector<CpuGemmConfig> chosen;
+  for (std::size_t i = 0; i < take; ++i) chosen.push_back(space[order[i]]);
+  TuneResult result = measure(problem, chosen, family, progress);
+  result.space = space.size();
+  result.ranked_by = model_->name();
+  return result;
+}
+
+TuneResult Tuner::measure(const GemmProblem& asked, const std::vector<CpuGemmConfig>& configs,
+                          const std::string& family, const std::function<void(int, int)>& progress) {
+  const GemmProblem problem = as_timed(asked);
+  const CpuTarget& target = runtime_.target();
+  TuneResult result;
+  result.problem = problem;
+  result.space = configs.size();
+  result.ranked_by = "given";
   MeasurementLog log(records_, {.op = "gemm",
                                 .problem = record_problem(problem),
                                 .family = family,
@@ -119,8 +138,8 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
     double recorded_ns = -1;
   };
   std::vector<Candidate> candidates;
-  for (std::size_t i = 0; i < take; ++i) {
-    Candidate c{space[order[i]], CpuGemmSpec{problem.signature, space[order[i]], target}, {}, -1};
+  for (const CpuGemmConfig& config : configs) {
+    Candidate c{config, CpuGemmSpec{problem.signature, config, target}, {}, -1};
     c.recorded_ns = log.recorded_ns(c.spec.hash().hex());
     if (c.recorded_ns < 0)
       c.kernel = std::async(std::launch::async, [this, &problem, config = c.config] {

@@ -132,6 +132,13 @@ class Runtime {
   GemmKernel compile(const GemmProblem& problem);
   // The config compile(problem) uses.
   CpuGemmConfig choose_config(const GemmProblem& problem);
+  // That config and the path that picked it: "model:NAME" (the cost model ranked the variant space), "rules"
+  // (default_for: no model, or the problem outside the model's training range) or "tuner" (a tuning budget).
+  struct GemmChoice {
+    CpuGemmConfig config;
+    std::string path;
+  };
+  GemmChoice choice(const GemmProblem& problem);
   GemmKernel compile(const GemmProblem& problem, const CpuGemmConfig& config);
   // describe + compile + run.
   void gemm(const GemmArgs& args);

@@ -53,6 +53,9 @@ class Tuner {
   // `progress(done, total)` is called after each timed sample (total: samples × variants measured now).
   TuneResult tune(const GemmProblem& problem, const std::string& family,
                   const std::function<void(int, int)>& progress = {});
+  // The given configs measured as tune() measures its top k (in their order; none skipped for being slower).
+  TuneResult measure(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs, const std::string& family,
+                     const std::function<void(int, int)>& progress = {});
 
  private:
   Runtime& runtime_;
