@@ -9,7 +9,11 @@ namespace tessera {
 
 namespace {
 
-constexpr int kChains = 16;  // enough independent accumulators for either kind of core: 2 units × latency 4, twice
+// Enough independent accumulators for either kind of core (2 units × latency 4 = 8 in flight), and few enough that
+// the AVX2 loop's accumulators and two operands fit its 16 registers: with 16 chains GCC -O3 kept three on the stack,
+// whose store-to-load latency slowed the 256-bit loop so much that a Zen 4 (512-bit FMAs split in halves) measured
+// as a core with two full-width units.
+constexpr int kChains = 12;
 constexpr long kIterations = 4096;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

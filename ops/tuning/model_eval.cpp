@@ -13,6 +13,7 @@
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_features.hpp"
 #include "generator/gemm/gemm_variants.hpp"
+#include "tessera/tuning_records.hpp"
 
 namespace tessera {
 
@@ -106,13 +107,31 @@ nlohmann::json summary(const Outcome& o, bool with_tau) {
           {"measurements_to_99", with_tau ? to_reach(0.99) : nlohmann::json()},
           {"top1_regret_by_family", family_regret}};
 }
+// Descriptions of one machine kind written by different tessera versions (before the L3 and the FMA rate were
+// described) name the same caches and FMA rate once hardware_target reads them: one description for all of them, so
+// that their records pool. A description without caches stays as it is.
+std::string canonical_hardware(const std::string& hardware) {
+  CpuTarget unknown;
+  unknown.isa = CpuIsa::Avx512;
+  unknown.l1d_bytes = unknown.l2_bytes = unknown.l3_bytes = 0;
+  unknown.vector_fmas_per_cycle = 0;
+  const CpuTarget t = TuningRecords::hardware_target(unknown, hardware);
+  if (t.l1d_bytes == 0) return hardware;
+  return fmt::format("{}; L1d {} KiB, L2 {} KiB, L3 {} KiB, AVX-512 FMAs {}/cycle",
+                     hardware.substr(0, hardware.find(';')), t.l1d_bytes >> 10, t.l2_bytes >> 10, t.l3_bytes >> 10,
+                     t.vector_fmas_per_cycle);
+}
 }  // namespace
 
 std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target) {
   // The most common hardware and thread count among this target's records.
   std::map<std::pair<std::string, int>, int> settings;
-  for (const auto& r : records)
-    if (r.target == target) ++settings[{r.hardware, r.threads}];
+  std::map<std::string, std::string> canonical;  // each description's canonical form
+  for (const auto& r : records) {
+    auto [at, added] = canonical.try_emplace(r.hardware);
+    if (added) at->second = canonical_hardware(r.hardware);
+    if (r.target == target) ++settings[{at->second, r.threads}];
+  }
   if (settings.empty()) return {};
   const auto setting =
       std::max_element(settings.begin(), settings.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
@@ -121,7 +140,8 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
   std::map<Key, RecordedProblem> grouped;
   std::map<Key, std::vector<double>> spreads;
   for (const auto& r : records) {
-    if (r.op != "gemm" || r.target != target || r.hardware != setting.first || r.threads != setting.second) continue;
+    if (r.op != "gemm" || r.target != target || canonical[r.hardware] != setting.first || r.threads != setting.second)
+      continue;
     const GemmExtents size = gemm_extents(r);
     const Key key{r.signature, size.m, size.n, size.k, size.batch, r.b_cold};
     RecordedProblem& p = grouped[key];
@@ -140,7 +160,7 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
         p.problem.m = size.m, p.problem.n = size.n, p.problem.k = size.k, p.problem.batch = size.batch;
         p.problem.signature = GemmSignature::from_json(parsed(r.signature, "signature"));
         p.family = r.family;
-        p.hardware = r.hardware;
+        p.hardware = setting.first;
         p.problem.b_cold = r.b_cold;  // timed with B evicted from the caches before each call
       }
       p.configs.push_back(CpuGemmConfig::from_json(parsed(r.config, "config")));

@@ -312,6 +312,31 @@ std::vector<RecordedProblem> synthetic_problems(const CpuTarget& t, int count) {
   return problems;
 }
 
+// Records of one machine kind described by two tessera versions (before and after the L3 and the FMA rate were
+// described) pool into one set of problems; a machine with another FMA rate stays apart.
+TEST(ModelEval, DescriptionsOfOneMachineKindPool) {
+  const CpuTarget t = avx512();
+  const GemmProblem p = problem(64, 256, 128), q = problem(96, 96, 96);
+  const auto space = cpu_variants(p, t), other = cpu_variants(q, t);
+  const std::string old_text = "AMD EPYC (family 25); L1d 32 KiB, L2 1024 KiB",
+                    new_text = "AMD EPYC (family 25); L1d 32 KiB, L2 1024 KiB, L3 32768 KiB, AVX-512 FMAs 1/cycle",
+                    fma2_text = "AMD EPYC (family 25); L1d 32 KiB, L2 1024 KiB, L3 32768 KiB, AVX-512 FMAs 2/cycle";
+  std::vector<TuningRecord> records;
+  const auto add = [&](const GemmProblem& at, const CpuGemmConfig& c, const std::string& hardware, double ns) {
+    records.push_back({c.to_json().dump(), "gemm", record_problem(at), "square", at.signature.to_json().dump(),
+                       c.to_json().dump(), t.str(), hardware, 1, ns, 0.01, 5, "0.3.0", "2026-11-27T00:00:00Z"});
+  };
+  for (int i = 0; i < 3; ++i) add(p, space[i], old_text, 100.0 + i);
+  for (int i = 0; i < 3; ++i) add(q, other[i], new_text, 200.0 + i);
+  for (int i = 0; i < 5; ++i) add(problem(32, 32, 32), cpu_variants(problem(32, 32, 32), t)[0], fma2_text, 50.0 + i);
+  const auto problems = recorded_problems(records, t.str());
+  ASSERT_EQ(problems.size(), 2u) << "the two descriptions of one machine: two problems, the other machine's left out";
+  for (const auto& rp : problems) {
+    EXPECT_EQ(rp.configs.size(), 3u);
+    EXPECT_EQ(rp.hardware, new_text);
+  }
+}
+
 TEST(ModelEval, ANoiseFloorCountsOnlyVariantsTimedMoreThanOnce) {
   const CpuTarget t = avx512();
   const GemmProblem p = problem(64, 256, 128);

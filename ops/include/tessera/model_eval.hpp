@@ -27,7 +27,8 @@ struct RecordedProblem {
 };
 
 // Groups one target's records (one hardware, one thread count: the most common) into problems with at least two
-// measured variants, in a stable order.
+// measured variants, in a stable order. Hardware descriptions that name the same caches and FMA rate (written by
+// different tessera versions) count as one.
 std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target);
 
 TrainingSet training_set(const std::vector<RecordedProblem>& problems, const CpuTarget& target);
