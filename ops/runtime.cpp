@@ -127,7 +127,8 @@ Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProb
   GemmProblem ranked = problem;
   ranked.b_cold = problem.b_cold || b_arrives_cold(problem, target);
   const GemmProblem share = thread_share(ranked, problem.threads > 0 ? std::min(problem.threads, threads) : threads);
-  if (!cost_model || !cost_model->covers(ranked, target)) return {CpuGemmConfig::default_for(problem, target), "rules"};
+  if (!cost_model || !cost_model->covers(ranked, target))
+    return {CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold};
   // What makes two problems the same shape: operand types and layouts, the epilogue and its tensors, the sizes
   // (and each thread's share of the batch).
   const GemmSignature& g = problem.signature;
@@ -146,13 +147,13 @@ Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProb
     TuneOptions tune;
     tune.top_k = options.tuning_budget;
     const TuneResult r = Tuner(runtime, cost_model, nullptr, tune).tune(ranked, "runtime");
-    choice = r.measured.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules"}
-                                : GemmChoice{r.measured[r.best].config, "tuner"};
+    choice = r.measured.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold}
+                                : GemmChoice{r.measured[r.best].config, "tuner", ranked.b_cold};
   } else {
     const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
-    choice = space.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules"}
+    choice = space.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold}
                            : GemmChoice{space[rank_by_score(cost_model->score(share, space, target))[0]],
-                                        "model:" + cost_model->name()};
+                                        "model:" + cost_model->name(), ranked.b_cold};
   }
   std::lock_guard lock(choices_mutex);
   return choices.emplace(key, choice).first->second;

@@ -227,6 +227,12 @@ struct HoldoutCommand {
     line("analytic", report["analytic"]);
     line("learned alone", report["learned"]);
     line("noise floor", report["noise_floor"]);
+    for (const auto& [name, r] : report["compare"].items()) line(name.c_str(), r);
+    for (const auto& [name, c] : report["by_condition"].items())
+      std::cout << fmt::format("{} shapes timed {}: runtime mean {:.2f}%, default_for {:.2f}%\n",
+                               c["shapes"].get<int>(), name == "b_cold" ? "with B cold" : "with B warm",
+                               100 * c["runtime"]["top1_regret_mean"].get<double>(),
+                               100 * c["default"]["top1_regret_mean"].get<double>());
     std::cout << "picks by path:";
     for (const auto& [path, count] : report["paths"].items())
       std::cout << fmt::format(" {} {} (mean {:.2f}%)", path, count.get<int>(),
@@ -282,6 +288,8 @@ void add_model_command(CLI::App& app, int& result) {
   holdout->add_option("--samples", o.timing.samples, "interleaved rounds per variant");
   holdout->add_option("--sample-ms", o.timing.sample_ms, "length of one sample");
   holdout->add_option("--model", o.model, "the runtime's cost model: default, analytic, heuristic or a model file");
+  holdout->add_option("--compare", o.compare, "other models (names or files) judged on the same timings")
+      ->delimiter(',');
   holdout->add_option("--exclude-suites", holdout_cmd->suites,
                       "directory of the suites whose shapes are not drawn (default: bench/suites here or in the source "
                       "tree)");

@@ -108,18 +108,29 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
   const CpuTarget& target = runtime.target();
   const LoadedCostModel learned = load_cpu_cost_model(options.model, target);
   const LoadedCostModel analytic = load_cpu_cost_model("analytic", target);
+  std::vector<LoadedCostModel> compared;
+  for (const std::string& name : options.compare) compared.push_back(load_cpu_cost_model(name, target));
+  std::vector<std::vector<double>> compared_regret(compared.size());
   TuneOptions timing = options.timing;
   timing.compile_limit_s = std::max(timing.compile_limit_s, 600.0);  // every variant, however long it compiles
-  Tuner first(runtime, learned.model, records, timing), second(runtime, learned.model, nullptr, timing);
+  // Each shape is timed in the condition the runtime ranked it for: B left in the caches between calls, or evicted
+  // before each (a few rows times a B beyond L2, which the runtime takes for a layer's weights read once per step).
+  TuneOptions cold = timing;
+  cold.cold_b = true;
+  Tuner first(runtime, learned.model, records, timing), second(runtime, learned.model, nullptr, timing),
+      first_cold(runtime, learned.model, records, cold), second_cold(runtime, learned.model, nullptr, cold);
 
   std::vector<double> runtime_regret, retest_regret, default_regret, analytic_regret, learned_regret, noise;
   std::map<std::string, int> paths;
+  // The runtime's and default_for's regrets apart by the condition timed (B warm, B cold).
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_condition;
   std::map<std::string, std::vector<double>> by_path;
   nlohmann::json problems = nlohmann::json::array();
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const SuiteShape& s = shapes[i];
-    const GemmProblem p = problem_of(s, runtime.threads());
+    GemmProblem p = problem_of(s, runtime.threads());
     const Runtime::GemmChoice pick = runtime.choice(p);
+    p.b_cold = pick.b_cold;  // every model ranks for the condition the variants are timed in
     std::vector<CpuGemmConfig> space = cpu_variants(p, target);
     const auto top1 = [&](const LoadedCostModel& m) {
       return m.model ? space[rank_by_score(m.model->score(p, space, target))[0]]
@@ -131,7 +142,7 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
     std::vector<CpuGemmConfig> configs = space;
     for (const CpuGemmConfig& c : {pick.config, by_default})
       if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
-    const TuneResult r1 = first.measure(p, configs, "holdout-" + s.family);
+    const TuneResult r1 = (p.b_cold ? first_cold : first).measure(p, configs, "holdout-" + s.family);
     const double best1 = fastest(r1);
     const auto regret = [&](const TuneResult& r, const CpuGemmConfig& c) { return time_of(r, c) / fastest(r) - 1.0; };
     // The leaders of the first timing and the picks, timed again: the first timing's best as the second judges it
@@ -144,13 +155,18 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
       leaders.push_back(ranked[j].second);
     for (const CpuGemmConfig& c : {pick.config, by_default})
       if (std::find(leaders.begin(), leaders.end(), c) == leaders.end()) leaders.push_back(c);
-    const TuneResult r2 = second.measure(p, leaders, "holdout-retest");
+    const TuneResult r2 = (p.b_cold ? second_cold : second).measure(p, leaders, "holdout-retest");
     if (std::isnan(time_of(r1, pick.config)) || std::isnan(time_of(r2, pick.config)) || ranked.empty())
       throw Error(fmt::format("holdout: {}x{}x{}: the runtime's pick was not measured", s.m, s.n, s.k));
 
     const double r_runtime = regret(r1, pick.config), r_retest = regret(r2, pick.config);
     const double r_default = regret(r1, by_default), r_analytic = regret(r1, by_analytic),
                  r_learned = regret(r1, by_learned), floor = regret(r2, ranked[0].second);
+    nlohmann::json compared_json = nlohmann::json::object();
+    for (std::size_t c = 0; c < compared.size(); ++c) {
+      compared_regret[c].push_back(regret(r1, top1(compared[c])));
+      compared_json[options.compare[c]] = compared_regret[c].back();
+    }
     runtime_regret.push_back(r_runtime);
     retest_regret.push_back(r_retest);
     default_regret.push_back(r_default);
@@ -158,12 +174,16 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
     learned_regret.push_back(r_learned);
     noise.push_back(floor);
     ++paths[pick.path];
+    auto& condition = by_condition[p.b_cold ? "b_cold" : "b_warm"];
+    condition.first.push_back(r_runtime);
+    condition.second.push_back(r_default);
     by_path[pick.path].push_back(r_runtime);
     const double gflops = 2.0 * static_cast<double>(s.m * s.n * s.k);
     problems.push_back({{"m", s.m},
                         {"n", s.n},
                         {"k", s.k},
                         {"family", s.family},
+                        {"b_cold", p.b_cold},
                         {"path", pick.path},
                         {"pick", pick.config.to_json()},
                         {"best", ranked[0].second.to_json()},
@@ -174,14 +194,23 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
                         {"default_regret", r_default},
                         {"analytic_regret", r_analytic},
                         {"learned_regret", r_learned},
-                        {"noise_floor", floor}});
+                        {"noise_floor", floor},
+                        {"compare", compared_json}});
     if (progress)
-      progress(static_cast<int>(i) + 1, static_cast<int>(shapes.size()),
-               fmt::format("{}x{}x{} [{}] {} variants, best {:.1f} GFLOP/s; runtime ({}) {:+.1f}% (retimed {:+.1f}%), "
-                           "default {:+.1f}%, noise {:+.1f}%",
-                           s.m, s.n, s.k, s.family, r1.measured.size(), gflops / best1, pick.path, 100 * r_runtime,
-                           100 * r_retest, 100 * r_default, 100 * floor));
+      progress(
+          static_cast<int>(i) + 1, static_cast<int>(shapes.size()),
+          fmt::format("{}x{}x{} [{}{}] {} variants, best {:.1f} GFLOP/s; runtime ({}) {:+.1f}% (retimed {:+.1f}%), "
+                      "default {:+.1f}%, noise {:+.1f}%",
+                      s.m, s.n, s.k, s.family, p.b_cold ? ", B cold" : "", r1.measured.size(), gflops / best1,
+                      pick.path, 100 * r_runtime, 100 * r_retest, 100 * r_default, 100 * floor));
   }
+  nlohmann::json compare = nlohmann::json::object();
+  for (std::size_t c = 0; c < compared.size(); ++c) compare[options.compare[c]] = regret_summary(compared_regret[c]);
+  nlohmann::json conditions = nlohmann::json::object();
+  for (const auto& [name, regrets] : by_condition)
+    conditions[name] = {{"shapes", regrets.first.size()},
+                        {"runtime", regret_summary(regrets.first)},
+                        {"default", regret_summary(regrets.second)}};
   nlohmann::json path_regret = nlohmann::json::object();
   for (const auto& [path, r] : by_path) path_regret[path] = mean(r);
   return {{"shapes", shapes.size()},
@@ -197,6 +226,8 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
           {"noise_floor", regret_summary(noise)},
           {"paths", paths},
           {"regret_by_path", path_regret},
+          {"compare", compare},
+          {"by_condition", conditions},
           {"problems", problems}};
 }
 

@@ -590,6 +590,17 @@ TEST(RuntimeChoice, CostModelsAndTuningBudgetComputeTheRightResult) {
   if (runtime.target().avx512_bf16) {
     EXPECT_EQ(runtime.choose_config(p), CpuGemmConfig::default_for(p, runtime.target()));
   }
+  // The choice says its path and the condition it was ranked for: a few rows times a B beyond L2 as B cold.
+  GemmProblem skinny;
+  skinny.m = 4, skinny.n = skinny.k = 2048;  // B 16 MiB
+  skinny.signature.c = {DType::f32, Layout::zero()};
+  const Runtime::GemmChoice cold = runtime.choice(skinny);
+  EXPECT_TRUE(cold.b_cold);
+  EXPECT_EQ(cold.config, runtime.choose_config(skinny));
+  skinny.m = 512;
+  EXPECT_FALSE(runtime.choice(skinny).b_cold);
+  EXPECT_TRUE(runtime.choice(skinny).path == "rules" || runtime.choice(skinny).path.rfind("model:", 0) == 0)
+      << runtime.choice(skinny).path;
   RuntimeOptions bad;
   bad.cost_model = "/nonexistent/model.json";
   EXPECT_THROW(Runtime{bad}, InvalidArgument);

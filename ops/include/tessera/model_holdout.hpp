@@ -1,7 +1,9 @@
 // The runtime's own GEMM choice held out for real: shapes drawn at random outside every suite, each timed over its
 // whole variant space, and the regret of the kernel the runtime picks on its own (through whichever path picks it:
 // the learned model, default_for's rules outside the model's range, ...) beside what default_for, the analytic model
-// and the learned model alone would have picked, with a second timing of the leaders as the noise floor.
+// and the learned model alone would have picked, with a second timing of the leaders as the noise floor. Each shape is
+// timed in the condition the runtime ranked it for (B warm, or B evicted before each call:
+// Runtime::GemmChoice::b_cold).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,9 @@ struct HoldoutOptions {
   // The runtime's cost model (RuntimeOptions::cost_model: "default", "analytic", "heuristic" or a model file), also
   // the "learned" column's.
   std::string model = "default";
+  // Other cost models (names or files) whose top-1 picks are judged on the same timings: a paired comparison, free
+  // of the run-to-run noise two separate runs would add.
+  std::vector<std::string> compare;
 };
 
 // The shapes draw_holdout_shapes gives for these options (deterministic in the seed).
@@ -37,7 +42,8 @@ std::vector<SuiteShape> draw_holdout_shapes(const HoldoutOptions& options);
 
 // {"shapes", "threads", "target", "seed", "runtime", "runtime_retest", "default", "analytic", "learned" (each
 // {"top1_regret_mean", "top1_regret_p90", "top1_regret_max"}), "noise_floor" (the same over the first timing's best
-// as the second timing judges it), "paths" {path: picks}, "regret_by_path" {path: mean}, "problems": [...]}.
+// as the second timing judges it), "paths" {path: picks}, "regret_by_path" {path: mean}, "compare" {model: the same
+// summary}, "by_condition" {"b_warm"|"b_cold": {"shapes", "runtime", "default"}}, "problems": [...]}.
 // `records` (may be null) keeps the first timing of every variant. `progress(done, total, line)` follows each shape.
 nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, MeasurementStore* records,
                              const std::function<void(int, int, const std::string&)>& progress = {});

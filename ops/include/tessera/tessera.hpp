@@ -134,9 +134,11 @@ class Runtime {
   CpuGemmConfig choose_config(const GemmProblem& problem);
   // That config and the path that picked it: "model:NAME" (the cost model ranked the variant space), "rules"
   // (default_for: no model, or the problem outside the model's training range) or "tuner" (a tuning budget).
+  // b_cold: ranked for B arriving cold (a few rows times a B beyond L2: a layer's weights read once per step).
   struct GemmChoice {
     CpuGemmConfig config;
     std::string path;
+    bool b_cold = false;
   };
   GemmChoice choice(const GemmProblem& problem);
   GemmKernel compile(const GemmProblem& problem, const CpuGemmConfig& config);
