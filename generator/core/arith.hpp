@@ -1,8 +1,9 @@
-// Integer rounding and the median: the small arithmetic every part of tessera (tilings, plans, features, the tuner and
-// the benchmarks) shares.
+// Integer rounding, the median, quantiles and the mean: the small arithmetic every part of tessera (tilings, plans,
+// features, the tuner and the benchmarks) shares.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +28,22 @@ inline double midpoint_median(std::vector<double> v) {
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
   std::nth_element(v.begin(), mid, v.end());
   return v.size() % 2 ? *mid : (*std::max_element(v.begin(), mid) + *mid) / 2;
+}
+
+// The element at rank q·size in order (q in [0, 1]; 1: the largest); NaN for no samples. For regret summaries.
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(
+      std::min<double>(static_cast<double>(v.size()) - 1, q * static_cast<double>(v.size())))];
+}
+
+// NaN for no samples.
+inline double mean(const std::vector<double>& v) {
+  if (v.empty()) return NAN;
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
 }
 
 }  // namespace tessera

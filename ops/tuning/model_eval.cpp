@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_features.hpp"
 #include "generator/gemm/gemm_variants.hpp"
@@ -18,17 +19,6 @@
 namespace tessera {
 
 namespace {
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(
-      std::min<double>(static_cast<double>(v.size()) - 1, q * static_cast<double>(v.size())))];
-}
-
-double mean(const std::vector<double>& v) {
-  return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
 // Kendall's τ-b between predicted scores (lower = faster) and measured times.
 double kendall_tau(const std::vector<double>& predicted, const std::vector<double>& measured) {
   double concordant = 0, discordant = 0, ties_p = 0, ties_m = 0;

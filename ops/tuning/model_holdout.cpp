@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "tessera/cost_models.hpp"
@@ -17,17 +18,6 @@
 namespace tessera {
 
 namespace {
-
-double mean(const std::vector<double>& v) {
-  return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(
-      std::min<double>(static_cast<double>(v.size()) - 1, q * static_cast<double>(v.size())))];
-}
 
 nlohmann::json regret_summary(const std::vector<double>& regret) {
   return {{"top1_regret_mean", mean(regret)},

@@ -7,18 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "tessera/tessera.h"
-
-static int failures = 0;
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (!(cond)) {                                \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-      ++failures;                                 \
-    }                                             \
-  } while (0)
 
 static float uniform(unsigned* seed) {
   *seed = *seed * 1103515245u + 12345u;

@@ -5,18 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "tessera/tessera.h"
-
-static int failures = 0;
-#define CHECK(cond, ...)                         \
-  do {                                           \
-    if (!(cond)) {                               \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                       \
-      printf("\n");                              \
-      ++failures;                                \
-    }                                            \
-  } while (0)
 
 static float value(unsigned* seed) {
   *seed = *seed * 1103515245u + 12345u;
@@ -107,7 +97,8 @@ int main(void) {
   args.alpha = 1.0f;
   tessera_gemm_kernel* kernel = NULL;
   CHECK(tessera_gemm_compile(rt, &args, &kernel) == TESSERA_OK && kernel, "compile: %s", tessera_last_error());
-  CHECK(strncmp(tessera_gemm_kernel_name(kernel), "gemm_f32", 8) == 0, "kernel name %s", tessera_gemm_kernel_name(kernel));
+  CHECK(strncmp(tessera_gemm_kernel_name(kernel), "gemm_f32", 8) == 0, "kernel name %s",
+        tessera_gemm_kernel_name(kernel));
   for (int i = 0; i < 30; ++i) a[i] = (float)(i % 5);
   for (int i = 0; i < 24; ++i) d[i] = -1;
   int rows = 6;
@@ -136,12 +127,12 @@ int main(void) {
   CHECK(d[0] == -7 && d[23] == -7, "d written by a rejected call");
   args.b.shape[0] = 5;
   args.epilogue = "gelu(acc";
-  CHECK(tessera_gemm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "column"),
-        "epilogue: %s", tessera_last_error());
+  CHECK(tessera_gemm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "column"), "epilogue: %s",
+        tessera_last_error());
   args.epilogue = NULL;
   args.a.dtype = (tessera_dtype)9;
-  CHECK(tessera_gemm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "a: dtype 9"),
-        "dtype: %s", tessera_last_error());
+  CHECK(tessera_gemm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "a: dtype 9"), "dtype: %s",
+        tessera_last_error());
   args.a.dtype = TESSERA_F32;
   args.a.rank = 7;
   CHECK(tessera_gemm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "a: rank"), "rank: %s",
