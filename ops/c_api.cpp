@@ -156,6 +156,10 @@ tessera::AttentionArgs attention_args(const tessera_attention_args* a) {
 
 tessera::SparseMatrix sparse_matrix(const tessera_sparse_matrix& m, const char* name) {
   tessera::SparseMatrix out;
+  if (m.block_rows < 0 || m.block_cols < 0)
+    throw tessera::InvalidArgument(
+        std::string(name) + ".block_rows/block_cols",
+        "must be >= 0 (0 or 1: CSR), got " + std::to_string(m.block_rows) + "x" + std::to_string(m.block_cols));
   const bool blocked = m.block_rows > 1 || m.block_cols > 1;
   out.format = blocked ? tessera::SparseFormat::Bsr : tessera::SparseFormat::Csr;
   out.rows = m.rows, out.cols = m.cols;

@@ -130,7 +130,8 @@ BoundSparse bind_sparse(const py::handle& h, const std::string& name) {
   m.rows = shape[0], m.cols = shape[1];
   if (py::hasattr(h, "blocksize")) {
     const auto block = py::cast<std::vector<int>>(h.attr("blocksize"));
-    if (block.size() != 2) fail(name + ".blocksize", "must have two extents");
+    if (block.size() != 2 || block[0] < 1 || block[1] < 1)
+      fail(name + ".blocksize", "must be two extents of at least 1");
     m.block_rows = block[0], m.block_cols = block[1];
     m.format = m.block_rows > 1 || m.block_cols > 1 ? SparseFormat::Bsr : SparseFormat::Csr;
   }
@@ -147,6 +148,11 @@ BoundSparse bind_sparse(const py::handle& h, const std::string& name) {
   };
   const py::array offsets = index_array("indptr"), indices = index_array("indices");
   if (offsets.itemsize() != indices.itemsize()) fail(name + ".indices", "must have the dtype of indptr");
+  // The inspector reads block_rows + 1 offsets: a shorter array would be read past its end.
+  if (m.rows >= 0 && offsets.shape(0) != m.block_row_count() + 1)
+    fail(name + ".indptr", "holds " + std::to_string(offsets.shape(0)) + " offsets; " + std::to_string(m.rows) +
+                               " rows in blocks of " + std::to_string(m.block_rows) + " need " +
+                               std::to_string(m.block_row_count() + 1));
   m.index_bits = static_cast<int>(offsets.itemsize() * 8);
   m.row_offsets = offsets.data();
   m.col_indices = indices.data();

@@ -85,6 +85,10 @@ def test_bad_input_is_named():
         tessera.spmm(tessera.CsrMatrix(a.indptr, a.indices, a.data.astype(np.float64), a.shape), b)
     with pytest.raises(tessera.Error, match="values"):
         tessera.spmm(tessera.CsrMatrix(a.indptr, a.indices, a.data[:-1], a.shape), b)
+    with pytest.raises(tessera.Error, match="indptr: holds 20 offsets"):
+        tessera.spmm(tessera.CsrMatrix(a.indptr[:-1], a.indices, a.data, a.shape), b)
+    with pytest.raises(tessera.Error, match="block"):
+        tessera.spmm(tessera.CsrMatrix(a.indptr, a.indices, a.data, a.shape, blocksize=(0, 2)), b)
     with pytest.raises(tessera.Error, match="b"):
         tessera.spmm(a, ints(19, 4))
     with pytest.raises(tessera.Error, match="sparse matrix"):

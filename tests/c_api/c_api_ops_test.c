@@ -261,6 +261,10 @@ static void check_spmm(tessera_runtime* rt) {
         "plan of a malformed pattern: %s", tessera_last_error());
   swap = a.indices[p];
   a.indices[p] = a.indices[p + 1], a.indices[p + 1] = swap;
+  args.a.block_rows = -2;
+  CHECK(tessera_spmm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "block_rows"),
+        "negative block: %s", tessera_last_error());
+  args.a.block_rows = 0;
   args.a.dtype = (tessera_dtype)5;
   CHECK(tessera_spmm(rt, &args) == TESSERA_INVALID_ARGUMENT && strstr(tessera_last_error(), "a.dtype"),
         "sparse dtype: %s", tessera_last_error());
