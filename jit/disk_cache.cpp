@@ -28,6 +28,7 @@ constexpr std::string_view kMagic = "tessera-kernel-cache 1\n";
 constexpr const char* kSuffix = ".kernel";
 // A temporary file this old was left by a process that died while writing it.
 constexpr auto kStaleTemporary = std::chrono::hours(1);
+constexpr int kStoresPerScan = 64;  // stores between directory scans for eviction (see State)
 
 std::string env(const char* name) { return environment(name); }
 std::string unique_suffix() { return unique_file_suffix(); }
@@ -130,6 +131,11 @@ struct DiskCache::State {
   mutable std::mutex mutex;
   std::string warning;  // non-empty: memory only
   std::atomic<bool> writable{true};
+  // The directory's size as of the last scan plus what this process stored since: a store scans the directory (for
+  // eviction) only when that passes the cap or after kStoresPerScan stores, which catch other processes' entries. A
+  // scan per store took tens of milliseconds with 20,000 entries.
+  std::uint64_t bytes_since_scan = 0;
+  int stores_since_scan = -1;  // -1: no scan yet
 };
 
 DiskCache::DiskCache(fs::path dir, std::uint64_t max_bytes)
@@ -224,7 +230,13 @@ void DiskCache::store(const Hash128& key, std::string_view name, std::string_vie
     }
     return;
   }
-  evict_to(max_bytes_);
+  std::lock_guard lock(state_->mutex);
+  state_->bytes_since_scan += header.size() + payload.size();
+  if (state_->stores_since_scan < 0 || ++state_->stores_since_scan >= kStoresPerScan ||
+      state_->bytes_since_scan > max_bytes_) {
+    state_->bytes_since_scan = evict_to(max_bytes_);
+    state_->stores_since_scan = 0;
+  }
 }
 
 std::vector<DiskCacheEntry> DiskCache::list() const {
@@ -287,9 +299,21 @@ int DiskCache::clear() const {
   return removed;
 }
 
-void DiskCache::evict_to(std::uint64_t max_bytes) const {
+std::uint64_t DiskCache::evict_to(std::uint64_t max_bytes) const {
+  // Sizes and times only (no header reads: this runs on stores).
+  std::vector<DiskCacheEntry> entries;
+  std::error_code scan_error;
+  for (fs::directory_iterator it(dir_, scan_error), end; !scan_error && it != end; it.increment(scan_error)) {
+    if (!is_entry(it->path())) continue;
+    std::error_code ignored;
+    DiskCacheEntry e;
+    e.path = it->path();
+    e.bytes = it->file_size(ignored);
+    e.last_used = it->last_write_time(ignored);
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.last_used > b.last_used; });
   std::uint64_t total = 0;
-  std::vector<DiskCacheEntry> entries = list();
   for (const auto& e : entries) total += e.bytes;
   // Least recently used first, until the rest fits.
   for (auto it = entries.rbegin(); total > max_bytes && it != entries.rend(); ++it) {
@@ -304,6 +328,7 @@ void DiskCache::evict_to(std::uint64_t max_bytes) const {
     if (is_temporary(it->path()) && now - fs::last_write_time(it->path(), ignored) > kStaleTemporary)
       fs::remove(it->path(), ignored);
   }
+  return total;
 }
 
 }  // namespace tessera

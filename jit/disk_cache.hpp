@@ -66,7 +66,8 @@ class DiskCache {
   std::vector<DiskCacheEntry> list() const;  // most recently used first
   DiskCacheVerify verify() const;            // checks every entry, removing the damaged ones
   int clear() const;                         // removes every entry; returns how many
-  void evict_to(std::uint64_t max_bytes) const;
+  // Removes the least recently used entries until the rest fit; returns the bytes left.
+  std::uint64_t evict_to(std::uint64_t max_bytes) const;
 
   const std::filesystem::path& dir() const { return dir_; }
   std::uint64_t max_bytes() const { return max_bytes_; }
