@@ -50,22 +50,31 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
       runs.push_back(s);
     }
   for (GemmShape s : runs) {
-    s.bf16 = options.bf16;
+    s.inputs = options.inputs;
     std::vector<float> a(static_cast<std::size_t>(s.batch * s.m * s.k)),
         b(static_cast<std::size_t>(s.batch * s.k * s.n));
     for (auto& x : a) x = dist(rng);
     for (auto& x : b) x = dist(rng);
     std::vector<std::uint16_t> a16, b16;
-    if (s.bf16) {
+    std::vector<std::uint8_t> a8;
+    std::vector<std::int8_t> b8;
+    const void* a_data = a.data();
+    const void* b_data = b.data();
+    std::size_t b_element_bytes = 4;
+    if (s.inputs == GemmInputs::bf16) {
       for (float x : a) a16.push_back(to_bf16(x));
       for (float x : b) b16.push_back(to_bf16(x));
+      a_data = a16.data(), b_data = b16.data(), b_element_bytes = 2;
+    } else if (s.inputs == GemmInputs::int8) {
+      // Every value of each type: the i32 sums of both libraries are exact, so their f32 results agree exactly.
+      for (float x : a) a8.push_back(static_cast<std::uint8_t>(std::lround((x + 1) * 127.5f)));
+      for (float x : b) b8.push_back(static_cast<std::int8_t>(std::lround(x * 127.0f)));
+      a_data = a8.data(), b_data = b8.data(), b_element_bytes = 1;
     }
-    const void* a_data = s.bf16 ? static_cast<const void*>(a16.data()) : a.data();
-    const void* b_data = s.bf16 ? static_cast<const void*>(b16.data()) : b.data();
     std::vector<std::vector<float>> c(peers.size(), std::vector<float>(static_cast<std::size_t>(s.batch * s.m * s.n)));
     if (options.cold_b) {  // every library reads the same B, so one eviction serves each of them
       sampling.cold = b_data;
-      sampling.cold_bytes = static_cast<std::size_t>(s.batch * s.k * s.n) * (s.bf16 ? 2 : 4);
+      sampling.cold_bytes = static_cast<std::size_t>(s.batch * s.k * s.n) * b_element_bytes;
     }
 
     for (int threads : options.threads) {

@@ -36,7 +36,7 @@ struct ShapeResult {
 struct BenchmarkOptions {
   std::vector<std::string> peers;
   std::vector<int> threads{1};
-  bool bf16 = false;
+  GemmInputs inputs = GemmInputs::f32;
   std::vector<std::pair<bool, bool>> layouts{{false, false}};  // per shape: (A column-major, B column-major)
   int repeat = 5;
   double sample_ms = 20;   // each sample repeats the call until about this long

@@ -49,14 +49,14 @@ int main(int argc, char** argv) {
   std::string suite, shapes_text, peers_text = "onednn,openblas,blis,libxsmm,eigen", threads_text = "1,2", json_path,
                                   svg_path;
   BenchmarkOptions options;
-  CLI::App* gemm = app.add_subcommand("gemm", "f32 GEMM, row-major, C = A·B");
+  CLI::App* gemm = app.add_subcommand("gemm", "GEMM C = A·B (f32, bf16 or int8 inputs; C f32)");
   gemm->add_option("--suite", suite, "a suite file, or a name in bench/suites (square, small, skinny, ...)");
   gemm->add_option("--shapes", shapes_text, "MxNxK[xBATCH],...");
   gemm->add_option("--peers", peers_text, "comma-separated: onednn,openblas,blis,libxsmm,eigen (or none)");
   gemm->add_option("--threads", threads_text, "comma-separated thread counts");
   gemm->add_option("--repeat", options.repeat, "samples per library (median reported)");
   std::string dtype = "f32";
-  gemm->add_option("--dtype", dtype, "element type of A and B: f32 or bf16 (tessera and oneDNN)");
+  gemm->add_option("--dtype", dtype, "element type of A and B: f32, bf16, or i8 (u8 A and i8 B; tessera and oneDNN)");
   gemm->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
   gemm->add_option("--settle-ms", options.settle_ms, "pause before each sample while other libraries' threads go idle");
   gemm->add_flag("--cold-b", options.cold_b,
@@ -233,8 +233,9 @@ int main(int argc, char** argv) {
         return 3;
       }
     }
-    if (dtype != "f32" && dtype != "bf16") throw tessera::InvalidArgument("--dtype", "must be f32 or bf16");
-    options.bf16 = dtype == "bf16";
+    if (dtype != "f32" && dtype != "bf16" && dtype != "i8")
+      throw tessera::InvalidArgument("--dtype", "must be f32, bf16 or i8 (u8 A, i8 B)");
+    options.inputs = dtype == "bf16" ? GemmInputs::bf16 : dtype == "i8" ? GemmInputs::int8 : GemmInputs::f32;
     options.layouts = layout_pairs(layouts_option->count() ? layouts_text : "rr");
     options.peers = peers_text == "none" ? std::vector<std::string>{} : split(peers_text);
     for (const auto& t : split(threads_text)) {

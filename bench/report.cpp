@@ -116,6 +116,7 @@ nlohmann::json to_json(const std::vector<ShapeResult>& results, const std::strin
                     {"k", r.shape.k},
                     {"batch", r.shape.batch},
                     {"layouts", r.shape.layouts()},
+                    {"inputs", std::string(gemm_inputs_name(r.shape.inputs))},
                     {"threads", r.threads},
                     {"peers", peers},
                     {"best_peer", r.best_peer},

@@ -14,6 +14,10 @@ std::vector<GemmShape> converted(const std::vector<SuiteShape>& shapes) {
 }
 }  // namespace
 
+std::string_view gemm_inputs_name(GemmInputs inputs) {
+  return inputs == GemmInputs::bf16 ? "bf16" : inputs == GemmInputs::int8 ? "i8" : "f32";
+}
+
 std::string GemmShape::label() const {
   const std::string dims = batch == 1 ? fmt::format("{}x{}x{}", m, n, k) : fmt::format("{}x{}x{}x{}", m, n, k, batch);
   return a_col || b_col ? dims + ":" + layouts() : dims;

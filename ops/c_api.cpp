@@ -72,6 +72,10 @@ tessera::DType dtype(tessera_dtype d, const std::string& name) {
       return tessera::DType::bf16;
     case TESSERA_F16:
       return tessera::DType::f16;
+    case TESSERA_U8:
+      return tessera::DType::u8;
+    case TESSERA_I8:
+      return tessera::DType::i8;
   }
   throw tessera::InvalidArgument(name, "dtype " + std::to_string(static_cast<int>(d)) + " is not a tessera_dtype");
 }

@@ -72,10 +72,13 @@ Runtime::Impl::Impl(const RuntimeOptions& o)
   verbose = verbose_level();
 }
 
-// "1024x1024x1024x1,f32:rr->r,epilogue=alpha*acc": what a verbose line says of a problem.
+// "1024x1024x1024x1,f32:rr->r,epilogue=alpha*acc" (A and B types both named where they differ: "u8i8"): what a
+// verbose line says of a problem.
 std::string describe_shape(const GemmProblem& p) {
   const GemmSignature& s = p.signature;
-  return fmt::format("{}x{}x{}x{},{}:{}{}->{},epilogue={}", p.m, p.n, p.k, p.batch, dtype_name(s.a.dtype),
+  const std::string types = s.a.dtype == s.b.dtype ? std::string(dtype_name(s.a.dtype))
+                                                   : fmt::format("{}{}", dtype_name(s.a.dtype), dtype_name(s.b.dtype));
+  return fmt::format("{}x{}x{}x{},{}:{}{}->{},epilogue={}", p.m, p.n, p.k, p.batch, types,
                      s.a.layout.name().substr(0, 1), s.b.layout.name().substr(0, 1), s.d.layout.name().substr(0, 1),
                      s.epilogue.text());
 }

@@ -41,7 +41,7 @@ struct DLManagedTensor {
   void (*deleter)(DLManagedTensor*);
 };
 constexpr std::int32_t kDLCPU = 1;
-constexpr std::uint8_t kDLFloat = 2, kDLBfloat = 4;
+constexpr std::uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4;
 
 [[noreturn]] void fail(const std::string& argument, const std::string& rule) { throw InvalidArgument(argument, rule); }
 
@@ -55,10 +55,17 @@ struct Bound {
 Bound from_numpy(const py::array& a, const std::string& name) {
   Bound b;
   b.owner = a;
-  if (a.dtype().kind() != 'f' || a.itemsize() != 4)
-    fail(name, "must hold float32, got " + std::string(py::str(a.dtype())));
+  // float32, or the bytes of an int8 GEMM: uint8 A and int8 B.
+  const char kind = a.dtype().kind();
+  if (kind == 'f' && a.itemsize() == 4)
+    b.tensor.dtype = DType::f32;
+  else if (kind == 'u' && a.itemsize() == 1)
+    b.tensor.dtype = DType::u8;
+  else if (kind == 'i' && a.itemsize() == 1)
+    b.tensor.dtype = DType::i8;
+  else
+    fail(name, "must hold float32 (or uint8/int8 for an int8 GEMM's A/B), got " + std::string(py::str(a.dtype())));
   b.tensor.data = const_cast<void*>(a.data());
-  b.tensor.dtype = DType::f32;
   for (py::ssize_t i = 0; i < a.ndim(); ++i) {
     if (a.strides(i) % a.itemsize() != 0) fail(name, "has a stride that is not a whole number of elements");
     b.tensor.shape.push_back(a.shape(i));
@@ -84,8 +91,12 @@ Bound from_dlpack(const py::object& o, const std::string& name) {
     b.tensor.dtype = DType::f32;
   else if (t.dtype.code == kDLBfloat && t.dtype.bits == 16 && t.dtype.lanes == 1)
     b.tensor.dtype = DType::bf16;
+  else if (t.dtype.code == kDLUInt && t.dtype.bits == 8 && t.dtype.lanes == 1)
+    b.tensor.dtype = DType::u8;
+  else if (t.dtype.code == kDLInt && t.dtype.bits == 8 && t.dtype.lanes == 1)
+    b.tensor.dtype = DType::i8;
   else
-    fail(name, "must hold float32 or bfloat16");
+    fail(name, "must hold float32, bfloat16, uint8 or int8");
   b.tensor.data = static_cast<char*>(t.data) + t.byte_offset;
   std::int64_t stride = 1;
   b.tensor.shape.assign(t.shape, t.shape + t.ndim);

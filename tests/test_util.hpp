@@ -8,6 +8,9 @@
 #include <random>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "tessera/tessera.hpp"
 
 namespace tessera::test {
@@ -59,6 +62,32 @@ struct Matrix {
   void fill(float value) {
     each([&](float& x) { x = value; });
   }
+};
+
+// Elements that end exactly where an inaccessible page begins (or start right after one): a generated kernel that
+// reads or writes one element past an operand faults instead of passing by luck.
+template <class T>
+class Guarded {
+ public:
+  explicit Guarded(std::size_t count, bool at_start = false) : count_(count) {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t bytes = (count * sizeof(T) + page - 1) / page * page;
+    size_ = bytes + 2 * page;
+    base_ = static_cast<char*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ::mprotect(base_, page, PROT_NONE);
+    ::mprotect(base_ + page + bytes, page, PROT_NONE);
+    data_ = reinterpret_cast<T*>(at_start ? base_ + page : base_ + page + bytes - count * sizeof(T));
+  }
+  ~Guarded() { ::munmap(base_, size_); }
+  Guarded(const Guarded&) = delete;
+  Guarded& operator=(const Guarded&) = delete;
+  T* data() { return data_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::size_t count_, size_;
+  char* base_;
+  T* data_;
 };
 
 }  // namespace tessera::test

@@ -46,7 +46,8 @@ void add_gemm_options(CLI::App& app, GemmRequest& r) {
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
   app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2, cuda:sm_80/86/89/90/90a");
   app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
-  app.add_option("--dtype", r.dtype, "element type of A and B: f32 or bf16 (CPU); f32, tf32, f16, bf16 (CUDA)");
+  app.add_option("--dtype", r.dtype,
+                 "element type of A and B: f32, bf16 or i8 (u8 A, i8 B, i32 sums; CPU); f32, tf32, f16, bf16 (CUDA)");
   app.add_option("--config", r.config,
                  "override the default config: mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,"
                  "pack_a=0|1,pack_b=0|1");
@@ -90,8 +91,17 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
     narrow(buf.b, buf.b16, g.b);
   } else if (r.dtype == "tf32") {
     g.a.dtype = g.b.dtype = DType::tf32;  // f32 in memory, tf32 math
+  } else if (r.dtype == "i8") {
+    // Quantised operands as oneDNN's int8 matmul takes them: u8 A (activations) and i8 B (weights), every value.
+    std::uniform_int_distribution<int> any_byte(0, 255);
+    buf.a8.resize(buf.a.size());
+    buf.b8.resize(buf.b.size());
+    for (auto& x : buf.a8) x = static_cast<std::uint8_t>(any_byte(rng));
+    for (auto& x : buf.b8) x = static_cast<std::int8_t>(any_byte(rng) - 128);
+    g.a.data = buf.a8.data(), g.a.dtype = DType::u8;
+    g.b.data = buf.b8.data(), g.b.dtype = DType::i8;
   } else if (r.dtype != "f32") {
-    throw InvalidArgument("--dtype", "must be f32, bf16, f16 or tf32, got '" + r.dtype + "'");
+    throw InvalidArgument("--dtype", "must be f32, bf16, i8, f16 or tf32, got '" + r.dtype + "'");
   }
   g.c = operand(buf.c, r.m, r.n, lc);
   g.d = operand(buf.d, r.m, r.n, lc);

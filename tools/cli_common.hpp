@@ -44,6 +44,8 @@ void add_gemm_options(CLI::App& app, GemmRequest& request);
 struct GemmBuffers {
   std::vector<float> a, b, c, d;
   std::vector<std::uint16_t> a16, b16;  // A and B when they are bf16 or f16
+  std::vector<std::uint8_t> a8;         // u8 A and i8 B of an int8 GEMM (--dtype i8)
+  std::vector<std::int8_t> b8;
   std::map<std::string, std::vector<float>> inputs;
   GemmArgs args;
 };

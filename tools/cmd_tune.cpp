@@ -72,7 +72,8 @@ struct TuneCommand {
         suite.empty() ? parse_shape_list(shapes) : load_shape_suite(suite, "bench/suites");
     if (CudaTarget::is_cuda_text(target)) return run_cuda(list);
     const auto dt = parse_dtype(dtype);
-    if (!dt || (*dt != DType::f32 && *dt != DType::bf16)) throw InvalidArgument("--dtype", "must be f32 or bf16");
+    if (!dt || (*dt != DType::f32 && *dt != DType::bf16 && *dt != DType::i8))
+      throw InvalidArgument("--dtype", "must be f32, bf16 or i8 (u8 A, i8 B)");
     const auto la = Layout::parse(layout_a), lb = Layout::parse(layout_b);
     if (!la || !lb || !la->reads_memory() || !lb->reads_memory() || la->kind() == LayoutKind::Strided ||
         lb->kind() == LayoutKind::Strided)
@@ -107,8 +108,9 @@ struct TuneCommand {
       p.m = s.m, p.n = s.n, p.k = s.k, p.batch = s.batch;
       // A family that names its layouts keeps them: a suite can mix every layout pair.
       const auto layout = [&](bool col) { return col ? Layout::col_major() : Layout::row_major(); };
-      p.signature.a = {*dt, s.layouts_given() ? layout(s.a_col) : *la};
+      p.signature.a = {*dt == DType::i8 ? DType::u8 : *dt, s.layouts_given() ? layout(s.a_col) : *la};
       p.signature.b = {*dt, s.layouts_given() ? layout(s.b_col) : *lb};
+      if (*dt == DType::i8) p.signature.accumulator = DType::i32;
       p.signature.c = {DType::f32, Layout::zero()};
       p.signature.d = {DType::f32, Layout::row_major()};
       auto last_update = std::chrono::steady_clock::now() - std::chrono::seconds(1);
@@ -199,7 +201,7 @@ void add_tune_command(CLI::App& app, int& result) {
   gemm->add_option("--threads", cmd->threads, "threads per call (default 1)");
   gemm->add_option("--model", cmd->model,
                    "ranking: default (the shipped model for this CPU), analytic, or a model file");
-  gemm->add_option("--dtype", cmd->dtype, "f32 or bf16 (CUDA: f16, bf16, tf32, f32)");
+  gemm->add_option("--dtype", cmd->dtype, "f32, bf16 or i8 (u8 A, i8 B) (CUDA: f16, bf16, tf32, f32)");
   gemm->add_option("--target", cmd->target, "cpu, cpu:avx512, cpu:avx2, or cuda:sm_XX (ranked, not measured)");
   gemm->add_option("--layout-a", cmd->layout_a, "row or col");
   gemm->add_option("--layout-b", cmd->layout_b, "row or col");

@@ -43,7 +43,9 @@ class CblasPeer final : public GemmPeer {
   }
 
   std::string name() const override { return name_; }
-  std::string unavailable(const GemmShape& s, int) const override { return s.bf16 ? "f32 only" : reason_; }
+  std::string unavailable(const GemmShape& s, int) const override {
+    return s.inputs != GemmInputs::f32 ? "f32 only" : reason_;
+  }
 
   void prepare(const GemmShape& s, int threads, const void* a, const void* b, float* c) override {
     shape_ = s;

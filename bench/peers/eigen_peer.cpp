@@ -12,7 +12,9 @@ using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 class EigenPeer final : public GemmPeer {
  public:
   std::string name() const override { return "eigen"; }
-  std::string unavailable(const GemmShape& s, int) const override { return s.bf16 ? "f32 only here" : ""; }
+  std::string unavailable(const GemmShape& s, int) const override {
+    return s.inputs != GemmInputs::f32 ? "f32 only here" : "";
+  }
 
   void prepare(const GemmShape& s, int threads, const void* a, const void* b, float* c) override {
     shape_ = s;

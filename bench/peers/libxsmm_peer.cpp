@@ -26,7 +26,7 @@ class LibxsmmPeer final : public GemmPeer {
   std::string name() const override { return "libxsmm"; }
 
   std::string unavailable(const GemmShape& s, int) const override {
-    if (s.bf16) return "f32 only here";
+    if (s.inputs != GemmInputs::f32) return "f32 only here";
     if (s.a_col || s.b_col) return "row-major A and B only here";
     if (!dispatch(s.m, s.n, s.k)) return "no LIBXSMM kernel for this shape";
     return {};

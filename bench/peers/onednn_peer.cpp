@@ -23,9 +23,11 @@ class OneDnnPeer final : public GemmPeer {
       return batched ? dnnl::memory::dims{s.batch, r, cols} : dnnl::memory::dims{r, cols};
     };
     const tag layout = batched ? tag::abc : tag::ab, transposed = batched ? tag::acb : tag::ba;
-    const dt ab = s.bf16 ? dt::bf16 : dt::f32;
-    const dnnl::memory::desc ad(dims(s.m, s.k), ab, s.a_col ? transposed : layout),
-        bd(dims(s.k, s.n), ab, s.b_col ? transposed : layout), cd(dims(s.m, s.n), dt::f32, layout);
+    const bool int8 = s.inputs == GemmInputs::int8;
+    const dt a_type = int8 ? dt::u8 : s.inputs == GemmInputs::bf16 ? dt::bf16 : dt::f32;
+    const dt b_type = int8 ? dt::s8 : a_type;
+    const dnnl::memory::desc ad(dims(s.m, s.k), a_type, s.a_col ? transposed : layout),
+        bd(dims(s.k, s.n), b_type, s.b_col ? transposed : layout), cd(dims(s.m, s.n), dt::f32, layout);
     primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine_));
     args_ = {{DNNL_ARG_SRC, dnnl::memory(ad, engine_, const_cast<void*>(a))},
              {DNNL_ARG_WEIGHTS, dnnl::memory(bd, engine_, const_cast<void*>(b))},

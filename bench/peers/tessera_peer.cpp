@@ -17,16 +17,18 @@ class TesseraPeer final : public GemmPeer {
     args_ = GemmArgs{};
     auto* pa = const_cast<void*>(a);
     auto* pb = const_cast<void*>(b);
-    const DType ab = s.bf16 ? DType::bf16 : DType::f32;
+    const bool int8 = s.inputs == GemmInputs::int8;
+    const DType a_type = int8 ? DType::u8 : s.inputs == GemmInputs::bf16 ? DType::bf16 : DType::f32;
+    const DType b_type = int8 ? DType::i8 : a_type;
     const Layout la = s.a_col ? Layout::col_major() : Layout::row_major(),
                  lb = s.b_col ? Layout::col_major() : Layout::row_major();
     if (s.batch == 1) {
-      args_.a = Tensor::matrix(pa, s.m, s.k, la, 0, ab);
-      args_.b = Tensor::matrix(pb, s.k, s.n, lb, 0, ab);
+      args_.a = Tensor::matrix(pa, s.m, s.k, la, 0, a_type);
+      args_.b = Tensor::matrix(pb, s.k, s.n, lb, 0, b_type);
       args_.d = Tensor::matrix(c, s.m, s.n);
     } else {
-      args_.a = Tensor::batched(pa, s.batch, s.m, s.k, la, 0, 0, ab);
-      args_.b = Tensor::batched(pb, s.batch, s.k, s.n, lb, 0, 0, ab);
+      args_.a = Tensor::batched(pa, s.batch, s.m, s.k, la, 0, 0, a_type);
+      args_.b = Tensor::batched(pb, s.batch, s.k, s.n, lb, 0, 0, b_type);
       args_.d = Tensor::batched(c, s.batch, s.m, s.n);
     }
     args_.threads = threads;

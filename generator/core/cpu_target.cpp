@@ -41,6 +41,12 @@ std::int64_t cache_size(int level, int sysconf_name, std::int64_t fallback) {
   const long v = sysconf(sysconf_name);
   return v > 0 ? v : fallback;
 }
+
+// vpdpbusd at the ISA's width: EVEX (AVX512_VNNI) for 512-bit vectors, VEX (AVX-VNNI) for AVX2's 256-bit ones.
+bool host_vnni(CpuIsa isa) {
+  __builtin_cpu_init();
+  return isa == CpuIsa::Avx512 ? __builtin_cpu_supports("avx512vnni") : __builtin_cpu_supports("avxvnni");
+}
 }  // namespace
 
 std::string CpuTarget::str() const { return isa == CpuIsa::Avx512 ? "cpu:avx512" : "cpu:avx2"; }
@@ -62,6 +68,7 @@ CpuTarget CpuTarget::host() {
   if (!host_supports(CpuIsa::Avx2)) throw Unavailable("cpu: tessera needs a host with AVX2 and FMA");
   t.isa = host_supports(CpuIsa::Avx512) ? CpuIsa::Avx512 : CpuIsa::Avx2;
   t.avx512_bf16 = t.isa == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
+  t.vnni = host_vnni(t.isa);
   if (t.isa == CpuIsa::Avx512) t.vector_fmas_per_cycle = host_avx512_fmas_per_cycle();
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t.l1d_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);
@@ -70,26 +77,49 @@ CpuTarget CpuTarget::host() {
   return t;
 }
 
+bool CpuTarget::host_has_extensions() const {
+  __builtin_cpu_init();
+  return host_supports(isa) && (!avx512_bf16 || __builtin_cpu_supports("avx512bf16")) && (!vnni || host_vnni(isa));
+}
+
 CpuTarget CpuTarget::parse(std::string_view text) {
   const CpuTarget t = named(text);
   if (!host_supports(t.isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
+  if (!t.host_has_extensions())
+    throw Unavailable(
+        "target " + std::string(text) + ": this host's CPU lacks " +
+        (t.vnni && !host_vnni(t.isa) ? (t.isa == CpuIsa::Avx512 ? "avx512_vnni" : "avx_vnni") : "avx512_bf16"));
   return t;
 }
 
 CpuTarget CpuTarget::named(std::string_view text) {
   CpuTarget t = host();
   if (text == "cpu") return t;
+  const std::string_view isa_text = text.substr(0, text.find('+'));
   CpuIsa isa;
-  if (text == "cpu:avx512")
+  if (isa_text == "cpu:avx512")
     isa = CpuIsa::Avx512;
-  else if (text == "cpu:avx2")
+  else if (isa_text == "cpu:avx2")
     isa = CpuIsa::Avx2;
   else
-    throw InvalidArgument("target",
-                          "unknown target '" + std::string(text) + "' (expected cpu, cpu:avx512 or cpu:avx2)");
+    throw InvalidArgument("target", "unknown target '" + std::string(text) +
+                                        "' (expected cpu, cpu:avx512 or cpu:avx2, optionally +vnni or +bf16)");
   if (isa != t.isa) t.vector_fmas_per_cycle = 2;  // AVX2 on an AVX-512 host, or AVX-512 named on an AVX2 one
   t.isa = isa;
   t.avx512_bf16 = t.avx512_bf16 && isa == CpuIsa::Avx512;
+  t.vnni = host_vnni(isa);
+  for (std::string_view rest = text.substr(isa_text.size()); !rest.empty();) {
+    rest.remove_prefix(1);  // the '+'
+    const std::string_view extension = rest.substr(0, rest.find('+'));
+    rest.remove_prefix(extension.size());
+    if (extension == "vnni")
+      t.vnni = true;
+    else if (extension == "bf16" && isa == CpuIsa::Avx512)
+      t.avx512_bf16 = true;
+    else
+      throw InvalidArgument("target", "unknown extension '" + std::string(extension) + "' in '" + std::string(text) +
+                                          "' (vnni; bf16 on cpu:avx512)");
+  }
   return t;
 }
 

@@ -12,6 +12,8 @@ enum class CpuIsa : unsigned char { Avx2, Avx512 };
 struct CpuTarget {
   CpuIsa isa = CpuIsa::Avx2;
   bool avx512_bf16 = false;  // vdpbf16ps: bf16 GEMMs with f32 accumulation
+  // vpdpbusd: u8×i8 GEMMs with i32 accumulation, from AVX512_VNNI on AVX-512 targets and AVX-VNNI (VEX) on AVX2 ones.
+  bool vnni = false;
   int cores = 1;
   std::int64_t l1d_bytes = 32 << 10;
   std::int64_t l2_bytes = 1 << 20;
@@ -32,13 +34,17 @@ struct CpuTarget {
 
   // The host CPU with its best ISA and its caches.
   static CpuTarget host();
-  // "cpu" (the host), "cpu:avx512" or "cpu:avx2"; throws InvalidArgument for unknown text and Unavailable
-  // when the host cannot run the requested ISA.
+  // "cpu" (the host), "cpu:avx512" or "cpu:avx2", each with the host's extensions, or with extensions named after
+  // a '+' ("cpu:avx512+vnni+bf16", "cpu:avx2+vnni"); throws InvalidArgument for unknown text and Unavailable when
+  // the host cannot run the requested ISA or extension.
   static CpuTarget parse(std::string_view text);
-  // The same names without the host check: a target to compute features, train and evaluate cost models for (its
-  // caches the host's until the caller sets them), not to run kernels on. Throws InvalidArgument for unknown text.
+  // The same names without the host check: a target to emit kernels for, compute features, train and evaluate cost
+  // models (its caches the host's until the caller sets them), not to run kernels on. Throws InvalidArgument for
+  // unknown text.
   static CpuTarget named(std::string_view text);
   static bool host_supports(CpuIsa isa);
+  // Whether the host has the extensions this target's kernels may use (avx512_bf16, VNNI of the target's width).
+  bool host_has_extensions() const;
 };
 
 }  // namespace tessera

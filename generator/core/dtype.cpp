@@ -10,13 +10,14 @@ namespace tessera {
 
 namespace {
 // tf32 is a math mode on GPUs; in memory it is stored as f32.
-constexpr std::array<DTypeInfo, 6> kDTypes{{
+constexpr std::array<DTypeInfo, 7> kDTypes{{
     {DType::f32, "f32", 4, true},
     {DType::f16, "f16", 2, true},
     {DType::bf16, "bf16", 2, true},
     {DType::tf32, "tf32", 4, true},
     {DType::i8, "i8", 1, false},
     {DType::i32, "i32", 4, false},
+    {DType::u8, "u8", 1, false},
 }};
 }  // namespace
 

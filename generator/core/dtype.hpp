@@ -7,7 +7,8 @@
 
 namespace tessera {
 
-enum class DType : std::uint8_t { f32, f16, bf16, tf32, i8, i32 };
+// i8 is signed, u8 unsigned: the int8 GEMM multiplies u8 A by i8 B (what vpdpbusd and oneDNN's int8 matmul take).
+enum class DType : std::uint8_t { f32, f16, bf16, tf32, i8, i32, u8 };
 
 struct DTypeInfo {
   DType dtype;

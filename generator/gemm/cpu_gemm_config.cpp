@@ -141,8 +141,8 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
     c.nc = 240;  // a multiple of 6 and 8; 17 column tiles for N = 4096 to share among threads
     return c;
   }
-  if (problem.signature.a.dtype == DType::bf16) {
-    // vdpbf16ps consumes K in pairs from a packed B panel; the register tile is the f32 one.
+  if (k_group(problem.signature) > 1) {
+    // vdpbf16ps and vpdpbusd consume K in groups from a packed B panel; the register tile is the f32 one.
   } else if (!b_rows_contiguous && !small) {
     // Packing is what turns a column-major or strided B into NR-wide rows: keep the general shape.
     if (avx512 && target.vector_fmas_per_cycle >= 2 && problem.m > 32) {
@@ -252,7 +252,7 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
     c.nc = static_cast<int>(std::clamp<std::int64_t>((problem.n + c.nr - 1) / c.nr * c.nr, c.nr, 167 * c.nr));
     c.mc = static_cast<int>((problem.m + c.mr - 1) / c.mr * c.mr);
   }
-  if (problem.signature.a.dtype == DType::bf16) c.kc = 2 * c.kc;  // pairs: the same bytes of B per slab
+  c.kc *= k_group(problem.signature);  // groups along K: the same bytes of B per slab
   if (c.fixed()) {
     c.kc = std::max(c.fixed_k, 1);
     c.mc = (c.fixed_m + c.mr - 1) / c.mr * c.mr;
@@ -336,6 +336,8 @@ std::int64_t CpuGemmConfig::workspace_bytes() const {
   return floats * 4 + 3 * 64;  // each region starts on a cache line
 }
 
+int k_group(const GemmSignature& s) { return s.a.dtype == DType::bf16 ? 2 : is_int8(s) ? 4 : 1; }
+
 void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& target) {
   const auto fail = [](const std::string& rule) { throw ConfigError(rule); };
   if (c.transpose) {
@@ -348,21 +350,33 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
     return;
   }
   const bool bf16 = s.a.dtype == DType::bf16 && s.b.dtype == DType::bf16;
-  for (const auto& [name, dtype] :
-       {std::pair{"C", s.c.dtype}, std::pair{"D", s.d.dtype}, std::pair{"accumulator", s.accumulator}})
+  const bool int8 = is_int8(s);
+  for (const auto& [name, dtype] : {std::pair{"C", s.c.dtype}, std::pair{"D", s.d.dtype}})
     if (dtype != DType::f32)
       fail(fmt::format("{} dtype {} is not supported on {} (f32 only)", name, dtype_name(dtype), target.str()));
-  if (!bf16)
+  if (s.accumulator != (int8 ? DType::i32 : DType::f32))
+    fail(fmt::format("accumulator dtype {} is not supported on {} ({} for these inputs)", dtype_name(s.accumulator),
+                     target.str(), int8 ? "i32" : "f32"));
+  if (!bf16 && !int8)
     for (const auto& [name, dtype] : {std::pair{"A", s.a.dtype}, std::pair{"B", s.b.dtype}})
       if (dtype != DType::f32)
-        fail(fmt::format("{} dtype {} is not supported on {} (A and B both f32, or both bf16)", name, dtype_name(dtype),
-                         target.str()));
-  if (bf16) {
-    if (!target.avx512_bf16) fail(fmt::format("bf16 GEMM needs avx512_bf16, which {} lacks", target.str()));
+        fail(fmt::format("{} dtype {} is not supported on {} (A and B both f32, both bf16, or u8 A and i8 B)", name,
+                         dtype_name(dtype), target.str()));
+  if (bf16 && !target.avx512_bf16) fail(fmt::format("bf16 GEMM needs avx512_bf16, which {} lacks", target.str()));
+  if (int8 && !target.vnni)
+    fail(fmt::format("int8 GEMM needs {}, which {} lacks", target.isa == CpuIsa::Avx512 ? "avx512_vnni" : "avx_vnni",
+                     target.str()));
+  if (const int group = k_group(s); group > 1) {
+    const std::string_view what = int8 ? "int8" : "bf16";
     if (s.a.layout.kind() != LayoutKind::RowMajor || s.b.layout.kind() != LayoutKind::RowMajor)
-      fail("bf16 GEMM supports row-major A and B (pairs along K are read as 32-bit words)");
-    if (c.pack_a || !c.pack_b) fail("bf16 GEMM reads A in place and packs B into K pairs (pack_a=0, pack_b=1)");
-    if (c.kc % 2 != 0) fail(fmt::format("KC ({}) must be even for bf16 (K is consumed in pairs)", c.kc));
+      fail(fmt::format("{} GEMM supports row-major A and B (groups of {} along K are read as 32-bit words)", what,
+                       group));
+    if (c.pack_a || !c.pack_b)
+      fail(fmt::format("{} GEMM reads A in place and packs B into groups of {} along K (pack_a=0, pack_b=1)", what,
+                       group));
+    if (c.kc % group != 0)
+      fail(fmt::format("KC ({}) must be a multiple of {} for {} (K is consumed in groups of {})", c.kc, group, what,
+                       group));
   }
   for (const auto& in : s.inputs)
     if (in.operand.dtype != DType::f32)

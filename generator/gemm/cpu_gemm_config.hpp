@@ -72,6 +72,10 @@ struct CpuGemmConfig {
 // smaller operand.
 bool transpose_pays(const GemmProblem& problem);
 
+// K steps one multiply instruction consumes per 32-bit lane, which the packed B panel interleaves: 1 for f32, 2 for
+// bf16 (vdpbf16ps), 4 for u8×i8 (vpdpbusd).
+int k_group(const GemmSignature& signature);
+
 // Whether a problem is one for a dot kernel: A·Bᵀ, row-major A of at most 64 rows, column-major B, f32.
 bool dot_kernel_fits(const GemmProblem& problem);
 

@@ -64,7 +64,7 @@ CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c
                k = static_cast<double>(std::max<std::int64_t>(p.k, 1));
   const double batch = static_cast<double>(p.batch);
   const double lanes = t.vector_lanes(), mr = c.mr, v = c.nr / lanes, nr = c.nr;
-  const double bf16 = p.signature.a.dtype == DType::bf16 ? 2.0 : 1.0;  // vdpbf16ps: two K steps per FMA
+  const double group = k_group(p.signature);  // K steps per multiply: 2 for vdpbf16ps, 4 for vpdpbusd
   const double elem = dtype_bytes(p.signature.a.dtype);
   const double tiles_m = tiles_of(m, mr), tiles_n = tiles_of(n, nr);
   const double kc = std::min<double>(c.kc, k), nc = std::min<double>(c.nc, tiles_n * nr);
@@ -107,7 +107,7 @@ CpuAnalyticParts cpu_analytic_parts(const GemmProblem& p, const CpuGemmConfig& c
   // One K step of the register tile: mr·v FMAs on two FMA ports; v loads of B and mr broadcasts of A on two load
   // ports; v vectors of B from its level.
   const double step = std::max({mr * v / 2.0, (v + mr) / 2.0, v * 64.0 / b_bandwidth, 1.0});
-  parts.compute = batch * tiles_m * tiles_n * (k / bf16) * step;
+  parts.compute = batch * tiles_m * tiles_n * (k / group) * step;
   // Per micro-tile and K slab: partial sums in and out when K spans several slabs, and the loop's bookkeeping (less
   // in a fixed-size kernel, whose trip counts are constants).
   const double slabs = tiles_of(k, c.kc);

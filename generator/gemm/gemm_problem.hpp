@@ -43,6 +43,10 @@ struct GemmSignature {
   friend bool operator==(const GemmSignature& x, const GemmSignature& y);
 };
 
+// Whether A and B are the int8 pair of a quantised GEMM: u8 A (activations) and i8 B (weights), accumulated in i32 and
+// handed to the epilogue as f32.
+inline bool is_int8(const GemmSignature& s) { return s.a.dtype == DType::u8 && s.b.dtype == DType::i8; }
+
 struct GemmProblem {
   std::int64_t m = 1, n = 1, k = 1, batch = 1;
   GemmSignature signature;

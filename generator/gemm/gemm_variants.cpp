@@ -29,7 +29,7 @@ void add_unique(std::vector<Config>& out, const Config& c) {
 void add_fixed_variants(const GemmProblem& p, const CpuTarget& target, const CpuGemmConfig& base,
                         std::vector<CpuGemmConfig>& out) {
   const GemmSignature& s = p.signature;
-  if (!(p.m >= 1 && p.n >= 1 && p.m <= 64 && p.n <= 64 && p.k <= 64 && s.a.dtype != DType::bf16)) return;
+  if (!(p.m >= 1 && p.n >= 1 && p.m <= 64 && p.n <= 64 && p.k <= 64 && k_group(s) == 1)) return;
   for (auto [mr, v] : {std::pair{4, 2}, {8, 2}, {8, 1}, {16, 1}, {6, 4}, {2, 4}}) {
     CpuGemmConfig c = base;
     c.dot = false;
@@ -49,7 +49,7 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget
   const CpuGemmConfig base = CpuGemmConfig::default_for(p, target).untransposed();
   std::vector<CpuGemmConfig> out;
   const int lanes = target.vector_lanes();
-  const bool bf16 = s.a.dtype == DType::bf16;
+  const int group = k_group(s);  // bf16 and int8 read A in place and pack B in groups along K
   if (dot_kernel_fits(p)) {
     // Dot kernels only: the tiles around default_for's, one and several K slabs. (The shipped model was trained
     // on the other kernels; among these it ranks by the raw tile parameters.)
@@ -76,13 +76,13 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget
       for (int kc : {64, 128, 256, 384})
         for (bool pack_b : {true, false})
           for (bool pack_a : {false, true}) {
-            if (bf16 && !pack_b) continue;
-            if (pack_a && (a_rows_contiguous || bf16)) continue;
+            if (group > 1 && !pack_b) continue;
+            if (pack_a && (a_rows_contiguous || group > 1)) continue;
             CpuGemmConfig c = base;
             c.fixed_m = c.fixed_n = c.fixed_k = 0;
             c.mr = mr;
             c.nr = v * lanes;
-            c.kc = bf16 ? 2 * kc : kc;
+            c.kc = group * kc;
             c.pack_a = pack_a;
             c.pack_b = pack_b;
             c.k_unroll = 4;

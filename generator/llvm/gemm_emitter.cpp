@@ -35,17 +35,26 @@ constexpr int kFullUnrollFmas = 256;
 
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// The ISA extensions a kernel's multiply instructions need beyond its target's base ISA.
+std::string extension_features(const CpuGemmSpec& spec) {
+  if (spec.signature.a.dtype == DType::bf16) return "+avx512bf16";
+  if (is_int8(spec.signature)) return spec.target.isa == CpuIsa::Avx512 ? "+avx512vnni" : "+avxvnni";
+  return "";
+}
+
 class CpuGemmEmitter : OutputTiles {
  public:
   // `name` is the entry point's symbol: the requested spec's name, also when `spec` is its transposed product.
   CpuGemmEmitter(const CpuGemmSpec& spec, std::string name, llvm::LLVMContext& ctx)
-      : OutputTiles(ctx, name, spec.target, spec.signature.a.dtype == DType::bf16 ? "+avx512bf16" : ""),
+      : OutputTiles(ctx, name, spec.target, extension_features(spec)),
         spec_(spec),
         name_(std::move(name)),
         sig_(spec.signature),
         cfg_(spec.config) {
-    bf16_ = sig_.a.dtype == DType::bf16;
-    ab_elem_ = bf16_ ? static_cast<llvm::Type*>(b_.getInt16Ty()) : f32_;
+    group_ = k_group(sig_);
+    int8_ = is_int8(sig_);
+    ab_elem_ = group_ == 1 ? f32_ : int8_ ? static_cast<llvm::Type*>(b_.getInt8Ty()) : b_.getInt16Ty();
+    acc_vec_ = int8_ ? llvm::FixedVectorType::get(b_.getInt32Ty(), lanes_) : vec_;
     args_ty_ = llvm::StructType::create(
         ctx, {i64_, i64_, i64_, i64_, i64_, i64_, tensor_ty_, tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_},
         "tessera.GemmKernelArgs");
@@ -58,10 +67,10 @@ class CpuGemmEmitter : OutputTiles {
         sig_.b.layout.col_stride("b")->op == ExprOp::Const && sig_.b.layout.col_stride("b")->value == 1;
     // Packing reads along the source's rows (the panel's depth) where they are contiguous.
     llvm::Function* pack_a =
-        emit_pack("pack_a", cfg_.mr, a_unit_rows, !bf16_ && is_constant(sig_.a.layout.col_stride("a"), 1));
+        emit_pack("pack_a", cfg_.mr, a_unit_rows, group_ == 1 && is_constant(sig_.a.layout.col_stride("a"), 1));
     llvm::Function* pack_b =
-        bf16_ ? emit_pack_b_pairs()
-              : emit_pack("pack_b", cfg_.nr, b_unit_cols, is_constant(sig_.b.layout.row_stride("b"), 1));
+        group_ > 1 ? emit_pack_b_groups()
+                   : emit_pack("pack_b", cfg_.nr, b_unit_cols, is_constant(sig_.b.layout.row_stride("b"), 1));
     if (cfg_.fixed()) {
       emit_fixed_entry(pack_b);
     } else if (cfg_.dot) {
@@ -89,109 +98,145 @@ class CpuGemmEmitter : OutputTiles {
  private:
   // Addresses into A, B and the packed B panel, in their element type.
   llvm::Value* gep_ab(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(ab_elem_, base, index); }
-  // Elements of one packed B row sliver per K step: bf16 packs K in pairs, so an odd slab is padded to even.
+  // Partial sums of two K ranges: exact integer sums for int8.
+  llvm::Value* add_sums(llvm::Value* x, llvm::Value* y) { return int8_ ? b_.CreateAdd(x, y) : b_.CreateFAdd(x, y); }
+  // Elements of one packed B row sliver per K step: bf16 and int8 pack K in groups, so a slab is padded to whole
+  // groups.
   llvm::Value* packed_depth(llvm::Value* kc) {
-    return bf16_ ? b_.CreateAnd(b_.CreateAdd(kc, i64c(1)), i64c(~std::int64_t{1})) : kc;
+    return group_ > 1 ? b_.CreateAnd(b_.CreateAdd(kc, i64c(group_ - 1)), i64c(-std::int64_t{group_})) : kc;
   }
 
   llvm::Value* args_field(llvm::Value* args, unsigned field, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args, field));
   }
 
-  // bf16 B panel: per K pair q and sliver of NR columns, the two rows interleaved so that each 32-bit lane holds
-  // (B[2q][n], B[2q+1][n]): dst[s·NR·depth2 + q·2NR + 2n + {0, 1}], zero past the columns and past K.
-  llvm::Function* emit_pack_b_pairs() {
+  // bf16 and int8 B panel: per group q of G = k_group rows of B and sliver of NR columns, the G rows interleaved so
+  // that each 32-bit lane holds (B[Gq][n], ..., B[Gq+G-1][n]): dst[s·NR·depthG + q·G·NR + G·n + i], zero past the
+  // columns and past K.
+  llvm::Function* emit_pack_b_groups() {
     llvm::Function* fn =
         make_function("pack_b", b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
     auto arg = fn->arg_begin();
     llvm::Value *src = arg++, *n0 = arg++, *k0 = arg++, *ncols = arg++, *depth = arg++;
     ++arg;  // B's column stride: 1 (row-major B is required)
     llvm::Value *ldb = arg++, *dst = arg++;
-    const int R = cfg_.nr;
-    auto* row_ty = llvm::FixedVectorType::get(b_.getInt16Ty(), lanes_);
+    const int R = cfg_.nr, G = group_;
+    auto* row_ty = llvm::FixedVectorType::get(ab_elem_, lanes_);
     llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
-    std::vector<int> interleave;
-    for (int i = 0; i < lanes_; ++i) {
-      interleave.push_back(i);
-      interleave.push_back(i + lanes_);
-    }
-    llvm::Value* pairs = b_.CreateLShr(b_.CreateAdd(depth, i64c(1)), i64c(1));
-    llvm::Value* depth2 = packed_depth(depth);
+    llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
+    llvm::Value* depth_g = packed_depth(depth);
     llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(ncols, i64c(R - 1)), i64c(R));
     emit_for(
-        b_, i64c(0), pairs, i64c(1),
+        b_, i64c(0), groups, i64c(1),
         [&](llvm::Value* q) {
-          llvm::Value* k = b_.CreateAdd(k0, b_.CreateMul(q, i64c(2)));
-          llvm::Value* has_second = b_.CreateICmpSLT(b_.CreateAdd(b_.CreateMul(q, i64c(2)), i64c(1)), depth);
+          llvm::Value* k = b_.CreateAdd(k0, b_.CreateMul(q, i64c(G)));
+          std::vector<llvm::Value*> has_row;  // rows of the group within K
+          for (int i = 0; i < G; ++i)
+            has_row.push_back(b_.CreateICmpSLT(b_.CreateAdd(b_.CreateMul(q, i64c(G)), i64c(i)), depth));
           emit_for(
               b_, i64c(0), slivers, i64c(1),
               [&](llvm::Value* sl) {
                 llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
                 llvm::Value* out =
-                    gep_ab(dst, b_.CreateAdd(b_.CreateMul(first_col, depth2), b_.CreateMul(q, i64c(2 * R))));
+                    gep_ab(dst, b_.CreateAdd(b_.CreateMul(first_col, depth_g), b_.CreateMul(q, i64c(G * R))));
                 for (int piece = 0; piece < R; piece += lanes_) {
                   llvm::Value* mask = lane_mask(lanes_, b_.CreateSub(ncols, first_col), piece);
                   llvm::Value* col = b_.CreateAdd(n0, b_.CreateAdd(first_col, i64c(piece)));
-                  llvm::Value* even = b_.CreateMaskedLoad(row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(k, ldb), col)),
-                                                          llvm::Align(2), mask, zero);
-                  llvm::Value* odd_mask = b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_second));
-                  llvm::Value* odd = b_.CreateMaskedLoad(
-                      row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(1)), ldb), col)),
-                      llvm::Align(2), odd_mask, zero);
-                  b_.CreateAlignedStore(b_.CreateShuffleVector(even, odd, interleave), gep_ab(out, i64c(2 * piece)),
-                                        llvm::Align(2));
+                  std::vector<llvm::Value*> rows;
+                  for (int i = 0; i < G; ++i) {
+                    llvm::Value* row_mask =
+                        i == 0 ? mask : b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_row[i]));
+                    rows.push_back(b_.CreateMaskedLoad(
+                        row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(i)), ldb), col)),
+                        llvm::Align(1), row_mask, zero));
+                  }
+                  b_.CreateAlignedStore(interleave_rows(rows), gep_ab(out, i64c(G * piece)), llvm::Align(1));
                 }
               },
               "pack.sliver");
         },
-        "pack.pair");
+        "pack.group");
     b_.CreateRetVoid();
     return fn;
   }
 
-  // acc += A·B over kc with vdpbf16ps: per K pair, A's two bf16 (adjacent in a row-major row) are broadcast as one
-  // 32-bit word against NR/16 vectors of interleaved B pairs. An odd last K reads A's single element, and B's
-  // packed panel holds a zero beside it.
-  LoopValues emit_bf16_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp,
-                              llvm::Value* kc) {
-    const int mr = cfg_.mr, nv = static_cast<int>(acc.size()) / mr;
-    auto* bf16_vec = llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * lanes_);
-    const auto step = [&](llvm::Value* q, LoopValues values, bool single) {
-      llvm::Value* b_pair_row = gep_ab(bp, b_.CreateMul(q, i64c(2 * cfg_.nr)));
+  // Interleaves equal vectors element by element (r0[0], r1[0], ..., r0[1], r1[1], ...): pairs of vectors at a time,
+  // each level's pairs taken as elements twice as wide by the next.
+  llvm::Value* interleave_rows(std::vector<llvm::Value*> rows) {
+    while (rows.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (std::size_t i = 0; i < rows.size(); i += 2) {
+        auto* type = llvm::cast<llvm::FixedVectorType>(rows[i]->getType());
+        const int n = static_cast<int>(type->getNumElements());
+        std::vector<int> order;
+        for (int e = 0; e < n; ++e) order.insert(order.end(), {e, e + n});
+        llvm::Value* pair = b_.CreateShuffleVector(rows[i], rows[i + 1], order);
+        const unsigned wide_bits = 2 * type->getElementType()->getPrimitiveSizeInBits();
+        next.push_back(rows.size() == 2 ? pair
+                                        : b_.CreateBitCast(pair, llvm::FixedVectorType::get(b_.getIntNTy(wide_bits),
+                                                                                            static_cast<unsigned>(n))));
+      }
+      rows = std::move(next);
+    }
+    return rows[0];
+  }
+
+  // acc += A·B over kc with a dot-product instruction: per group of G = k_group K steps, A's G elements (adjacent in a
+  // row-major row) are broadcast as one 32-bit word against NR / lanes vectors of the packed B groups; vdpbf16ps
+  // (bf16 pairs, f32 sums) or vpdpbusd (u8×i8 quads, exact i32 sums). A last partial group reads only A's elements
+  // within K, and B's packed panel holds zeros beside them.
+  LoopValues emit_grouped_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp,
+                                 llvm::Value* kc) {
+    const int mr = cfg_.mr, nv = static_cast<int>(acc.size()) / mr, G = group_;
+    auto* b_vec = int8_ ? static_cast<llvm::FixedVectorType*>(acc_vec_)
+                        : llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * lanes_);
+    auto* a_group_ty = llvm::FixedVectorType::get(ab_elem_, static_cast<unsigned>(G));
+    const auto multiply = [&](llvm::Value* sum, llvm::Value* a, llvm::Value* b) {
+      if (!int8_) return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {sum, a, b});
+      return b_.CreateIntrinsic(
+          lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256, {},
+          {sum, a, b});
+    };
+    // `partial`: the mask of A's elements within K in a last, partial group.
+    const auto step = [&](llvm::Value* q, LoopValues values, llvm::Value* partial) {
+      llvm::Value* b_group_row = gep_ab(bp, b_.CreateMul(q, i64c(G * cfg_.nr)));
       std::vector<llvm::Value*> bv;
       for (int v = 0; v < nv; ++v)
-        bv.push_back(b_.CreateAlignedLoad(bf16_vec, gep_ab(b_pair_row, i64c(2 * v * lanes_)), llvm::Align(64)));
+        bv.push_back(b_.CreateAlignedLoad(b_vec, gep_ab(b_group_row, i64c(G * v * lanes_)), llvm::Align(64)));
       for (int r = 0; r < mr; ++r) {
-        llvm::Value* at = gep_ab(a_rows[r], b_.CreateMul(q, i64c(2)));
-        llvm::Value* word =
-            single ? b_.CreateZExt(b_.CreateAlignedLoad(b_.getInt16Ty(), at, llvm::Align(2)), b_.getInt32Ty())
-                   : b_.CreateAlignedLoad(b_.getInt32Ty(), at, llvm::Align(2));
-        llvm::Value* a_vec = b_.CreateBitCast(b_.CreateVectorSplat(lanes_, word), bf16_vec);
+        llvm::Value* at = gep_ab(a_rows[r], b_.CreateMul(q, i64c(G)));
+        const llvm::Align align(ab_elem_->getPrimitiveSizeInBits() / 8);
+        llvm::Value* word = partial ? b_.CreateBitCast(b_.CreateMaskedLoad(a_group_ty, at, align, partial,
+                                                                           llvm::Constant::getNullValue(a_group_ty)),
+                                                       b_.getInt32Ty())
+                                    : b_.CreateAlignedLoad(b_.getInt32Ty(), at, align);
+        llvm::Value* a_vec = b_.CreateBitCast(b_.CreateVectorSplat(lanes_, word), b_vec);
         for (int v = 0; v < nv; ++v) {
           auto& slot = values[static_cast<std::size_t>(r * nv + v)];
-          slot = b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {slot, a_vec, bv[v]});
+          slot = multiply(slot, a_vec, bv[v]);
         }
       }
       return values;
     };
     const int unroll = cfg_.k_unroll;
-    llvm::Value* pairs = b_.CreateLShr(kc, i64c(1));
-    llvm::Value* pairs_main = b_.CreateAnd(pairs, i64c(~static_cast<std::int64_t>(unroll - 1)));
+    llvm::Value* groups = b_.CreateLShr(kc, i64c(G == 2 ? 1 : 2));
+    llvm::Value* groups_main = b_.CreateAnd(groups, i64c(~static_cast<std::int64_t>(unroll - 1)));
     acc = emit_for(
-        b_, i64c(0), pairs_main, i64c(unroll), acc,
+        b_, i64c(0), groups_main, i64c(unroll), acc,
         [&](llvm::Value* q, const LoopValues& carried) {
           LoopValues values = carried;
-          for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(q, i64c(u)), values, false);
+          for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(q, i64c(u)), values, nullptr);
           return values;
         },
-        "kpair");
+        "kgroup");
     acc = emit_for(
-        b_, pairs_main, pairs, i64c(1), acc,
-        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, false); }, "kpair.tail");
-    // The odd last K, if any: a loop of zero or one iteration.
+        b_, groups_main, groups, i64c(1), acc,
+        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, nullptr); }, "kgroup.tail");
+    // The last, partial group, if any: a loop of zero or one iteration.
+    llvm::Value* within = lane_mask(G, b_.CreateSub(kc, b_.CreateMul(groups, i64c(G))), 0);
     return emit_for(
-        b_, pairs, b_.CreateLShr(b_.CreateAdd(kc, i64c(1)), i64c(1)), i64c(1), acc,
-        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, true); }, "kodd");
+        b_, groups, b_.CreateLShr(b_.CreateAdd(kc, i64c(G - 1)), i64c(G == 2 ? 1 : 2)), i64c(1), acc,
+        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, within); }, "kgroup.partial");
   }
 
   // The MR×NR register tile: acc += A sliver ⊗ B sliver over kc, then either the partial sums go to the
@@ -270,11 +315,11 @@ class CpuGemmEmitter : OutputTiles {
     // fixed kernel with 6-row tiles had 4 chains and took as long as a full tile.
     // (As many sets as the vector registers hold besides the tile's B vectors and A broadcast.)
     const int chains = live_rows * nv;
-    int sets = bf16_ || chains >= 8 ? 1 : chains >= 4 ? 2 : 4;
+    int sets = group_ > 1 || chains >= 8 ? 1 : chains >= 4 ? 2 : 4;
     while (sets > 1 && sets * chains + nv + 1 > (lanes_ == 16 ? 32 : 16)) sets /= 2;
     unroll = std::max(unroll, sets);
     const std::size_t set_size = static_cast<std::size_t>(mr * nv);
-    LoopValues acc(set_size * static_cast<std::size_t>(sets), llvm::Constant::getNullValue(vec_));
+    LoopValues acc(set_size * static_cast<std::size_t>(sets), llvm::Constant::getNullValue(acc_vec_));
 
     // One K step; an in-place A is read at a_column (A(0, p)) plus each row's offset.
     const auto step = [&](llvm::Value* p, LoopValues values, int set, llvm::Value* a_column) {
@@ -295,8 +340,8 @@ class CpuGemmEmitter : OutputTiles {
       });
       return values;
     };
-    if (bf16_) {
-      acc = emit_bf16_k_loop(acc, a_rows, bp, kc);
+    if (group_ > 1) {
+      acc = emit_grouped_k_loop(acc, a_rows, bp, kc);
     } else if (fixed_kc > 0 && fixed_kc * chains <= kFullUnrollFmas) {
       // A short constant K runs straight through, without the loop's counter and branch.
       for (int p = 0; p < fixed_kc; ++p)
@@ -347,11 +392,11 @@ class CpuGemmEmitter : OutputTiles {
       for (int r = 0; r < mr; ++r)
         for (int v = 0; v < nv; ++v)
           total[acc_index(r, v)] =
-              b_.CreateFAdd(b_.CreateAlignedLoad(vec_, tile_ptr(r, v), llvm::Align(4)), acc[acc_index(r, v)]);
+              add_sums(b_.CreateAlignedLoad(acc_vec_, tile_ptr(r, v), llvm::Align(4)), acc[acc_index(r, v)]);
       b_.CreateBr(summed);
       b_.SetInsertPoint(summed);
       for (std::size_t i = 0; i < acc.size(); ++i) {
-        llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
+        llvm::PHINode* phi = b_.CreatePHI(acc_vec_, 2);
         phi->addIncoming(acc[i], before);
         phi->addIncoming(total[i], resume);
         acc[i] = phi;
@@ -366,6 +411,8 @@ class CpuGemmEmitter : OutputTiles {
     b_.CreateRetVoid();
 
     b_.SetInsertPoint(epilogue);
+    if (int8_)  // exact i32 sums, rounded once to f32 for the epilogue
+      for (llvm::Value*& sum : acc) sum = b_.CreateSIToFP(sum, vec_);
     emit_epilogue(args, acc, row0, col0, rows, cols, batch);
     b_.CreateRetVoid();
     return fn;
@@ -670,7 +717,7 @@ class CpuGemmEmitter : OutputTiles {
   // Whether the dense copy of a fixed kernel packs its B (contiguous columns: a column-major B) by
   // emit_fixed_pack_transposed: f32 in 16-lane vectors, slivers of whole vectors.
   bool transposes_whole_b_in_registers() const {
-    return cfg_.fixed() && cfg_.pack_b && !bf16_ && lanes_ == 16 && cfg_.nr % 16 == 0 &&
+    return cfg_.fixed() && cfg_.pack_b && group_ == 1 && lanes_ == 16 && cfg_.nr % 16 == 0 &&
            is_constant(sig_.b.layout.row_stride("b"), 1);
   }
 
@@ -888,7 +935,9 @@ class CpuGemmEmitter : OutputTiles {
   const std::string name_;
   const GemmSignature& sig_;
   const CpuGemmConfig& cfg_;
-  bool bf16_ = false;  // A and B are bf16 pairs along K, multiplied by vdpbf16ps
+  int group_ = 1;                  // K steps per multiply instruction (k_group): 2 for bf16 pairs, 4 for u8×i8 quads
+  bool int8_ = false;              // u8 A, i8 B: vpdpbusd into i32 sums (acc_vec_), converted to f32 for the epilogue
+  llvm::Type* acc_vec_ = nullptr;  // the accumulators' vector type: vec_, or lanes of i32 for int8
   // Set while a fixed-size kernel's dense branch is emitted: C's and D's leading dimensions are the constants of
   // contiguous M×N matrices (see emit_fixed_entry).
   bool dense_cd_ = false;

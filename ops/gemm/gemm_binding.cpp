@@ -270,7 +270,7 @@ GemmBinding bind_gemm(const GemmArgs& g) {
 
   s.a = {a.dtype, a.layout};
   s.b = {b.dtype, b.layout};
-  s.accumulator = DType::f32;
+  s.accumulator = is_int8(s) ? DType::i32 : DType::f32;
   s.check();
 
   GemmKernelArgs& k = bound.args;

@@ -19,8 +19,12 @@ double element(const Tensor& t, std::int64_t offset) {
     case DType::f32:
     case DType::tf32:  // stored as f32; the kernel's rounding to tf32 is in the tolerance
       return static_cast<const float*>(t.data)[offset];
+    case DType::u8:
+      return static_cast<const std::uint8_t*>(t.data)[offset];
+    case DType::i8:
+      return static_cast<const std::int8_t*>(t.data)[offset];
     default:
-      throw InvalidArgument("reference", "supports f32, tf32, f16 and bf16 tensors");
+      throw InvalidArgument("reference", "supports f32, tf32, f16, bf16, u8 and i8 tensors");
   }
 }
 
@@ -58,6 +62,10 @@ GemmReference reference_gemm(const GemmArgs& g) {
   const double output_eps = g.d.dtype == DType::f16    ? std::ldexp(1.0, -11)
                             : g.d.dtype == DType::bf16 ? std::ldexp(1.0, -8)
                                                        : 0.0;
+  // u8×i8 products are summed exactly (in i32, as here in double) and rounded once to f32 before the epilogue: only
+  // the epilogue's arithmetic is inexact.
+  const bool int8 = g.a.dtype == DType::u8 && g.b.dtype == DType::i8;
+  const double summed_terms = int8 ? 0.0 : static_cast<double>(k);
   ref.values.resize(static_cast<std::size_t>(ref.batch * m * n));
   ref.tolerance.resize(ref.values.size());
 
@@ -70,6 +78,7 @@ GemmReference reference_gemm(const GemmArgs& g) {
           acc += product;
           magnitude += std::fabs(product);
         }
+        if (int8) acc = static_cast<float>(acc);
         double inputs_magnitude = 0;
         const double c = c_read ? at(g.c, bi, i, j) : 0.0;
         const double value = evaluate(e.tree(), [&](const ExprNode& leaf) -> double {
@@ -88,7 +97,7 @@ GemmReference reference_gemm(const GemmArgs& g) {
         ref.values[idx] = value;
         const double scale = magnitude * std::max(1.0, std::fabs(double{g.alpha})) + std::fabs(double{g.beta} * c) +
                              std::fabs(c) + inputs_magnitude;
-        ref.tolerance[idx] = (1e-5 + output_eps) * std::fabs(value) + 4 * eps * static_cast<double>(k + 16) * scale +
+        ref.tolerance[idx] = (1e-5 + output_eps) * std::fabs(value) + 4 * eps * (summed_terms + 16) * scale +
                              product_eps * magnitude * std::max(1.0, std::fabs(double{g.alpha}));
       }
   return ref;

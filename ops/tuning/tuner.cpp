@@ -23,29 +23,36 @@ namespace {
 // epilogue's tensors where the signature reads them, so that the arguments describe exactly that signature.
 struct Operands {
   std::vector<float> a, b, c, d;
-  std::vector<std::uint16_t> a16, b16;
+  std::vector<std::uint8_t> a_narrow, b_narrow;  // A and B stored in bf16, u8 or i8
   std::map<std::string, std::vector<float>> inputs;
   GemmArgs args;
   Operands(const GemmProblem& p, unsigned seed) {
     const GemmSignature& s = p.signature;
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    const auto make = [&](std::vector<float>& v, std::vector<std::uint16_t>& v16, const OperandSignature& op,
+    const auto make = [&](std::vector<float>& v, std::vector<std::uint8_t>& narrow, const OperandSignature& op,
                           std::int64_t rows, std::int64_t cols) {
       v.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, p.batch * rows * cols)));
       for (auto& x : v) x = dist(rng);
       void* data = v.data();
-      if (op.dtype == DType::bf16) {
-        v16.resize(v.size());
-        for (std::size_t i = 0; i < v.size(); ++i) v16[i] = to_bf16(v[i]);
-        data = v16.data();
+      if (op.dtype == DType::bf16 || op.dtype == DType::u8 || op.dtype == DType::i8) {
+        narrow.resize(v.size() * static_cast<std::size_t>(dtype_bytes(op.dtype)));
+        for (std::size_t i = 0; i < v.size(); ++i)
+          if (op.dtype == DType::bf16) {
+            const std::uint16_t h = to_bf16(v[i]);
+            std::memcpy(&narrow[2 * i], &h, 2);
+          } else {  // [-1, 1] spread over the type's range
+            narrow[i] =
+                static_cast<std::uint8_t>(std::lround(op.dtype == DType::u8 ? (v[i] + 1) * 127.5f : v[i] * 127));
+          }
+        data = narrow.data();
       }
       return p.batch == 1 ? Tensor::matrix(data, rows, cols, op.layout, 0, op.dtype)
                           : Tensor::batched(data, p.batch, rows, cols, op.layout, 0, 0, op.dtype);
     };
-    std::vector<std::uint16_t> unused;
-    args.a = make(a, a16, s.a, p.m, p.k);
-    args.b = make(b, b16, s.b, p.k, p.n);
+    std::vector<std::uint8_t> unused;
+    args.a = make(a, a_narrow, s.a, p.m, p.k);
+    args.b = make(b, b_narrow, s.b, p.k, p.n);
     args.d = make(d, unused, s.d, p.m, p.n);
     args.epilogue = s.epilogue;
     if (s.c.layout.reads_memory()) {
@@ -71,8 +78,8 @@ struct Operands {
       args.inputs[in.name] = Tensor::vector(v.data(), length, strided ? 2 : 1);
     }
   }
-  const void* b_data() const { return b16.empty() ? static_cast<const void*>(b.data()) : b16.data(); }
-  std::size_t b_bytes() const { return b16.empty() ? b.size() * sizeof(float) : b16.size() * sizeof(std::uint16_t); }
+  const void* b_data() const { return b_narrow.empty() ? static_cast<const void*>(b.data()) : b_narrow.data(); }
+  std::size_t b_bytes() const { return b_narrow.empty() ? b.size() * sizeof(float) : b_narrow.size(); }
 };
 }  // namespace
 

@@ -162,3 +162,23 @@ def test_attention_reads_bshd_views_in_place():
         tessera.attention(q, k, v, score_mod="s +")
     with pytest.raises(tessera.Error, match="must hold float32"):
         tessera.attention(q.astype(np.float64), k, v)
+
+
+def test_int8_gemm_sums_exactly():
+    # uint8 activations times int8 weights, summed in i32: the f32 result is the exact integer sum rounded once.
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, size=(37, 131), dtype=np.uint8)
+    b = rng.integers(-128, 128, size=(131, 70), dtype=np.int8)
+    try:
+        d = tessera.gemm(a, b)
+    except tessera.Error as e:
+        if "int8 GEMM needs" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert d.dtype == np.float32
+    np.testing.assert_array_equal(d, (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32))
+    scale = rng.uniform(0.01, 0.1, size=70).astype(np.float32)
+    q = tessera.gemm(a, b, epilogue="scale[n] * acc", scale=scale)
+    np.testing.assert_allclose(q, (a.astype(np.float64) @ b.astype(np.float64)) * scale, rtol=1e-6)
+    with pytest.raises(tessera.Error, match="u8 A and i8 B"):
+        tessera.gemm(b.T.copy(), a.T.copy())  # int8 A times uint8 B

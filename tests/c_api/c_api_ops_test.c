@@ -81,10 +81,7 @@ static void check_attention(tessera_runtime* rt) {
   args.causal = 1;
   args.score_mod = "cap * tanh((s - slope[h] * (i - j)) / cap)";
   tessera_named_tensor tensor;
-  memset(&tensor, 0, sizeof tensor);
-  tensor.name = "slope";
-  tensor.tensor.data = slope, tensor.tensor.dtype = TESSERA_F32, tensor.tensor.rank = 1;
-  tensor.tensor.shape[0] = H, tensor.tensor.strides[0] = 1;
+  tensor = named_vector("slope", slope, H);
   args.tensors = &tensor, args.tensor_count = 1;
   tessera_named_scalar cap = {"cap", 20.0f};
   args.scalars = &cap, args.scalar_count = 1;
@@ -214,10 +211,7 @@ static void check_spmm(tessera_runtime* rt) {
   args.alpha = 1.0f;
   args.epilogue = "relu(acc + bias[n])";
   tessera_named_tensor input;
-  memset(&input, 0, sizeof input);
-  input.name = "bias";
-  input.tensor.data = bias, input.tensor.dtype = TESSERA_F32, input.tensor.rank = 1;
-  input.tensor.shape[0] = N, input.tensor.strides[0] = 1;
+  input = named_vector("bias", bias, N);
   args.inputs = &input, args.input_count = 1;
   args.plan = plan;
   for (int round = 0; round < 2; ++round) {

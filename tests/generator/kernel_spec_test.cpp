@@ -154,7 +154,8 @@ TEST(Validate, StatesTheViolatedRule) {
   EXPECT_EQ(rule(c), "KC (0) must be in 1..4096");
   GemmSignature s = spec.signature;
   s.a.dtype = DType::f16;
-  EXPECT_EQ(rule(spec.config, s), "A dtype f16 is not supported on cpu:avx512 (A and B both f32, or both bf16)");
+  EXPECT_EQ(rule(spec.config, s),
+            "A dtype f16 is not supported on cpu:avx512 (A and B both f32, both bf16, or u8 A and i8 B)");
   s = spec.signature;
   s.d.layout = Layout::zero();
   EXPECT_EQ(rule(spec.config, s), "D layout must be row or col, not zero");

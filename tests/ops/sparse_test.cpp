@@ -11,9 +11,6 @@
 #include <random>
 #include <sstream>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
 #include "tessera/tuner.hpp"
@@ -470,31 +467,6 @@ TEST(SparseInspector, ClusteredEntriesRunAsBlocks) {
     }
 }
 
-// Floats that end exactly where an inaccessible page begins (and start right after one): a generated kernel that
-// reads or writes one element past an operand faults instead of passing by luck.
-class GuardedFloats {
- public:
-  explicit GuardedFloats(std::size_t count, bool at_start = false) : count_(count) {
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t bytes = (count * sizeof(float) + page - 1) / page * page;
-    size_ = bytes + 2 * page;
-    base_ = static_cast<char*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    ::mprotect(base_, page, PROT_NONE);
-    ::mprotect(base_ + page + bytes, page, PROT_NONE);
-    data_ = reinterpret_cast<float*>(at_start ? base_ + page : base_ + page + bytes - count * sizeof(float));
-  }
-  ~GuardedFloats() { ::munmap(base_, size_); }
-  GuardedFloats(const GuardedFloats&) = delete;
-  GuardedFloats& operator=(const GuardedFloats&) = delete;
-  float* data() { return data_; }
-  std::size_t size() const { return count_; }
-
- private:
-  std::size_t count_, size_;
-  char* base_;
-  float* data_;
-};
-
 // Operands flush against guard pages (from either side), edges everywhere: N and K residues, BSR edge blocks past M
 // and K, column panels, an SDDMM row of one entry at the end. A kernel touching anything outside faults.
 TEST(SparseKernels, NeverTouchOutsideTheirOperands) {
@@ -506,7 +478,7 @@ TEST(SparseKernels, NeverTouchOutsideTheirOperands) {
       SCOPED_TRACE(fmt::format("{} N={} block {} {}", pattern, n, block, at_start ? "start" : "end"));
       const CooMatrix coo = generate_pattern(pattern);
       const SparseMatrixData a = block == 1 ? SparseMatrixData::csr(coo) : SparseMatrixData::bsr(coo, block, block);
-      GuardedFloats b(static_cast<std::size_t>(coo.cols * n), at_start),
+      test::Guarded<float> b(static_cast<std::size_t>(coo.cols * n), at_start),
           d(static_cast<std::size_t>(coo.rows * n), at_start);
       std::mt19937 rng(1);
       std::uniform_real_distribution<float> dist(-1, 1);
@@ -523,7 +495,7 @@ TEST(SparseKernels, NeverTouchOutsideTheirOperands) {
   const SparseMatrixData pattern = SparseMatrixData::csr(generate_pattern("powerlaw:64,70,0.05,3"));
   for (const std::int64_t k : {1, 7, 33}) {
     const SparseMatrix v = pattern.view();
-    GuardedFloats a(static_cast<std::size_t>(v.rows * k)), b(static_cast<std::size_t>(v.cols * k)),
+    test::Guarded<float> a(static_cast<std::size_t>(v.rows * k)), b(static_cast<std::size_t>(v.cols * k)),
         out(static_cast<std::size_t>(v.entries));
     std::fill(a.data(), a.data() + a.size(), 0.5f);
     std::fill(b.data(), b.data() + b.size(), 0.25f);

@@ -20,7 +20,8 @@ enum {
   TESSERA_INTERNAL = 5
 };
 
-typedef enum { TESSERA_F32 = 0, TESSERA_BF16 = 1, TESSERA_F16 = 2 } tessera_dtype;
+/* TESSERA_U8 and TESSERA_I8: the A and B of an int8 GEMM (u8 A times i8 B, summed exactly in i32; D f32). */
+typedef enum { TESSERA_F32 = 0, TESSERA_BF16 = 1, TESSERA_F16 = 2, TESSERA_U8 = 3, TESSERA_I8 = 4 } tessera_dtype;
 
 /* A tensor in host memory: element strides, outermost first. rank 2 ([rows, cols]) or 3 ([batch, rows, cols]) for
  * matrices, 1 for vectors such as bias[n]. */

@@ -1,0 +1,287 @@
+// int8 GEMM: u8 A × i8 B summed in i32 (vpdpbusd), D = epilogue(f32(sum)). Sums are checked exactly against int64
+// sums computed here, the quantisation epilogues against tessera's double reference.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <regex>
+
+#include "generator/gemm/gemm_variants.hpp"
+#include "tessera/reference.hpp"
+#include "tessera/tessera.hpp"
+#include "tests/test_util.hpp"
+
+namespace tessera {
+namespace {
+
+// Row-major u8 A (M×K) and i8 B (K×N) with padded rows, their padding holding extreme values that would show in
+// any sum that read them; D (M×N, padded) starts as NaN.
+struct Int8Case {
+  std::int64_t m, n, k, batch = 1;
+  std::int64_t pad = 3;
+  std::vector<std::uint8_t> a;
+  std::vector<std::int8_t> b;
+  std::vector<float> d;
+  GemmArgs args;
+
+  Int8Case(std::int64_t m_, std::int64_t n_, std::int64_t k_, std::uint32_t seed, std::int64_t batch_ = 1)
+      : m(m_), n(n_), k(k_), batch(batch_) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> byte(0, 255);
+    a.assign(static_cast<std::size_t>(batch * m * (k + pad)), 255);
+    b.assign(static_cast<std::size_t>(batch * k * (n + pad)), -128);
+    d.assign(static_cast<std::size_t>(std::max<std::int64_t>(1, batch * m * (n + pad))),
+             std::numeric_limits<float>::quiet_NaN());
+    for (std::int64_t bi = 0; bi < batch; ++bi) {
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t p = 0; p < k; ++p) a_at(bi, i, p) = static_cast<std::uint8_t>(byte(rng));
+      for (std::int64_t p = 0; p < k; ++p)
+        for (std::int64_t j = 0; j < n; ++j) b_at(bi, p, j) = static_cast<std::int8_t>(byte(rng) - 128);
+    }
+    const Layout row = Layout::row_major();
+    if (batch == 1) {
+      args.a = Tensor::matrix(a.data(), m, k, row, k + pad, DType::u8);
+      args.b = Tensor::matrix(b.data(), k, n, row, n + pad, DType::i8);
+      args.d = Tensor::matrix(d.data(), m, n, row, n + pad);
+    } else {
+      args.a = Tensor::batched(a.data(), batch, m, k, row, k + pad, m * (k + pad), DType::u8);
+      args.b = Tensor::batched(b.data(), batch, k, n, row, n + pad, k * (n + pad), DType::i8);
+      args.d = Tensor::batched(d.data(), batch, m, n, row, n + pad, m * (n + pad));
+    }
+  }
+  std::uint8_t& a_at(std::int64_t bi, std::int64_t i, std::int64_t p) {
+    return a[static_cast<std::size_t>((bi * m + i) * (k + pad) + p)];
+  }
+  std::int8_t& b_at(std::int64_t bi, std::int64_t p, std::int64_t j) {
+    return b[static_cast<std::size_t>((bi * k + p) * (n + pad) + j)];
+  }
+  float d_at(std::int64_t bi, std::int64_t i, std::int64_t j) const {
+    return d[static_cast<std::size_t>((bi * m + i) * (n + pad) + j)];
+  }
+  // D must hold f32(Σ a·b) exactly (the i32 sum rounded once), and nothing past the matrices may be written.
+  void expect_exact_sums() {
+    std::int64_t wrong = 0, written = 0;
+    for (float x : d) written += !std::isnan(x);
+    EXPECT_EQ(written, batch * m * n) << "outputs outside D written, or some not written";
+    for (std::int64_t bi = 0; bi < batch; ++bi)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          std::int64_t sum = 0;
+          for (std::int64_t p = 0; p < k; ++p) sum += std::int64_t{a_at(bi, i, p)} * b_at(bi, p, j);
+          const float want = static_cast<float>(sum), got = d_at(bi, i, j);
+          if (got != want && wrong++ == 0)
+            ADD_FAILURE() << fmt::format("{}x{}x{} batch {}: d[{}, {}, {}] = {}, expected {}", m, n, k, batch, bi, i, j,
+                                         got, want);
+        }
+    EXPECT_EQ(wrong, 0);
+  }
+};
+
+// Why this host cannot run int8 kernels ("" when it can).
+std::string int8_missing(const CpuTarget& t) {
+  if (t.vnni) return "";
+  return t.isa == CpuIsa::Avx512 ? "host lacks avx512_vnni" : "host lacks avx_vnni";
+}
+
+const std::int64_t kEdges[] = {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 33, 63, 65, 100, 129, 257};
+
+TEST(GemmInt8, EdgeShapesAreExact) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  const std::size_t count = std::size(kEdges);
+  std::vector<std::array<std::int64_t, 3>> shapes;
+  for (std::size_t i = 0; i < count; ++i) {
+    shapes.push_back({kEdges[i], kEdges[(i + 5) % count], kEdges[(i + 11) % count]});
+    shapes.push_back({kEdges[(i + 11) % count], kEdges[i], kEdges[(i + 5) % count]});
+    shapes.push_back({kEdges[(i + 5) % count], kEdges[(i + 11) % count], kEdges[i]});
+  }
+  shapes.push_back({37, 70, 3077});  // several K slabs, the last one partial, K % 4 = 1
+  shapes.push_back({2, 1000, 515});  // GEMV-like rows
+  int i = 0;
+  for (const auto& [m, n, k] : shapes) {
+    Int8Case t(m, n, k, static_cast<std::uint32_t>(i));
+    t.args.threads = 1 + i++ % 2;
+    runtime.gemm(t.args);
+    t.expect_exact_sums();
+  }
+}
+
+TEST(GemmInt8, BatchesAreExact) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  Int8Case t(19, 45, 77, 5, 3);
+  runtime.gemm(t.args);
+  t.expect_exact_sums();
+}
+
+// The largest sums: 255 × -128 over 4099 steps is -133,791,360, far past f32's exact integers and past i16: no
+// saturation anywhere (vpdpbusd, not vpdpbusds) and one rounding at the end.
+TEST(GemmInt8, ExtremeSumsAreExactUntilTheOneRounding) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  for (const int b_value : {-128, 127}) {
+    Int8Case t(9, 40, 4099, 3);
+    for (std::int64_t i = 0; i < t.m; ++i)
+      for (std::int64_t p = 0; p < t.k; ++p) t.a_at(0, i, p) = 255;
+    for (std::int64_t p = 0; p < t.k; ++p)
+      for (std::int64_t j = 0; j < t.n; ++j) t.b_at(0, p, j) = static_cast<std::int8_t>(b_value);
+    runtime.gemm(t.args);
+    t.expect_exact_sums();
+    EXPECT_EQ(t.d_at(0, 0, 0), static_cast<float>(255.0 * b_value * 4099));
+  }
+}
+
+// Every config of the int8 variant space computes the same exact sums (K % 4 = 3: a partial last group).
+TEST(GemmInt8, EveryVariantIsExact) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  Int8Case t(29, 77, 203, 11);
+  const GemmProblem p = runtime.describe(t.args);
+  const std::vector<CpuGemmConfig> space = cpu_variants(p, runtime.target());
+  ASSERT_GE(space.size(), 20u);
+  for (const CpuGemmConfig& c : space) {
+    SCOPED_TRACE(c.to_json().dump());
+    EXPECT_FALSE(c.pack_a);
+    EXPECT_EQ(c.kc % 4, 0);
+    std::fill(t.d.begin(), t.d.end(), std::numeric_limits<float>::quiet_NaN());
+    runtime.compile(p, c).run(t.args);
+    t.expect_exact_sums();
+  }
+}
+
+// A, B and D flush against inaccessible pages, from either side, with K and N residues: a kernel or packing routine
+// that reads a byte past an operand (a whole group of 4 at K's end, a whole vector at N's) faults. Every variant.
+TEST(GemmInt8, NeverTouchOutsideTheirOperands) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  for (const bool at_start : {false, true})
+    for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{13, 37, 61}, {5, 17, 2}, {3, 100, 131}}) {
+      SCOPED_TRACE(fmt::format("{}x{}x{} at_start {}", m, n, k, at_start));
+      test::Guarded<std::uint8_t> a(static_cast<std::size_t>(m * k), at_start);
+      test::Guarded<std::int8_t> b(static_cast<std::size_t>(k * n), at_start);
+      test::Guarded<float> d(static_cast<std::size_t>(m * n), at_start);
+      std::mt19937 rng(static_cast<std::uint32_t>(m + n + k));
+      std::uniform_int_distribution<int> byte(0, 255);
+      for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<std::uint8_t>(byte(rng));
+      for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<std::int8_t>(byte(rng) - 128);
+      GemmArgs args;
+      args.a = Tensor::matrix(a.data(), m, k, Layout::row_major(), 0, DType::u8);
+      args.b = Tensor::matrix(b.data(), k, n, Layout::row_major(), 0, DType::i8);
+      args.d = Tensor::matrix(d.data(), m, n);
+      const GemmProblem p = runtime.describe(args);
+      for (const CpuGemmConfig& c : cpu_variants(p, runtime.target())) {
+        runtime.compile(p, c).run(args);
+        std::int64_t wrong = 0;
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            std::int64_t sum = 0;
+            for (std::int64_t q = 0; q < k; ++q) sum += std::int64_t{a.data()[i * k + q]} * b.data()[q * n + j];
+            wrong += d.data()[i * n + j] != static_cast<float>(sum);
+          }
+        EXPECT_EQ(wrong, 0) << c.to_json().dump();
+      }
+    }
+}
+
+// Quantisation parameters in the epilogue text: per-row and per-column scales, a bias, C, activations.
+TEST(GemmInt8, QuantisationEpiloguesMatchTheReference) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f), value(-1, 1);
+  for (const char* text : {"scale_a[m] * scale_b[n] * acc + bias[n]", "relu(scale_b[n] * (acc - 128 * colsum[n]))",
+                           "alpha * acc + beta * c", "min(max(acc / 64, -128), 127)"}) {
+    SCOPED_TRACE(text);
+    Int8Case t(45, 67, 301, 13);
+    t.args.epilogue = Epilogue::parse(text);
+    std::map<std::string, std::vector<float>> vectors;
+    for (const auto& in : t.args.epilogue.tensors()) {
+      const std::int64_t length = in.form == IndexForm::M ? t.m : t.n;
+      auto& v = vectors[in.name];
+      v.resize(static_cast<std::size_t>(length));
+      for (auto& x : v) x = in.name.rfind("scale", 0) == 0 ? scale(rng) : 100 * value(rng);
+      t.args.inputs[in.name] = Tensor::vector(v.data(), length);
+    }
+    std::vector<float> c(static_cast<std::size_t>(t.m * t.n));
+    for (auto& x : c) x = 1000 * value(rng);
+    if (t.args.epilogue.reads_c()) {
+      t.args.c = Tensor::matrix(c.data(), t.m, t.n);
+      t.args.alpha = 0.5f;
+      t.args.beta = 2;
+    }
+    const GemmReference ref = reference_gemm(t.args);
+    runtime.gemm(t.args);
+    const Comparison cmp = compare_gemm(ref, t.args.d, false);
+    EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+  }
+}
+
+TEST(GemmInt8, UnsupportedCombinationsAreClearErrors) {
+  Runtime runtime;
+  Int8Case t(8, 8, 8, 1);
+  const auto error_of = [&](const GemmArgs& args) -> std::string {
+    try {
+      runtime.gemm(args);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) {
+    EXPECT_NE(error_of(t.args).find("int8 GEMM needs"), std::string::npos) << error_of(t.args);
+    return;
+  }
+  GemmArgs swapped = t.args;  // i8 A × u8 B
+  swapped.a.dtype = DType::i8;
+  swapped.b.dtype = DType::u8;
+  EXPECT_NE(error_of(swapped).find("u8 A and i8 B"), std::string::npos) << error_of(swapped);
+  GemmArgs mixed = t.args;  // u8 A × f32 B
+  std::vector<float> b32(64, 1.0f);
+  mixed.b = Tensor::matrix(b32.data(), 8, 8);
+  EXPECT_NE(error_of(mixed).find("u8 A and i8 B"), std::string::npos) << error_of(mixed);
+  GemmArgs column = t.args;  // column-major A
+  column.a = Tensor::matrix(t.a.data(), 8, 8, Layout::col_major(), 11, DType::u8);
+  EXPECT_NE(error_of(column).find("row-major A and B"), std::string::npos) << error_of(column);
+  for (float x : t.d) EXPECT_TRUE(std::isnan(x)) << "a refused call wrote D";
+  // An explicit config that packs A, or a KC that splits a group of 4.
+  const GemmProblem p = runtime.describe(t.args);
+  CpuGemmConfig c = CpuGemmConfig::default_for(p, runtime.target());
+  EXPECT_THROW(runtime.compile(p, c.with_overrides("kc=258")), ConfigError);
+  EXPECT_THROW(runtime.compile(p, c.with_overrides("pack_a=1")), ConfigError);
+}
+
+// The kernels are emitted and compiled for both widths on any host: vpdpbusd on zmm (AVX512_VNNI) and on ymm in its
+// VEX form (AVX-VNNI), which needs no AVX-512.
+TEST(GemmInt8, KernelsAreEmittedForEveryVnniTarget) {
+  GemmProblem p;
+  p.m = 64, p.n = 96, p.k = 130;
+  p.signature.a.dtype = DType::u8;
+  p.signature.b.dtype = DType::i8;
+  p.signature.accumulator = DType::i32;
+  const auto count = [](const std::string& text, const char* pattern) {
+    const std::regex re(pattern);
+    return std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator());
+  };
+  const CpuTarget wide = CpuTarget::named("cpu:avx512+vnni");
+  const std::string zmm = gemm_host_assembly({p.signature, CpuGemmConfig::default_for(p, wide), wide});
+  EXPECT_GE(count(zmm, R"(vpdpbusd\s+[^\n]*%zmm)"), 8);
+  const CpuTarget narrow = CpuTarget::named("cpu:avx2+vnni");
+  const std::string ymm = gemm_host_assembly({p.signature, CpuGemmConfig::default_for(p, narrow), narrow});
+  EXPECT_GE(count(ymm, R"(\{vex\}\s*vpdpbusd\s+[^\n]*%ymm)"), 4) << "AVX-VNNI's VEX encoding";
+  EXPECT_EQ(count(ymm, "%zmm"), 0);
+  // Without VNNI the target refuses int8 with the flag's name.
+  CpuTarget none = narrow;
+  none.vnni = false;
+  try {
+    validate(p.signature, CpuGemmConfig::default_for(p, none), none);
+    ADD_FAILURE() << "int8 validated without VNNI";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("avx_vnni"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessera
