@@ -85,6 +85,26 @@ if [[ $src == *'#include "tessera/gemm/gemm_tensorop.cuh"'* && $src == *"tessera
   bad "emit gemm --target cuda source"; fi
 if "$bin" emit gemm 256 256 256 --target cuda:sm_90 --dtype bf16 --ptx | grep -q "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"; then ok; else
   bad "emit gemm --ptx lacks bf16 mma.sync"; fi
+# int8: emitted for both VNNI widths on any host (AVX-VNNI's VEX ymm form too); run and verified where the host has it.
+if "$bin" emit gemm 64 96 130 --dtype i8 --target cpu:avx2+vnni --asm | grep -qE "\{vex\}\s*vpdpbusd\s+%ymm"; then ok; else
+  bad "emit gemm --dtype i8 --target cpu:avx2+vnni lacks VEX vpdpbusd"; fi
+if "$bin" emit gemm 64 96 130 --dtype i8 --target cpu:avx512+vnni --asm | grep -qE "vpdpbusd\s+%zmm"; then ok; else
+  bad "emit gemm --dtype i8 --target cpu:avx512+vnni lacks zmm vpdpbusd"; fi
+expect_bad "unknown extension 'amx'" emit gemm 64 64 64 --target cpu:avx512+amx
+expect_bad "--out-dtype" gemm 10 10 10 --out-dtype f16
+# D rounded to bf16 from an f32 GEMM, by rows and by columns.
+for layout in row col; do
+  if "$bin" gemm 50 61 70 --out-dtype bf16 --layout-c $layout --verify >/dev/null; then ok; else
+    bad "gemm --out-dtype bf16 --layout-c $layout --verify: exit $?"; fi
+done
+if grep -q avx512_vnni /proc/cpuinfo && grep -q avx512f /proc/cpuinfo; then
+  if "$bin" gemm 67 301 133 --dtype i8 --epilogue "scale[n] * acc + bias[n]" --verify >/dev/null; then ok; else
+    bad "gemm --dtype i8 --verify: exit $?"; fi
+  if "$bin" gemm 67 301 133 --dtype i8 --out-dtype i8 --epilogue "scale[n] * acc" --layout-c col --verify >/dev/null; then ok; else
+    bad "gemm --dtype i8 --out-dtype i8 --verify: exit $?"; fi
+else
+  echo "SKIP: gemm --dtype i8 --verify (host lacks avx512_vnni)"
+fi
 report=$("$bin" emit gemm 1024 1024 1024 --target cuda:sm_90 --dtype f16 --layout-b col --json)
 code=$?
 if [[ $code -eq 0 && $(printf '%s\n' "$report" | wc -l) -eq 1 && $report == *'"spill_store_bytes":0'* && $report == *'"local_access_count":0'* ]]; then ok; else

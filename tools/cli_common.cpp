@@ -46,6 +46,7 @@ void add_gemm_options(CLI::App& app, GemmRequest& r) {
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
   app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2, cuda:sm_80/86/89/90/90a");
   app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
+  app.add_option("--out-dtype", r.out_dtype, "element type of D (CPU): f32, bf16, or u8 / i8 (rounded, saturated)");
   app.add_option("--dtype", r.dtype,
                  "element type of A and B: f32, bf16 or i8 (u8 A, i8 B, i32 sums; CPU); f32, tf32, f16, bf16 (CUDA)");
   app.add_option("--config", r.config,
@@ -105,6 +106,14 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
   }
   g.c = operand(buf.c, r.m, r.n, lc);
   g.d = operand(buf.d, r.m, r.n, lc);
+  if (r.out_dtype != "f32") {
+    const auto out = parse_dtype(r.out_dtype);
+    if (!out || (*out != DType::bf16 && *out != DType::u8 && *out != DType::i8))
+      throw InvalidArgument("--out-dtype", "must be f32, bf16, u8 or i8, got '" + r.out_dtype + "'");
+    buf.d_narrow.assign(buf.d.size(), 0);  // as many 16-bit slots as D has floats: room for either width
+    g.d.data = buf.d_narrow.data();
+    g.d.dtype = *out;
+  }
   for (const auto& t : g.epilogue.tensors()) {
     auto& v = buf.inputs[t.name];
     switch (t.form) {

@@ -33,8 +33,9 @@ struct GemmRequest {
   int threads = 0;
   std::string target = "cpu";
   int ir_opt_level = 0;
-  std::string config;         // overrides of the default config, "mr=8,pack_a=0"
-  std::string dtype = "f32";  // of A and B: f32 or bf16 (CPU), f32, tf32, f16 or bf16 (CUDA); D is f32
+  std::string config;             // overrides of the default config, "mr=8,pack_a=0"
+  std::string dtype = "f32";      // of A and B: f32, bf16 or i8 (CPU), f32, tf32, f16 or bf16 (CUDA)
+  std::string out_dtype = "f32";  // of D (CPU): f32, bf16, or u8 / i8 (requantised)
 };
 
 // Adds M N K and the GEMM options shared by `gemm` and `emit gemm`.
@@ -45,6 +46,7 @@ struct GemmBuffers {
   std::vector<float> a, b, c, d;
   std::vector<std::uint16_t> a16, b16;  // A and B when they are bf16 or f16
   std::vector<std::uint8_t> a8;         // u8 A and i8 B of an int8 GEMM (--dtype i8)
+  std::vector<std::uint16_t> d_narrow;  // D when --out-dtype is not f32 (bytes for u8 / i8)
   std::vector<std::int8_t> b8;
   std::map<std::string, std::vector<float>> inputs;
   GemmArgs args;

@@ -21,12 +21,18 @@ struct EmitCommand {
 
   int run_cpu() const {
     if (ptx || resources || json) throw InvalidArgument("--ptx/--resources/--json", "are for CUDA targets");
-    Runtime runtime({request.target, 1, request.ir_opt_level});
     GemmBuffers buffers = make_gemm_buffers(request);
     const GemmProblem problem = describe_gemm(buffers.args);
-    // The kernel the runtime would compile (its cost model's choice), with the asked overrides.
-    const CpuGemmSpec spec{problem.signature, runtime.choose_config(problem).with_overrides(request.config),
-                           runtime.target()};
+    const CpuTarget named = CpuTarget::named(request.target);
+    // The kernel the runtime would compile (its cost model's choice), with the asked overrides; for a target this
+    // host cannot run (an ISA or extension it lacks, e.g. cpu:avx2+vnni), default_for's config, emitted and compiled
+    // but not run.
+    CpuGemmSpec spec{problem.signature, CpuGemmConfig::default_for(problem, named).with_overrides(request.config),
+                     named};
+    if (named.host_has_extensions()) {
+      Runtime runtime({request.target, 1, request.ir_opt_level});
+      spec = {problem.signature, runtime.choose_config(problem).with_overrides(request.config), runtime.target()};
+    }
     std::cout << (assembly ? gemm_host_assembly(spec, request.ir_opt_level) : gemm_llvm_ir(spec, request.ir_opt_level));
     return kOk;
   }

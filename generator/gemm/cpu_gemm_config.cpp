@@ -357,9 +357,11 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
   }
   const bool bf16 = s.a.dtype == DType::bf16 && s.b.dtype == DType::bf16;
   const bool int8 = is_int8(s);
-  for (const auto& [name, dtype] : {std::pair{"C", s.c.dtype}, std::pair{"D", s.d.dtype}})
-    if (dtype != DType::f32)
-      fail(fmt::format("{} dtype {} is not supported on {} (f32 only)", name, dtype_name(dtype), target.str()));
+  if (s.c.dtype != DType::f32)
+    fail(fmt::format("C dtype {} is not supported on {} (f32 only)", dtype_name(s.c.dtype), target.str()));
+  // D: the epilogue's f32 value, or rounded to bf16, or requantised to u8 / i8 (rounded to nearest, saturated).
+  if (s.d.dtype != DType::f32 && s.d.dtype != DType::bf16 && s.d.dtype != DType::u8 && s.d.dtype != DType::i8)
+    fail(fmt::format("D dtype {} is not supported on {} (f32, bf16, u8 or i8)", dtype_name(s.d.dtype), target.str()));
   if (s.accumulator != (int8 ? DType::i32 : DType::f32))
     fail(fmt::format("accumulator dtype {} is not supported on {} ({} for these inputs)", dtype_name(s.accumulator),
                      target.str(), int8 ? "i32" : "f32"));

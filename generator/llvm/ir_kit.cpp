@@ -73,11 +73,11 @@ llvm::Value* IrKit::load_masked(llvm::Value* ptr, llvm::Value* mask) {
   return b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vec_));
 }
 
-void IrKit::store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask) {
+void IrKit::store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask, llvm::Align align) {
   if (all_true(mask))
-    b_.CreateAlignedStore(value, ptr, llvm::Align(4));
+    b_.CreateAlignedStore(value, ptr, align);
   else
-    b_.CreateMaskedStore(value, ptr, llvm::Align(4), mask);
+    b_.CreateMaskedStore(value, ptr, align, mask);
 }
 
 llvm::Constant* IrKit::lane_indices(int n) {

@@ -58,7 +58,7 @@ class IrKit {
 
   llvm::Value* load_masked(llvm::Value* ptr, llvm::Value* mask);
 
-  void store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask);
+  void store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask, llvm::Align align = llvm::Align(4));
 
   llvm::Constant* lane_indices(int n);
 

@@ -8,6 +8,52 @@
 
 namespace tessera {
 
+llvm::Type* OutputTiles::d_element(const GemmSignature& sig) {
+  switch (sig.d.dtype) {
+    case DType::bf16:
+      return b_.getInt16Ty();
+    case DType::u8:
+    case DType::i8:
+      return b_.getInt8Ty();
+    default:
+      return f32_;
+  }
+}
+
+llvm::Value* OutputTiles::to_d_type(const GemmSignature& sig, llvm::Value* value) {
+  const auto n = llvm::cast<llvm::FixedVectorType>(value->getType())->getNumElements();
+  const auto splat = [&](std::uint32_t x) {
+    return llvm::ConstantInt::get(llvm::FixedVectorType::get(b_.getInt32Ty(), n), x);
+  };
+  switch (sig.d.dtype) {
+    case DType::bf16: {
+      // As to_bf16: add 0x7fff plus the kept part's lowest bit, keep the top half; a NaN keeps its top half, quieted.
+      llvm::Value* bits = b_.CreateBitCast(value, llvm::FixedVectorType::get(b_.getInt32Ty(), n));
+      llvm::Value* rounded =
+          b_.CreateAdd(bits, b_.CreateAdd(splat(0x7fff), b_.CreateAnd(b_.CreateLShr(bits, splat(16)), splat(1))));
+      llvm::Value* nan = b_.CreateICmpUGT(b_.CreateAnd(bits, splat(0x7fffffff)), splat(0x7f800000));
+      llvm::Value* top = b_.CreateSelect(nan, b_.CreateOr(b_.CreateLShr(bits, splat(16)), splat(0x40)),
+                                         b_.CreateLShr(rounded, splat(16)));
+      return b_.CreateTrunc(top, llvm::FixedVectorType::get(b_.getInt16Ty(), n));
+    }
+    case DType::u8:
+    case DType::i8: {
+      const bool is_unsigned = sig.d.dtype == DType::u8;
+      auto* type = llvm::cast<llvm::FixedVectorType>(value->getType());
+      llvm::Value* lowest = llvm::ConstantFP::get(type, is_unsigned ? 0.0 : -128.0);
+      llvm::Value* highest = llvm::ConstantFP::get(type, is_unsigned ? 255.0 : 127.0);
+      llvm::Value* nearest = b_.CreateUnaryIntrinsic(llvm::Intrinsic::rint, value);
+      // maxnum(NaN, lowest) is lowest.
+      llvm::Value* clamped = b_.CreateBinaryIntrinsic(
+          llvm::Intrinsic::minnum, b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, nearest, lowest), highest);
+      return b_.CreateTrunc(b_.CreateFPToSI(clamped, llvm::FixedVectorType::get(b_.getInt32Ty(), n)),
+                            llvm::FixedVectorType::get(b_.getInt8Ty(), n));
+    }
+    default:
+      return value;
+  }
+}
+
 void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOperands& ops, const LoopValues& acc,
                                     int mr, llvm::Value* row0, llvm::Value* col0, llvm::Value* rows, llvm::Value* cols,
                                     llvm::Value* batch) {
@@ -112,10 +158,16 @@ void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOper
       llvm::Value* offset =
           b_.CreateAdd(b_.CreateAdd(d_base, b_.CreateMul(r, d_rs)),
                        is_constant(dl.col_stride("d"), 1) ? i64c(v * lanes_) : b_.CreateMul(i64c(v * lanes_), d_cs));
-      if (is_constant(dl.col_stride("d"), 1))
-        store_masked(value, gep(d.data, offset), mask);
-      else
-        b_.CreateMaskedScatter(value, lane_pointers(d.data, offset, index(dl.col_stride("d"))), llvm::Align(4), mask);
+      llvm::Type* element = d_element(sig);
+      const llvm::Align align(dtype_bytes(sig.d.dtype));
+      if (is_constant(dl.col_stride("d"), 1)) {
+        store_masked(to_d_type(sig, value), b_.CreateGEP(element, d.data, offset), mask, align);
+      } else {
+        llvm::Value* stride = index(dl.col_stride("d"));
+        llvm::Value* lanes = b_.CreateAdd(b_.CreateVectorSplat(lanes_, offset),
+                                          b_.CreateMul(lane_indices(lanes_), b_.CreateVectorSplat(lanes_, stride)));
+        b_.CreateMaskedScatter(to_d_type(sig, value), b_.CreateGEP(element, d.data, lanes), align, mask);
+      }
     }
   };
   if (parked) {
@@ -146,9 +198,9 @@ void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOper
       for (int q = 0; q < lanes_; ++q) {
         col = b_.CreateAdd(col0, i64c(v * lanes_ + q));
         llvm::Value* col_valid = b_.CreateVectorSplat(piece, b_.CreateICmpSLT(i64c(v * lanes_ + q), cols));
-        llvm::Value* ptr = gep(d.data, index(dl.offset("d", row_e, col_e, batch_e)));
-        b_.CreateMaskedStore(columns[static_cast<std::size_t>(q)], ptr, llvm::Align(4),
-                             b_.CreateAnd(row_mask, col_valid));
+        llvm::Value* ptr = b_.CreateGEP(d_element(sig), d.data, index(dl.offset("d", row_e, col_e, batch_e)));
+        b_.CreateMaskedStore(to_d_type(sig, columns[static_cast<std::size_t>(q)]), ptr,
+                             llvm::Align(dtype_bytes(sig.d.dtype)), b_.CreateAnd(row_mask, col_valid));
       }
     }
 }

@@ -28,6 +28,12 @@ class OutputTiles : protected RegisterTiles {
   void store_output_tile(const GemmSignature& sig, const EpilogueOperands& ops, const LoopValues& acc, int mr,
                          llvm::Value* row0, llvm::Value* col0, llvm::Value* rows, llvm::Value* cols,
                          llvm::Value* batch);
+
+ private:
+  // D's element type, and f32 values converted to it: bf16 rounded to nearest even (NaN kept), or u8 / i8 rounded to
+  // the nearest integer (ties to even) and saturated (NaN to the lowest value) — a requantised output.
+  llvm::Type* d_element(const GemmSignature& sig);
+  llvm::Value* to_d_type(const GemmSignature& sig, llvm::Value* value);
 };
 
 }  // namespace tessera

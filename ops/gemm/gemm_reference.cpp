@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "generator/core/expr_eval.hpp"
@@ -112,14 +113,23 @@ Comparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact) {
       for (std::int64_t j = 0; j < ref.n; ++j) {
         const std::size_t idx = static_cast<std::size_t>((bi * ref.m + i) * ref.n + j);
         const double got = at(d, bi, i, j), want = ref.values[idx];
-        const double err = std::fabs(got - want);
         const double representable = d.dtype == DType::f16    ? from_f16(to_f16(static_cast<float>(want)))
                                      : d.dtype == DType::bf16 ? from_bf16(to_bf16(static_cast<float>(want)))
+                                     : d.dtype == DType::u8   ? std::clamp(std::nearbyint(want), 0.0, 255.0)
+                                     : d.dtype == DType::i8   ? std::clamp(std::nearbyint(want), -128.0, 127.0)
                                                               : static_cast<double>(static_cast<float>(want));
         // A NaN where the reference has one (alpha = NaN, 0·inf in an epilogue) is the right answer.
         const bool both_nan = std::isnan(got) && std::isnan(want);
-        const bool good = both_nan || (exact ? got == representable
-                                             : (err <= ref.tolerance[idx] || (std::isinf(want) && got == want)));
+        // An integer D (requantised) holds the reference rounded and saturated (its error is counted from that);
+        // where the reference lies within its tolerance of a rounding boundary, either neighbour is right.
+        const bool integer_d = d.dtype == DType::u8 || d.dtype == DType::i8;
+        const double err = std::fabs(got - (integer_d ? representable : want));
+        const bool good =
+            both_nan || (integer_d ? (got == representable ||
+                                      (std::fabs(got - representable) == 1 &&
+                                       std::fabs(std::fabs(want - std::trunc(want)) - 0.5) <= ref.tolerance[idx]))
+                         : exact   ? got == representable
+                                   : (err <= ref.tolerance[idx] || (std::isinf(want) && got == want)));
         if (std::isfinite(err)) cmp.max_abs_err = std::max(cmp.max_abs_err, err);
         if (!good) {
           if (cmp.mismatches == 0)

@@ -180,5 +180,11 @@ def test_int8_gemm_sums_exactly():
     scale = rng.uniform(0.01, 0.1, size=70).astype(np.float32)
     q = tessera.gemm(a, b, epilogue="scale[n] * acc", scale=scale)
     np.testing.assert_allclose(q, (a.astype(np.float64) @ b.astype(np.float64)) * scale, rtol=1e-6)
+    # Requantised: rounded to nearest (ties to even) and saturated into a uint8 out.
+    out = np.empty((37, 70), dtype=np.uint8)
+    tessera.gemm(a, b, out=out, epilogue="scale[n] * acc + 128", scale=scale)
+    want = np.clip(np.rint(q.astype(np.float64) + 128), 0, 255)
+    assert np.abs(out.astype(np.float64) - want).max() <= 1  # f32 vs float64 near a .5 boundary
+    assert (out == 0).any() and (out == 255).any()
     with pytest.raises(tessera.Error, match="u8 A and i8 B"):
         tessera.gemm(b.T.copy(), a.T.copy())  # int8 A times uint8 B

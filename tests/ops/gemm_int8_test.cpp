@@ -219,6 +219,57 @@ TEST(GemmInt8, QuantisationEpiloguesMatchTheReference) {
   }
 }
 
+// D in a narrower type than f32: requantised to u8 or i8 (rounded to nearest, saturated) or rounded to bf16, by rows
+// and (column-major D) by columns, flush against a guard page so that no store runs past D.
+TEST(GemmInt8, RequantisedAndBf16OutputsMatchTheReference) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.004f);
+  for (const DType out : {DType::u8, DType::i8, DType::bf16})
+    for (const bool column_major : {false, true})
+      for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{37, 70, 301}, {1, 33, 4}, {64, 129, 64}}) {
+        SCOPED_TRACE(fmt::format("{}x{}x{} D {} {}", m, n, k, dtype_name(out), column_major ? "col" : "row"));
+        Int8Case t(m, n, k, static_cast<std::uint32_t>(m + n));
+        std::vector<float> s(static_cast<std::size_t>(n));
+        for (auto& x : s) x = scale(rng);
+        // u8 and i8: a scale and a zero point that spread the values over the type's range and past it (saturating).
+        t.args.epilogue = Epilogue::parse(out == DType::bf16 ? "scale[n] * acc" : "scale[n] * acc + 100");
+        t.args.inputs["scale"] = Tensor::vector(s.data(), n);
+        test::Guarded<std::uint16_t> d(static_cast<std::size_t>(m * n));  // room for the widest, bf16
+        auto* bytes = reinterpret_cast<char*>(d.data()) + (out == DType::bf16 ? 0 : m * n);  // flush with the page
+        std::memset(bytes, 0x5a, static_cast<std::size_t>(m * n * dtype_bytes(out)));
+        t.args.d = Tensor::matrix(bytes, m, n, column_major ? Layout::col_major() : Layout::row_major(), 0, out);
+        const GemmReference ref = reference_gemm(t.args);
+        runtime.gemm(t.args);
+        const Comparison cmp = compare_gemm(ref, t.args.d, true);
+        EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches, first " << cmp.first_mismatch;
+        if (out == DType::u8 && m * n > 100) {  // both ends of the range reached: saturation is exercised
+          const auto* q = reinterpret_cast<const std::uint8_t*>(bytes);
+          EXPECT_EQ(*std::min_element(q, q + m * n), 0);
+          EXPECT_EQ(*std::max_element(q, q + m * n), 255);
+        }
+      }
+}
+
+// Sums that fall exactly halfway between two bf16 values (257 + 2j: 9 significant bits) round to the even one.
+TEST(GemmInt8, Bf16OutputsRoundTiesToEven) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  const std::int64_t n = 16;
+  Int8Case t(1, n, 3, 1);
+  for (std::int64_t p = 0; p < 3; ++p) t.a_at(0, 0, p) = 1;
+  for (std::int64_t j = 0; j < n; ++j) {
+    t.b_at(0, 0, j) = 127, t.b_at(0, 1, j) = 127;
+    t.b_at(0, 2, j) = static_cast<std::int8_t>(3 + 2 * j);
+  }
+  std::vector<std::uint16_t> d(n);
+  t.args.d = Tensor::matrix(d.data(), 1, n, Layout::row_major(), 0, DType::bf16);
+  runtime.gemm(t.args);
+  for (std::int64_t j = 0; j < n; ++j)
+    EXPECT_EQ(d[static_cast<std::size_t>(j)], to_bf16(static_cast<float>(257 + 2 * j))) << "sum " << 257 + 2 * j;
+}
+
 TEST(GemmInt8, UnsupportedCombinationsAreClearErrors) {
   Runtime runtime;
   Int8Case t(8, 8, 8, 1);
