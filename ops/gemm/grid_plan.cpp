@@ -13,6 +13,14 @@ namespace {
 // Costs in multiply-adds of one core (about 140 G/s here): packing one element of B, the fixed cost of a tile,
 // and of waking and joining one more thread.
 constexpr double kPackElement = 16;
+// A tile that packs B starts `depth` new row segments of it; from memory each costs a latency that a segment of
+// few lines does not hide, so narrower tiles cost more per element. Without it, 43 column blocks of 256 were split
+// into 86 of 128 for an even share (int8 32×11008×4096, B 45 MB, 2 threads): 236 GOP/s against 269 on one thread;
+// one thread's 128-wide tiles ran at 123 against 257 (about 70 ns, 10,000 units, per extra segment there). Taken at
+// 1,000, and only for a B of at least kPackRowElements elements (16 MiB of f32, 4 MiB of int8): from the caches a
+// segment costs far less, and small problems keep their plans.
+constexpr double kPackRow = 1000;
+constexpr double kPackRowElements = 4 << 20;
 constexpr double kPerTile = 30'000;
 constexpr double kPerThread = 200'000;
 // Reading an element of A or B that a tile does not pack, from L2 or L3: a tile with a quarter of the columns
@@ -139,10 +147,11 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       // costs as much from memory, so that two threads stream halves of it rather than all of it each (2 threads,
       // interleaved: 32×4096×4096 107-123 -> 125-134 GFLOP/s, 16×4096×4096 54-97 -> 98-107).
       const bool b_per_tile = c.pack_b || streams_b;
+      const bool b_from_memory = c.pack_b && static_cast<double>(depth) * static_cast<double>(n) >= kPackRowElements;
       const auto tile_cost = [&](double rows, double cols) {
         const double d = static_cast<double>(depth);
         return rows * cols * d + (b_per_tile ? kPackElement : kReadElement) * cols * d +
-               (c.pack_a ? kPackElement : kReadElement) * rows * d + kPerTile;
+               (b_from_memory ? kPackRow * d : 0.0) + (c.pack_a ? kPackElement : kReadElement) * rows * d + kPerTile;
       };
       // The tiles at their real extents: counting the edge tiles as whole ones made 34 tiles of 64 columns look
       // cheaper than 8 of 320 for N = 1025, where the fourth of each row has 65 columns (2 threads,
