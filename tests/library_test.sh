@@ -18,7 +18,7 @@ bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 lib=$work/tlib
 if out=$("$bin" library build "$here/library/manifest.json" --out "$lib" --jobs 2 2>&1); then ok; else
   bad "library build: $out"; echo "$failed failed"; exit 1; fi
-[[ $out == *"3 kernels"*"compiled"* ]] && ok || bad "build summary: $out"
+[[ $out == *"4 kernels"*"compiled"* ]] && ok || bad "build summary: $out"
 for f in include/tlib.h lib/libtlib.a lib/libtlib.so.1 lib/libtlib.so lib/cmake/tlib/tlibConfig.cmake \
   lib/pkgconfig/tlib.pc tlib.lock.json; do
   [[ -e $lib/$f ]] && ok || bad "missing $f"
@@ -76,7 +76,8 @@ bad_manifest "kernels[1].name" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\"
 bad_manifest "kernels[0] ('a').epilogue" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"epilogue\": \"gelu(acc\"}]}"
 bad_manifest "shapes[0]" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"8x0x8\"]}]}"
 bad_manifest "C identifier" "{\"name\": \"my-lib\", \"kernels\": [{\"name\": \"a\", $k}]}"
-bad_manifest "'bf16'" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"dtype\": \"bf16\"}]}"
+bad_manifest "'f16'" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"dtype\": \"f16\"}]}"
+bad_manifest "out_dtype" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"out_dtype\": \"i32\"}]}"
 bad_manifest "manifest: JSON" ""
 rm -f "$work/bad.json"
 err=$("$bin" library build "$work/missing.json" --out "$work/badout" 2>&1 >/dev/null)

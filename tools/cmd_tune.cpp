@@ -89,9 +89,11 @@ struct TuneCommand {
     TuneOptions cold_options = options;
     cold_options.cold_b = true;
     Tuner cold_tuner(runtime, cost_model.model, records.get(), cold_options);  // for a suite's b-cold families
-    std::cerr << fmt::format("tessera tune: {} shapes, {} on {} thread(s), ranked by the {} model{}\n", list.size(),
-                             exhaustive ? "every variant" : fmt::format("top {}", top_k), threads,
-                             cost_model.model->name(), cost_model.note.empty() ? "" : " (" + cost_model.note + ")");
+    std::cerr << fmt::format(
+        "tessera tune: {} shapes, {} on {} thread(s), ranked by the {} model{} where it covers a shape, else "
+        "the analytic model\n",
+        list.size(), exhaustive ? "every variant" : fmt::format("top {}", top_k), threads, cost_model.model->name(),
+        cost_model.note.empty() ? "" : " (" + cost_model.note + ")");
     const auto start = std::chrono::steady_clock::now();
     // A shape's share of the run: compiling and timing its variants costs about as much as 2·10⁸ flops of calls
     // (samples are a fixed length), plus its flops. An exhaustive run of bench/suites/tuning.txt (430 shapes of up to

@@ -21,8 +21,9 @@ std::string_view layout_word(const Layout& l) {
 // What a caller must pass for each operand and input, as a comment in the header.
 std::string signature_comment(const LibraryKernel& k) {
   const GemmSignature& s = k.signature;
-  std::string text = fmt::format(" * D = {}\n * A: f32 M×K {}; B: f32 K×N {}; D: f32 M×N {}", s.epilogue.text(),
-                                 layout_word(s.a.layout), layout_word(s.b.layout), layout_word(s.d.layout));
+  std::string text = fmt::format(" * D = {}\n * A: {} M×K {}; B: {} K×N {}; D: {} M×N {}", s.epilogue.text(),
+                                 dtype_name(s.a.dtype), layout_word(s.a.layout), dtype_name(s.b.dtype),
+                                 layout_word(s.b.layout), dtype_name(s.d.dtype), layout_word(s.d.layout));
   if (s.c.layout.reads_memory())
     text += fmt::format("; C: f32 M×N {} (read: the epilogue names c)", layout_word(s.c.layout));
   text += "\n";
@@ -34,6 +35,13 @@ std::string signature_comment(const LibraryKernel& k) {
     text += fmt::format(" * inputs[{}]: {}[{}], f32, {}\n", i, in.name, index_form_name(in.form), shape);
   }
   return text;
+}
+
+// The EXT_ bits a variant's kernel needs (as the emitter's extension_features).
+std::string variant_extensions(const CpuGemmSpec& spec) {
+  if (is_int8(spec.signature)) return spec.target.isa == CpuIsa::Avx512 ? "EXT_AVX512_VNNI" : "EXT_AVX_VNNI";
+  if (spec.signature.a.dtype == DType::bf16) return "EXT_AVX512_BF16";
+  return "0";
 }
 
 // The checks of one operand's strides for its layout, as C statements returning an error.
@@ -180,10 +188,12 @@ typedef struct {{
 typedef void (*kernel_fn)(const kernel_args*, void* workspace, int64_t tile_begin, int64_t tile_end);
 
 enum {{ ISA_AVX2 = 1, ISA_AVX512 = 2 }};
+/* Extensions a variant's instructions need beyond its ISA (int8: vpdpbusd; bf16: vdpbf16ps). */
+enum {{ EXT_AVX512_VNNI = 1, EXT_AVX_VNNI = 2, EXT_AVX512_BF16 = 4 }};
 typedef struct {{
   kernel_fn fn;
   const char* symbol;
-  int isa;
+  int isa, extensions;
   int64_t mr, nr, mc, nc;
   int pack_a, pack_b;
   int64_t fixed_m, fixed_n, fixed_k, fixed_parts, fixed_part_rows;
@@ -214,6 +224,15 @@ static int running_isa(void) {{
       isa = 0;
   }}
   return isa;
+}}
+static int running_extensions(void) {{
+  __builtin_cpu_init();
+  return (__builtin_cpu_supports("avx512vnni") ? EXT_AVX512_VNNI : 0) |
+         (__builtin_cpu_supports("avxvnni") ? EXT_AVX_VNNI : 0) |
+         (__builtin_cpu_supports("avx512bf16") ? EXT_AVX512_BF16 : 0);
+}}
+static int runs_here(const variant* v) {{
+  return v->isa <= running_isa() && (v->extensions & ~running_extensions()) == 0;
 }}
 const char* {0}_isa(void) {{ return running_isa() == ISA_AVX512 ? "avx512" : running_isa() == ISA_AVX2 ? "avx2" : "none"; }}
 
@@ -331,7 +350,7 @@ static const variant* pick(const variant* vs, int count, int64_t m, int64_t n, i
   double best_distance = 0;
   for (int i = 0; i < count; ++i) {{
     const variant* v = &vs[i];
-    if (v->isa > isa) continue;
+    if (v->isa > isa || !runs_here(v)) continue;
     if (v->fixed_m) {{
       if (v->fixed_m == m && v->fixed_n == n && v->fixed_k == k && (!best || best->fixed_m == 0 || v->isa > best->isa))
         best = v;
@@ -351,8 +370,9 @@ static const variant* pick(const variant* vs, int count, int64_t m, int64_t n, i
 }}
 
 static int run_variant(const variant* v, const {0}_gemm_args* x) {{
-  if (v->isa > running_isa()) {{
-    snprintf(last_error, sizeof last_error, "%s: this CPU lacks the ISA of variant %s", "{0}", v->symbol);
+  if (!runs_here(v)) {{
+    snprintf(last_error, sizeof last_error, "%s: this CPU lacks the ISA or an extension (VNNI, bf16) of variant %s",
+             "{0}", v->symbol);
     return {3}_ENOCPU;
   }}
   if (v->fixed_m && (x->m != v->fixed_m || x->n != v->fixed_n || x->k != v->fixed_k)) {{
@@ -400,11 +420,12 @@ static int run_variant(const variant* v, const {0}_gemm_args* x) {{
     for (const auto& v : r.variants) {
       const CpuGemmConfig& k = v.spec.config;
       c += fmt::format(
-          "    {{{0}, \"{0}\", {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, "
+          "    {{{0}, \"{0}\", {1}, {17}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, "
           "{16}}},\n",
           v.symbol(), v.spec.target.isa == CpuIsa::Avx512 ? "ISA_AVX512" : "ISA_AVX2", k.mr, k.nr, k.mc, k.nc,
           int{k.pack_a}, int{k.pack_b}, k.fixed_m, k.fixed_n, k.fixed_k, k.fixed_row_parts(),
-          k.fixed() ? k.fixed_part_rows() : 0, v.chosen_for.m, v.chosen_for.n, v.chosen_for.k, k.workspace_bytes());
+          k.fixed() ? k.fixed_part_rows() : 0, v.chosen_for.m, v.chosen_for.n, v.chosen_for.k, k.workspace_bytes(),
+          variant_extensions(v.spec));
     }
     c += "};\n\n";
     // The argument checks: what tessera's runtime checks before a call (shapes, strides for the layouts, data).

@@ -65,18 +65,26 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
   LibraryKernel k;
   k.name = text_field(entry, "name", where);
   const std::string named = fmt::format("{} ('{}')", where, k.name);
-  only_fields(entry, {"name", "op", "dtype", "layout_a", "layout_b", "layout_c", "epilogue", "targets", "shapes"},
+  only_fields(entry,
+              {"name", "op", "dtype", "out_dtype", "layout_a", "layout_b", "layout_c", "epilogue", "targets", "shapes"},
               named);
   if (!c_identifier(k.name)) fail(named + ".name", "must be a C identifier of at most 63 characters");
   k.op = text_field(entry, "op", named);
   if (k.op == "attention" || k.op == "spmm" || k.op == "sddmm")
     fail(named + ".op", fmt::format("'{}' kernels are not in libraries yet (gemm is)", k.op));
   if (k.op != "gemm") fail(named + ".op", fmt::format("unknown op '{}' (gemm)", k.op));
+  // A and B: f32, bf16, or i8 (u8 A and i8 B, i32 sums); D: f32, bf16, or u8 / i8 (requantised).
   const std::string dtype = text_field(entry, "dtype", named, "f32");
-  if (dtype != "f32") fail(named + ".dtype", fmt::format("must be f32 in libraries so far, got '{}'", dtype));
+  if (dtype != "f32" && dtype != "bf16" && dtype != "i8")
+    fail(named + ".dtype", fmt::format("must be f32, bf16 or i8 (u8 A, i8 B), got '{}'", dtype));
+  const std::string out_dtype = text_field(entry, "out_dtype", named, "f32");
+  if (out_dtype != "f32" && out_dtype != "bf16" && out_dtype != "u8" && out_dtype != "i8")
+    fail(named + ".out_dtype", fmt::format("must be f32, bf16, u8 or i8, got '{}'", out_dtype));
+  const DType ab = *parse_dtype(dtype);
   GemmSignature& s = k.signature;
-  s.a = {DType::f32, layout_field(entry, "layout_a", named)};
-  s.b = {DType::f32, layout_field(entry, "layout_b", named)};
+  s.a = {ab == DType::i8 ? DType::u8 : ab, layout_field(entry, "layout_a", named)};
+  s.b = {ab, layout_field(entry, "layout_b", named)};
+  if (ab == DType::i8) s.accumulator = DType::i32;
   const Layout d = layout_field(entry, "layout_c", named);
   try {
     s.epilogue = Epilogue::parse(text_field(entry, "epilogue", named, "alpha*acc"));
@@ -84,8 +92,8 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
     fail(named + ".epilogue", e.what());
   }
   // C is an operand exactly when the epilogue names it.
-  s.d = {DType::f32, d};
-  s.c = s.epilogue.reads_c() ? s.d : OperandSignature{DType::f32, Layout::zero()};
+  s.d = {*parse_dtype(out_dtype), d};
+  s.c = {DType::f32, s.epilogue.reads_c() ? d : Layout::zero()};
   for (const auto& t : s.epilogue.tensors())
     s.inputs.push_back(
         {t.name, t.form, {DType::f32, t.form == IndexForm::M ? Layout::col_major() : Layout::row_major()}});
@@ -106,7 +114,11 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
     if (text.rfind("cuda", 0) == 0) fail(at, fmt::format("'{}': libraries hold CPU kernels so far", text));
     if (text != "cpu:avx512" && text != "cpu:avx2") fail(at, fmt::format("'{}' is not cpu:avx512 or cpu:avx2", text));
     if (!seen.insert(text).second) fail(at, fmt::format("'{}' is listed twice", text));
-    k.targets.push_back(CpuTarget::named(text));
+    // The extensions the inputs need, whether or not this host has them: the driver checks the running CPU.
+    CpuTarget target = CpuTarget::named(text);
+    target.vnni = target.vnni || ab == DType::i8;
+    target.avx512_bf16 = target.avx512_bf16 || (ab == DType::bf16 && target.isa == CpuIsa::Avx512);
+    k.targets.push_back(target);
   }
   if (!entry.contains("shapes") || !entry["shapes"].is_array() || entry["shapes"].empty())
     fail(named + ".shapes", "must be a non-empty list of MxNxK[xBATCH] to choose configs for");
@@ -163,7 +175,8 @@ const char* library_manifest_schema() {
         "properties": {
           "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
           "op": {"enum": ["gemm"]},
-          "dtype": {"enum": ["f32"], "default": "f32"},
+          "dtype": {"enum": ["f32", "bf16", "i8"], "default": "f32"},
+          "out_dtype": {"enum": ["f32", "bf16", "u8", "i8"], "default": "f32"},
           "layout_a": {"enum": ["row", "col"], "default": "row"},
           "layout_b": {"enum": ["row", "col"], "default": "row"},
           "layout_c": {"enum": ["row", "col"], "default": "row"},

@@ -111,13 +111,16 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
   const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
   GemmProblem ranked = problem;  // the model ranks for the conditions the variants are timed in
   ranked.b_cold = problem.b_cold || options_.cold_b;
-  const std::vector<std::size_t> order = rank_by_score(model_->score(ranked, space, target));
+  // The model ranks the problems it covers; others (an int8 GEMM for a model of f32 records) the analytic model.
+  const AnalyticCpuModel analytic;
+  const CpuCostModel& ranker = model_->covers(ranked, target) ? *model_ : analytic;
+  const std::vector<std::size_t> order = rank_by_score(ranker.score(ranked, space, target));
   const std::size_t take = options_.exhaustive ? space.size() : std::min<std::size_t>(options_.top_k, space.size());
   std::vector<CpuGemmConfig> chosen;
   for (std::size_t i = 0; i < take; ++i) chosen.push_back(space[order[i]]);
   TuneResult result = measure(problem, chosen, family, progress);
   result.space = space.size();
-  result.ranked_by = model_->name();
+  result.ranked_by = ranker.name();
   return result;
 }
 

@@ -84,6 +84,56 @@ static void check(int kernel, int variant, int64_t m, int64_t n, int64_t k, int6
   free(a), free(b), free(c), free(bias), free(scale), free(residual), free(d);
 }
 
+/* qlinear: u8 A × i8 B (row-major), D u8 = saturate(rint(scale[n] * sum + 128)), against int64 sums here. Returns
+ * 0 when the variant needs an extension this CPU lacks (the call says so), 1 when checked. */
+static int check_int8(int variant, int64_t m, int64_t n, int64_t k, int threads) {
+  unsigned seed = (unsigned)(m * 31 + n * 7 + k);
+  uint8_t* a = malloc((size_t)(m * k > 0 ? m * k : 1));
+  int8_t* b = malloc((size_t)(k * n > 0 ? k * n : 1));
+  uint8_t* d = malloc((size_t)(m * n > 0 ? m * n : 1));
+  float* scale = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+  for (int64_t i = 0; i < k * n; ++i) b[i] = (int8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+  for (int64_t j = 0; j < n; ++j) scale[j] = 0.0009765625f * (float)(j % 7 + 1); /* 2^-10 multiples: exact */
+  memset(d, 0x5a, (size_t)(m * n > 0 ? m * n : 1));
+  tlib_gemm_args x;
+  memset(&x, 0, sizeof x);
+  x.m = m, x.n = n, x.k = k, x.batch = 1, x.threads = threads, x.alpha = 1.0f;
+  x.a = (tlib_tensor){a, k, 1, 0};
+  x.b = (tlib_tensor){b, n, 1, 0};
+  x.d = (tlib_tensor){d, n, 1, 0};
+  tlib_tensor inputs[1] = {{scale, 0, 1, 0}};
+  x.inputs = inputs;
+  const int status = tlib_qlinear_run_variant(variant, &x);
+  int checked = 1;
+  if (status == TLIB_ENOCPU) {
+    checked = 0;
+  } else if (status != TLIB_OK) {
+    printf("FAIL %s %lldx%lldx%lld: status %d: %s\n", tlib_qlinear_variant_name(variant), (long long)m, (long long)n,
+           (long long)k, status, tlib_last_error());
+    ++failures;
+  } else {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        long long sum = 0;
+        for (int64_t p = 0; p < k; ++p) sum += (long long)a[i * k + p] * b[p * n + j];
+        /* The f32 epilogue may round the product or use an FMA: either neighbour is right near a .5 boundary. */
+        const double exact = (double)scale[j] * (double)sum + 128.0, v = rint(exact);
+        const int want = v < 0 ? 0 : v > 255 ? 255 : (int)v;
+        const int slack = fabs(fabs(exact - floor(exact)) - 0.5) < 1e-3 * (1 + fabs(exact)) ? 1 : 0;
+        if (abs((int)d[i * n + j] - want) > slack) {
+          printf("FAIL %s %lldx%lldx%lld: d[%lld,%lld] = %d, expected %d\n", tlib_qlinear_variant_name(variant),
+                 (long long)m, (long long)n, (long long)k, (long long)i, (long long)j, d[i * n + j], want);
+          ++failures;
+          i = m;
+          break;
+        }
+      }
+  }
+  free(a), free(b), free(d), free(scale);
+  return checked;
+}
+
 int main(void) {
   int checked = 0, skipped = 0;
   const char* isa = tlib_isa();
@@ -91,7 +141,7 @@ int main(void) {
     for (int v = 0; v < count_fns[kernel](); ++v) {
       const char* name = name_fns[kernel](v);
       if (strstr(name, "_avx512_") && strcmp(isa, "avx512") != 0) {
-        ++skipped;  /* this CPU cannot run it; the dispatcher never picks it here */
+        ++skipped; /* this CPU cannot run it; the dispatcher never picks it here */
         continue;
       }
       int64_t fm = 0, fn = 0, fk = 0;
@@ -109,6 +159,17 @@ int main(void) {
           checked += 4;
         }
         checked += fix ? 2 : 0;
+      }
+    }
+  /* int8: every variant that this CPU runs (those needing VNNI it lacks refuse with ENOCPU and are counted skipped). */
+  for (int v = 0; v < tlib_qlinear_variant_count(); ++v)
+    for (int threads = 1; threads <= 2; ++threads) {
+      const int64_t shapes[][3] = {{32, 256, 512}, {37, 70, 301}, {1, 33, 5}};
+      for (int s = 0; s < 3; ++s) {
+        if (check_int8(v, shapes[s][0], shapes[s][1], shapes[s][2], threads))
+          ++checked;
+        else
+          ++skipped;
       }
     }
   /* The dispatcher: every kernel on a few shapes, and bad arguments refused with a message naming them. */
@@ -132,7 +193,7 @@ int main(void) {
   memset(&bad, 0, sizeof bad);
   bad.m = 4, bad.n = 4, bad.k = 4, bad.batch = 1;
   float buffer[16] = {0};
-  bad.a = (tlib_tensor){buffer, 4, 2, 0};  /* a row-major A with a column stride of 2 */
+  bad.a = (tlib_tensor){buffer, 4, 2, 0}; /* a row-major A with a column stride of 2 */
   bad.b = (tlib_tensor){buffer, 4, 1, 0};
   bad.d = (tlib_tensor){buffer, 4, 1, 0};
   if (tlib_matmul(&bad) != TLIB_EINVAL || !strstr(tlib_last_error(), "a is row-major")) {
