@@ -83,10 +83,15 @@ std::string describe_shape(const GemmProblem& p) {
                      s.epilogue.text());
 }
 
+void log_kernel(const char* op, const std::string& problem, const std::string& name, const std::string& path,
+                const char* cache, double ms) {
+  std::fprintf(stderr, "tessera: %s,kernel,%s,%s,choice=%s,cache=%s,compile_ms=%.3f\n", op, problem.c_str(),
+               name.c_str(), path.c_str(), cache, ms);
+}
+
 void log_gemm(const GemmProblem& problem, const GemmKernel& kernel, const std::string& path, const char* cache,
               double ms) {
-  std::fprintf(stderr, "tessera: gemm,kernel,%s,%s,choice=%s,cache=%s,compile_ms=%.3f\n",
-               describe_shape(problem).c_str(), kernel.name().c_str(), path.c_str(), cache, ms);
+  log_kernel("gemm", describe_shape(problem), kernel.name(), path, cache, ms);
 }
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_shared<Impl>(options)) {}

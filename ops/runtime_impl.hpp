@@ -29,6 +29,9 @@ struct GemmKernel::Compiled {
 std::string describe_shape(const GemmProblem& problem);
 void log_gemm(const GemmProblem& problem, const GemmKernel& kernel, const std::string& path, const char* cache,
               double ms);
+// "tessera: OP,kernel,PROBLEM,NAME,choice=PATH,cache=built|disk|memory,compile_ms=MS" on stderr.
+void log_kernel(const char* op, const std::string& problem, const std::string& name, const std::string& path,
+                const char* cache, double ms);
 
 // The IR pipeline level, checked: 0, 2 or 3.
 int checked_ir_opt_level(int level);
@@ -80,6 +83,12 @@ struct Runtime::Impl {
   // TESSERA_VERBOSE: 1 logs each new kernel request (shape, kernel, how it was chosen, where it came from, compile
   // time) on stderr, 2 every GEMM call with its run time too.
   int verbose = 0;
+  // Whether a kernel obtained now is logged: TESSERA_VERBOSE=1 when it was built (or read from disk), 2 always.
+  bool logs(bool built_now) const { return verbose >= 2 || (verbose >= 1 && built_now); }
+  // The choice path of a config the caller passed: default_for's ("rules"), a tuning budget's, or the caller's own.
+  const char* chosen_by(bool is_default) const {
+    return is_default ? "rules" : options.tuning_budget > 0 ? "tuner" : "given";
+  }
   // The config for a problem and how it was chosen (Runtime::choose_config's body).
   GemmChoice choose(Runtime& runtime, const GemmProblem& problem);
   // compile(problem)'s answers by dispatch_key: a repeated call finds its kernel with one hash and one lookup.

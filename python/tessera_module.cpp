@@ -266,16 +266,26 @@ struct PyRuntime {
 
   // O = softmax(score_mod(scale·Q·Kᵀ))·V per batch item and head: Q, K, V [batch, heads, seq, d] views of any strides
   // (BSHD memory as a transposed view), `out` written in place or a new [batch, heads, seq_q, d_v] array returned.
+  // Variable lengths (FlashAttention's varlen call): packed [total, heads, d] Q, K, V and cumulative offsets
+  // cu_seqlens_q / cu_seqlens_k (batch + 1 integers each); out is then [total_q, heads, d_v].
   // Keyword arrays are the modifier's tensors, keyword numbers its scalars.
   py::object attention(const py::object& q, const py::object& k, const py::object& v, const py::object& out,
                        bool causal, const py::object& scale, const py::object& score_mod, const py::object& lse,
-                       int threads, const py::kwargs& named) {
+                       const py::object& cu_seqlens_q, const py::object& cu_seqlens_k, int threads,
+                       const py::kwargs& named) {
     Bound bq = bind_object(q, "q"), bk = bind_object(k, "k"), bv = bind_object(v, "v");
     AttentionArgs args;
     args.q = bq.tensor;
     args.k = bk.tensor;
     args.v = bv.tensor;
     args.causal = causal;
+    if (cu_seqlens_q.is_none() != cu_seqlens_k.is_none())
+      fail(cu_seqlens_q.is_none() ? "cu_seqlens_q" : "cu_seqlens_k",
+           "is required with the other (variable lengths take both offset arrays)");
+    if (!cu_seqlens_q.is_none()) {
+      args.seq_offsets_q = offsets(cu_seqlens_q, "cu_seqlens_q");
+      args.seq_offsets_kv = offsets(cu_seqlens_k, "cu_seqlens_k");
+    }
     if (!scale.is_none()) args.scale = py::cast<float>(scale);
     if (!score_mod.is_none()) args.set_score_mod(py::cast<std::string>(score_mod));
     args.threads = threads;
@@ -294,7 +304,11 @@ struct PyRuntime {
       }
     }
     py::object result = out;
-    if (out.is_none()) {
+    if (out.is_none() && !args.seq_offsets_q.empty()) {
+      if (args.q.rank() != 3 || args.v.rank() != 3)
+        fail("q", "with cu_seqlens, q, k and v must be packed [total, heads, d]");
+      result = py::array_t<float>(std::vector<py::ssize_t>{args.q.shape[0], args.q.shape[1], args.v.shape[2]});
+    } else if (out.is_none()) {
       if (args.q.rank() != 4 || args.v.rank() != 4) fail("q", "q, k and v must be [batch, heads, seq, d]");
       result = py::array_t<float>(
           std::vector<py::ssize_t>{args.q.shape[0], args.q.shape[1], args.q.shape[2], args.v.shape[3]});
@@ -308,6 +322,15 @@ struct PyRuntime {
       runtime->attention(args);
     }
     return result;
+  }
+
+  // Cumulative sequence offsets: a 1-D array (or sequence) of integers, taken as int64.
+  static std::vector<std::int64_t> offsets(const py::object& o, const std::string& name) {
+    const py::array a = py::array::ensure(o);
+    if (!a || a.ndim() != 1 || (a.dtype().kind() != 'i' && a.dtype().kind() != 'u'))
+      fail(name, "must be a 1-D array of integers (batch + 1 cumulative offsets)");
+    const auto values = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    return {values.data(), values.data() + values.size()};
   }
 
   PySparsePlan plan(const py::object& matrix, int threads) {
@@ -435,7 +458,8 @@ PYBIND11_MODULE(_tessera, m) {
            py::arg("threads") = 0)
       .def("attention", &PyRuntime::attention, py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(),
            py::arg("out") = py::none(), py::arg("causal") = false, py::arg("scale") = py::none(),
-           py::arg("score_mod") = py::none(), py::arg("lse") = py::none(), py::arg("threads") = 0)
+           py::arg("score_mod") = py::none(), py::arg("lse") = py::none(), py::arg("cu_seqlens_q") = py::none(),
+           py::arg("cu_seqlens_k") = py::none(), py::arg("threads") = 0)
       .def("plan", &PyRuntime::plan, py::arg("matrix"), py::arg("threads") = 0)
       .def("spmm", &PyRuntime::spmm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("out") = py::none(),
            py::arg("c") = py::none(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f, py::arg("epilogue") = py::none(),

@@ -475,6 +475,16 @@ if [[ $(grep -c '^tessera: gemm,kernel,' <<<"$err") -eq 1 && $err == *"33x44x55x
   $err == *",choice="* && $err == *",cache=built,compile_ms="* ]]; then ok; else bad "TESSERA_VERBOSE=1: $err"; fi
 err=$(TESSERA_VERBOSE=1 "$bin" gemm 33 44 55 --epilogue "relu(acc)" --repeat 1 --config pack_b=1 2>&1 >/dev/null)
 [[ $err == *"choice=given"* ]] && ok || bad "TESSERA_VERBOSE=1 with --config: $err"
+# Attention, SpMM and SDDMM kernels are logged alike.
+err=$(TESSERA_VERBOSE=1 TESSERA_CACHE=0 "$bin" attention 2 8 100 64 --kv-heads 2 --causal --repeat 1 2>&1 >/dev/null)
+if [[ $err == "tessera: attention,kernel,2x8/2x100x100,d=64/64,f32,causal,score_mod=s,attention_"* &&
+  $err == *",choice=rules,cache=built,compile_ms="* ]]; then ok; else bad "TESSERA_VERBOSE=1 attention: $err"; fi
+err=$(TESSERA_VERBOSE=1 TESSERA_CACHE=0 "$bin" spmm --gen uniform:500,400,0.05 --n 64 --repeat 1 2>&1 >/dev/null)
+if [[ $err == "tessera: spmm,kernel,500x400x64,csr_i32_f32,nnz="*",spmm_csr_"*",choice=rules,cache=built,"* ]]; then ok
+else bad "TESSERA_VERBOSE=1 spmm: $err"; fi
+err=$(TESSERA_VERBOSE=1 TESSERA_CACHE=0 "$bin" sddmm --gen uniform:500,400,0.05 --k 32 --repeat 1 2>&1 >/dev/null)
+if [[ $err == "tessera: sddmm,kernel,500x400x32,csr_i32_f32,nnz="*",sddmm_csr_"*",choice=rules,cache=built,"* ]]; then ok
+else bad "TESSERA_VERBOSE=1 sddmm: $err"; fi
 dump=$(mktemp -d)
 TESSERA_DUMP=$dump "$bin" gemm 35 45 55 --repeat 1 >/dev/null 2>&1
 if grep -q "define" "$dump"/gemm_f32_*.ll && grep -q "vfmadd" "$dump"/gemm_f32_*.s; then ok; else

@@ -144,9 +144,12 @@ CpuAttentionConfig Runtime::choose_config(const AttentionProblem& problem) {
 AttentionKernel Runtime::compile(const AttentionProblem& problem) { return compile(problem, choose_config(problem)); }
 
 AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAttentionConfig& config) {
+  const auto requested = std::chrono::steady_clock::now();
   const CpuAttentionSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
+  bool built_now = false;
   auto compiled = impl_->attention_cache.get_or_build(spec.hash(), [&] {
+    built_now = true;
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<AttentionKernel::Compiled>();
     c->spec = spec;
@@ -157,7 +160,19 @@ AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAtten
     c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return std::shared_ptr<const AttentionKernel::Compiled>(std::move(c));
   });
-  return AttentionKernel(std::move(compiled), impl_);
+  AttentionKernel kernel(std::move(compiled), impl_);
+  if (impl_->logs(built_now)) {
+    const AttentionSignature& s = problem.signature;
+    log_kernel("attention",
+               fmt::format("{}x{}/{}x{}x{},d={}/{},{}{}{}{},score_mod={}", problem.batch, problem.heads,
+                           problem.kv_heads, problem.seq_q, problem.seq_kv, s.head_dim_qk, s.head_dim_v,
+                           dtype_name(s.dtype), s.causal ? ",causal" : "", problem.varlen() ? ",varlen" : "",
+                           s.lse ? ",lse" : "", s.score_mod.text()),
+               spec.name(), impl_->chosen_by(config == CpuAttentionConfig::default_for(problem, impl_->target)),
+               built_now ? kernel.origin() : "memory",
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count());
+  }
+  return kernel;
 }
 
 void Runtime::attention(const AttentionArgs& args) {

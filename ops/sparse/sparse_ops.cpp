@@ -49,10 +49,17 @@ void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, Spmm
   }
 }
 
+// A sparse problem in a verbose line: "MxKxN" (SpMM; SDDMM: MxNxK), the format tag, the stored entries, the epilogue.
+std::string sparse_shape(std::int64_t x, std::int64_t y, std::int64_t z, const SparseSignature& format,
+                         const PatternStats& pattern, const Epilogue& epilogue) {
+  return fmt::format("{}x{}x{},{},nnz={},epilogue={}", x, y, z, format.tag(), pattern.nnz, epilogue.text());
+}
+
 template <class Compiled, class Spec, class Source>
-std::shared_ptr<const Compiled> build(OrcSession& orc, KernelCache<Compiled>& cache, const Spec& spec,
-                                      Source&& source) {
+std::shared_ptr<const Compiled> build(OrcSession& orc, KernelCache<Compiled>& cache, const Spec& spec, Source&& source,
+                                      bool& built_now) {
   return cache.get_or_build(spec.hash(), [&] {
+    built_now = true;
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<Compiled>();
     c->spec = spec;
@@ -101,10 +108,22 @@ CpuSpmmConfig Runtime::choose_config(const SpmmProblem& problem) {
 }
 SpmmKernel Runtime::compile(const SpmmProblem& problem) { return compile(problem, choose_config(problem)); }
 SpmmKernel Runtime::compile(const SpmmProblem& problem, const CpuSpmmConfig& config) {
+  const auto requested = std::chrono::steady_clock::now();
   const CpuSpmmSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
-  return SpmmKernel(
-      build(impl_->orc, impl_->spmm_cache, spec, [](const CpuSpmmSpec& s) { return cpu_module_source(s); }), impl_);
+  bool built_now = false;
+  SpmmKernel kernel(
+      build(
+          impl_->orc, impl_->spmm_cache, spec, [](const CpuSpmmSpec& s) { return cpu_module_source(s); }, built_now),
+      impl_);
+  if (impl_->logs(built_now))
+    log_kernel("spmm",
+               sparse_shape(problem.m, problem.k, problem.n, problem.signature.a, problem.pattern,
+                            problem.signature.dense.epilogue),
+               spec.name(), impl_->chosen_by(config == CpuSpmmConfig::default_for(problem, impl_->target)),
+               built_now ? kernel.origin() : "memory",
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count());
+  return kernel;
 }
 
 namespace {
@@ -156,10 +175,22 @@ CpuSddmmConfig Runtime::choose_config(const SddmmProblem& problem) {
 }
 SddmmKernel Runtime::compile(const SddmmProblem& problem) { return compile(problem, choose_config(problem)); }
 SddmmKernel Runtime::compile(const SddmmProblem& problem, const CpuSddmmConfig& config) {
+  const auto requested = std::chrono::steady_clock::now();
   const CpuSddmmSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
-  return SddmmKernel(
-      build(impl_->orc, impl_->sddmm_cache, spec, [](const CpuSddmmSpec& s) { return cpu_module_source(s); }), impl_);
+  bool built_now = false;
+  SddmmKernel kernel(
+      build(
+          impl_->orc, impl_->sddmm_cache, spec, [](const CpuSddmmSpec& s) { return cpu_module_source(s); }, built_now),
+      impl_);
+  if (impl_->logs(built_now))
+    log_kernel("sddmm",
+               sparse_shape(problem.m, problem.n, problem.k, problem.signature.pattern, problem.pattern,
+                            problem.signature.dense.epilogue),
+               spec.name(), impl_->chosen_by(config == CpuSddmmConfig::default_for(problem, impl_->target)),
+               built_now ? kernel.origin() : "memory",
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count());
+  return kernel;
 }
 
 void Runtime::sddmm(const SddmmArgs& args) {

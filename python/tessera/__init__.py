@@ -34,12 +34,16 @@ def gemm(a, b, *, out=None, c=None, alpha=1.0, beta=0.0, epilogue=None, threads=
     return result
 
 
-def attention(q, k, v, *, out=None, causal=False, scale=None, score_mod=None, lse=None, threads=0, **modifier_args):
+def attention(q, k, v, *, out=None, causal=False, scale=None, score_mod=None, lse=None, cu_seqlens_q=None,
+              cu_seqlens_k=None, threads=0, **modifier_args):
     """O = softmax(score_mod(scale·Q·Kᵀ))·V: Q [batch, heads, seq_q, d], K and V [batch, kv_heads, seq_kv, d] (heads a
     multiple of kv_heads), float32, any strides (BSHD memory: pass q.transpose(0, 2, 1, 3)). causal is aligned
-    bottom-right; score_mod is text over s, i, j, h, b and the keyword tensors and numbers ("s - slope[h]*(i - j)")."""
+    bottom-right; score_mod is text over s, i, j, h, b and the keyword tensors and numbers ("s - slope[h]*(i - j)").
+    Variable lengths, as FlashAttention's varlen call: packed Q [total_q, heads, d], K and V [total_k, kv_heads, d] and
+    cu_seqlens_q / cu_seqlens_k, batch + 1 cumulative offsets each; the result is [total_q, heads, d_v]."""
     return default_runtime().attention(q, k, v, out=out, causal=causal, scale=scale, score_mod=score_mod, lse=lse,
-                                       threads=threads, **modifier_args)
+                                       cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, threads=threads,
+                                       **modifier_args)
 
 
 class CsrMatrix:

@@ -164,6 +164,33 @@ def test_attention_reads_bshd_views_in_place():
         tessera.attention(q.astype(np.float64), k, v)
 
 
+def test_varlen_attention_matches_each_sequence_alone():
+    # Three sequences of different lengths (one empty) packed as FlashAttention's varlen call takes them, GQA 4:2,
+    # causal (bottom-right per sequence), each checked against numpy on that sequence alone.
+    rng = np.random.default_rng(9)
+    lens_q, lens_k = [5, 0, 17], [9, 3, 17]
+    cu_q, cu_k = np.cumsum([0] + lens_q).astype(np.int32), np.cumsum([0] + lens_k)  # int32 and int64 both taken
+    q = rng.standard_normal((cu_q[-1], 4, 16)).astype(np.float32)
+    k = rng.standard_normal((cu_k[-1], 2, 16)).astype(np.float32)
+    v = rng.standard_normal((cu_k[-1], 2, 8)).astype(np.float32)
+    got = tessera.attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, causal=True)
+    assert got.shape == (cu_q[-1], 4, 8)
+    for b in range(3):
+        if lens_q[b] == 0:
+            continue
+        qs = q[cu_q[b]:cu_q[b + 1]].transpose(1, 0, 2)[None]
+        ks = k[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2)[None]
+        vs = v[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2)[None]
+        want = reference_attention(qs, ks, vs, causal=True)[0].transpose(1, 0, 2)
+        np.testing.assert_allclose(got[cu_q[b]:cu_q[b + 1]], want, atol=2e-5)
+    with pytest.raises(tessera.Error, match="cu_seqlens_k"):
+        tessera.attention(q, k, v, cu_seqlens_q=cu_q)
+    with pytest.raises(tessera.Error, match="1-D array of integers"):
+        tessera.attention(q, k, v, cu_seqlens_q=cu_q.astype(np.float32), cu_seqlens_k=cu_k)
+    with pytest.raises(tessera.Error, match="seq_offsets"):
+        tessera.attention(q, k, v, cu_seqlens_q=cu_q[::-1].copy(), cu_seqlens_k=cu_k)
+
+
 def test_int8_gemm_sums_exactly():
     # uint8 activations times int8 weights, summed in i32: the f32 result is the exact integer sum rounded once.
     rng = np.random.default_rng(5)
