@@ -376,9 +376,13 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
                      target.str()));
   if (const int group = k_group(s); group > 1) {
     const std::string_view what = int8 ? "int8" : "bf16";
-    if (s.a.layout.kind() != LayoutKind::RowMajor || s.b.layout.kind() != LayoutKind::RowMajor)
-      fail(fmt::format("{} GEMM supports row-major A and B (groups of {} along K are read as 32-bit words)", what,
-                       group));
+    // Groups along K are read as 32-bit words: from A's rows, and from B's rows (interleaved) or, for int8, its
+    // columns.
+    if (s.a.layout.kind() != LayoutKind::RowMajor)
+      fail(fmt::format("{} GEMM supports a row-major A (groups of {} along K are read as 32-bit words)", what, group));
+    if (s.b.layout.kind() != LayoutKind::RowMajor && !(int8 && s.b.layout.kind() == LayoutKind::ColMajor))
+      fail(fmt::format("{} GEMM supports a row-major B{} (groups of {} along K are read as 32-bit words)", what,
+                       int8 ? " or a column-major one" : "", group));
     if (c.pack_a || !c.pack_b)
       fail(fmt::format("{} GEMM reads A in place and packs B into groups of {} along K (pack_a=0, pack_b=1)", what,
                        group));

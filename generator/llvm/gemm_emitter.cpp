@@ -117,9 +117,13 @@ class CpuGemmEmitter : OutputTiles {
     llvm::Function* fn =
         make_function("pack_b", b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
     auto arg = fn->arg_begin();
-    llvm::Value *src = arg++, *n0 = arg++, *k0 = arg++, *ncols = arg++, *depth = arg++;
-    ++arg;  // B's column stride: 1 (row-major B is required)
+    llvm::Value *src = arg++, *n0 = arg++, *k0 = arg++, *ncols = arg++, *depth = arg++, *column_stride = arg++;
     llvm::Value *ldb = arg++, *dst = arg++;
+    if (sig_.b.layout.kind() == LayoutKind::ColMajor) {
+      emit_pack_b_quads_from_columns(src, n0, k0, ncols, depth, column_stride, dst);
+      b_.CreateRetVoid();
+      return fn;
+    }
     const int R = cfg_.nr, G = group_;
     auto* row_ty = llvm::FixedVectorType::get(ab_elem_, lanes_);
     llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
@@ -158,6 +162,61 @@ class CpuGemmEmitter : OutputTiles {
         "pack.group");
     b_.CreateRetVoid();
     return fn;
+  }
+
+  // int8 B column-major (nn.Linear's weight: N rows of K): a group of 4 K steps is 4 contiguous bytes of a column, one
+  // 32-bit word of the panel. Per block of 16 groups and 8 columns: one 64-byte load per column (bytes past the slab's
+  // K masked off, so nothing past the matrix is read), the 8×16 words transposed in registers, each group's 8 words
+  // stored into its row of the sliver; groups past the slab's are not stored.
+  void emit_pack_b_quads_from_columns(llvm::Value* src, llvm::Value* n0, llvm::Value* k0, llvm::Value* ncols,
+                                      llvm::Value* depth, llvm::Value* ldb, llvm::Value* dst) {
+    const int R = cfg_.nr, G = 4, block = lanes_, chunk = 8;  // block: groups per 16 words of a 64-byte load
+    auto* bytes_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), static_cast<unsigned>(G * block));
+    auto* words_ty = llvm::FixedVectorType::get(f32_, static_cast<unsigned>(block));  // the words' bits, as f32
+    llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(depth, i64c(G - 1)), i64c(2));
+    llvm::Value* depth_g = packed_depth(depth);
+    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(ncols, i64c(R - 1)), i64c(R));
+    emit_for(
+        b_, i64c(0), groups, i64c(block),
+        [&](llvm::Value* q0) {
+          llvm::Value* k_first = b_.CreateMul(q0, i64c(G));  // the block's first K step within the slab
+          llvm::Value* in_k = lane_mask(G * block, b_.CreateSub(depth, k_first), 0);
+          emit_for(
+              b_, i64c(0), slivers, i64c(1),
+              [&](llvm::Value* sl) {
+                llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
+                llvm::Value* out = gep_ab(dst, b_.CreateMul(first_col, depth_g));
+                for (int c0 = 0; c0 < R; c0 += chunk) {
+                  std::vector<llvm::Value*> rows;
+                  for (int c = c0; c < c0 + chunk; ++c) {
+                    llvm::Value* col = b_.CreateAdd(first_col, i64c(c));
+                    llvm::Value* mask =
+                        b_.CreateAnd(in_k, b_.CreateVectorSplat(G * block, b_.CreateICmpSLT(col, ncols)));
+                    llvm::Value* at =
+                        gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(n0, col), ldb), b_.CreateAdd(k0, k_first)));
+                    rows.push_back(b_.CreateBitCast(
+                        b_.CreateMaskedLoad(bytes_ty, at, llvm::Align(1), mask, llvm::Constant::getNullValue(bytes_ty)),
+                        words_ty));
+                  }
+                  llvm::Value* columns = transpose_rows(std::move(rows), chunk);  // [g·chunk + c]
+                  std::vector<int> piece(static_cast<std::size_t>(chunk));
+                  for (int g = 0; g < block; ++g) {
+                    for (int c = 0; c < chunk; ++c) piece[static_cast<std::size_t>(c)] = g * chunk + c;
+                    llvm::Value* q = b_.CreateAdd(q0, i64c(g));
+                    emit_if(
+                        b_, b_.CreateICmpSLT(q, groups),
+                        [&] {
+                          b_.CreateAlignedStore(b_.CreateShuffleVector(columns, piece),
+                                                gep_ab(out, b_.CreateAdd(b_.CreateMul(q, i64c(G * R)), i64c(G * c0))),
+                                                llvm::Align(4));
+                        },
+                        "pack.group");
+                  }
+                }
+              },
+              "pack.sliver");
+        },
+        "pack.block");
   }
 
   // Interleaves equal vectors element by element (r0[0], r1[0], ..., r0[1], r1[1], ...): pairs of vectors at a time,
