@@ -924,9 +924,9 @@ class CpuGemmEmitter : OutputTiles {
     // Rows past the edge read the last valid row, columns the last valid column: their sums are never stored.
     std::vector<llvm::Value*> a_rows, b_cols;
     for (int r = 0; r < mr; ++r)
-      a_rows.push_back(gep(ap, b_.CreateMul(smin(i64c(r), b_.CreateSub(rows, i64c(1))), a_rs)));
+      a_rows.push_back(gep_ab(ap, b_.CreateMul(smin(i64c(r), b_.CreateSub(rows, i64c(1))), a_rs)));
     for (int c = 0; c < nr; ++c)
-      b_cols.push_back(gep(bp, b_.CreateMul(smin(i64c(c), b_.CreateSub(cols, i64c(1))), b_cs)));
+      b_cols.push_back(gep_ab(bp, b_.CreateMul(smin(i64c(c), b_.CreateSub(cols, i64c(1))), b_cs)));
     const auto tile_ptr = [&](int i) { return gep(acc_tile, i64c(static_cast<std::int64_t>(i) * lanes_)); };
 
     llvm::BasicBlock* entry = b_.GetInsertBlock();
@@ -935,17 +935,17 @@ class CpuGemmEmitter : OutputTiles {
     b_.CreateCondBr(first, start, resume);
     b_.SetInsertPoint(resume);
     LoopValues saved;
-    for (int i = 0; i < mr * nr; ++i) saved.push_back(b_.CreateAlignedLoad(vec_, tile_ptr(i), llvm::Align(4)));
+    for (int i = 0; i < mr * nr; ++i) saved.push_back(b_.CreateAlignedLoad(acc_vec_, tile_ptr(i), llvm::Align(4)));
     b_.CreateBr(start);
     b_.SetInsertPoint(start);
     LoopValues acc;
     for (llvm::Value* value : saved) {
-      llvm::PHINode* phi = b_.CreatePHI(vec_, 2);
-      phi->addIncoming(llvm::Constant::getNullValue(vec_), entry);
+      llvm::PHINode* phi = b_.CreatePHI(acc_vec_, 2);
+      phi->addIncoming(llvm::Constant::getNullValue(acc_vec_), entry);
       phi->addIncoming(value, resume);
       acc.push_back(phi);
     }
-    acc = dot_k_loop(acc, a_rows, b_cols, kc, cfg_.k_unroll);
+    acc = dot_k_loop(acc, a_rows, b_cols, kc, cfg_.k_unroll, int8_ ? DotInputs::U8I8 : DotInputs::F32);
 
     llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
     llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);
@@ -956,7 +956,9 @@ class CpuGemmEmitter : OutputTiles {
     b_.CreateRetVoid();
 
     b_.SetInsertPoint(epilogue);
-    const LoopValues sums = dot_lane_sums(acc, mr, nr);
+    LoopValues sums = dot_lane_sums(acc, mr, nr);
+    if (int8_)  // exact i32 sums, rounded once to f32 for the epilogue
+      for (llvm::Value*& sum : sums) sum = b_.CreateSIToFP(sum, vec_);
     emit_epilogue(args, sums, row0, col0, rows, cols, batch);
     b_.CreateRetVoid();
     return fn;

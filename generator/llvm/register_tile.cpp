@@ -1,5 +1,7 @@
 #include "generator/llvm/register_tile.hpp"
 
+#include <llvm/IR/IntrinsicsX86.h>
+
 #include <llvm/IR/Intrinsics.h>
 
 namespace tessera {
@@ -17,8 +19,31 @@ void RegisterTiles::outer_product_step(LoopValues& acc, std::size_t first, int r
 }
 
 LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value*>& rows,
-                                   const std::vector<llvm::Value*>& cols, llvm::Value* p, llvm::Value* mask) {
+                                   const std::vector<llvm::Value*>& cols, llvm::Value* p, llvm::Value* mask,
+                                   DotInputs inputs) {
   const std::size_t nr = cols.size();
+  if (inputs == DotInputs::U8I8) {
+    auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), static_cast<unsigned>(4 * lanes_));
+    auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes_));
+    const auto load = [&](llvm::Value* base) {
+      llvm::Value* at = b_.CreateGEP(b_.getInt8Ty(), base, p);
+      llvm::Value* v = all_true(mask)
+                           ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(bytes, at, llvm::Align(1)))
+                           : b_.CreateMaskedLoad(bytes, at, llvm::Align(1), mask, llvm::Constant::getNullValue(bytes));
+      return b_.CreateBitCast(v, words);
+    };
+    const auto dot = lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+    std::vector<llvm::Value*> av;
+    for (llvm::Value* row : rows) av.push_back(load(row));
+    for (std::size_t c = 0; c < nr; ++c) {
+      llvm::Value* bv = load(cols[c]);
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        auto& slot = acc[r * nr + c];
+        slot = b_.CreateIntrinsic(dot, {}, {slot, av[r], bv});
+      }
+    }
+    return acc;
+  }
   std::vector<llvm::Value*> av;
   for (llvm::Value* row : rows) av.push_back(load_masked(gep(row, p), mask));
   for (std::size_t c = 0; c < nr; ++c) {
@@ -32,26 +57,31 @@ LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value
 }
 
 LoopValues RegisterTiles::dot_k_loop(LoopValues acc, const std::vector<llvm::Value*>& rows,
-                                     const std::vector<llvm::Value*>& cols, llvm::Value* kc, int unroll) {
-  llvm::Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_));
-  const std::int64_t unrolled = static_cast<std::int64_t>(lanes_) * unroll;
+                                     const std::vector<llvm::Value*>& cols, llvm::Value* kc, int unroll,
+                                     DotInputs inputs) {
+  // K elements per vector step: f32 lanes, or four bytes per i32 lane.
+  const int step = inputs == DotInputs::U8I8 ? 4 * lanes_ : lanes_;
+  llvm::Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), step));
+  const std::int64_t unrolled = static_cast<std::int64_t>(step) * unroll;
   llvm::Value* k_unrolled = b_.CreateAnd(kc, i64c(~(unrolled - 1)));
-  llvm::Value* k_vectors = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(lanes_ - 1)));
+  llvm::Value* k_vectors = b_.CreateAnd(kc, i64c(~static_cast<std::int64_t>(step - 1)));
   acc = emit_for(
       b_, i64c(0), k_unrolled, i64c(unrolled), acc,
       [&](llvm::Value* p, const LoopValues& carried) {
         LoopValues values = carried;
-        for (int u = 0; u < unroll; ++u) values = dot_step(values, rows, cols, b_.CreateAdd(p, i64c(u * lanes_)), all);
+        for (int u = 0; u < unroll; ++u)
+          values = dot_step(values, rows, cols, b_.CreateAdd(p, i64c(u * step)), all, inputs);
         return values;
       },
       "k");
   acc = emit_for(
-      b_, k_unrolled, k_vectors, i64c(lanes_), acc,
-      [&](llvm::Value* p, const LoopValues& carried) { return dot_step(carried, rows, cols, p, all); }, "k.vectors");
+      b_, k_unrolled, k_vectors, i64c(step), acc,
+      [&](llvm::Value* p, const LoopValues& carried) { return dot_step(carried, rows, cols, p, all, inputs); },
+      "k.vectors");
   return emit_for(
-      b_, k_vectors, kc, i64c(lanes_), acc,
+      b_, k_vectors, kc, i64c(step), acc,
       [&](llvm::Value* p, const LoopValues& carried) {
-        return dot_step(carried, rows, cols, p, lane_mask(lanes_, b_.CreateSub(kc, p)));
+        return dot_step(carried, rows, cols, p, lane_mask(step, b_.CreateSub(kc, p)), inputs);
       },
       "k.tail");
 }
@@ -64,7 +94,10 @@ LoopValues RegisterTiles::dot_lane_sums(const LoopValues& acc, int rows, int col
   const int lanes = lanes_;
   int width = 1;  // columns rounded up to a power of two (missing ones are zero vectors)
   while (width < cols) width *= 2;
-  llvm::Value* zero = llvm::Constant::getNullValue(vec_);
+  llvm::Type* type = acc.front()->getType();  // f32 or i32 lanes
+  const bool integer = type->isIntOrIntVectorTy();
+  const auto add = [&](llvm::Value* x, llvm::Value* y) { return integer ? b_.CreateAdd(x, y) : b_.CreateFAdd(x, y); };
+  llvm::Value* zero = llvm::Constant::getNullValue(type);
   LoopValues sums;
   for (int r = 0; r < rows; ++r) {
     std::vector<llvm::Value*> level;
@@ -82,8 +115,8 @@ LoopValues RegisterTiles::dot_lane_sums(const LoopValues& acc, int rows, int col
       }
       std::vector<llvm::Value*> next;
       for (std::size_t i = 0; i < level.size(); i += 2)
-        next.push_back(b_.CreateFAdd(b_.CreateShuffleVector(level[i], level[i + 1], lo),
-                                     b_.CreateShuffleVector(level[i], level[i + 1], hi)));
+        next.push_back(add(b_.CreateShuffleVector(level[i], level[i + 1], lo),
+                           b_.CreateShuffleVector(level[i], level[i + 1], hi)));
       level = std::move(next);
       groups *= 2;
       size = half;
@@ -98,7 +131,7 @@ LoopValues RegisterTiles::dot_lane_sums(const LoopValues& acc, int rows, int col
         lo[static_cast<std::size_t>(i)] = group * size + offset;
         hi[static_cast<std::size_t>(i)] = group * size + offset + half;
       }
-      v = b_.CreateFAdd(b_.CreateShuffleVector(v, lo), b_.CreateShuffleVector(v, hi));
+      v = add(b_.CreateShuffleVector(v, lo), b_.CreateShuffleVector(v, hi));
       size = half;
     }
     // Lane c now holds column c's dot product; lanes past `cols` are zero.

@@ -17,6 +17,10 @@ class RegisterTiles : protected PanelPacking {
  protected:
   using PanelPacking::PanelPacking;
 
+  // What a dot tile multiplies: f32 lanes (FMA), or u8 rows × i8 columns, four bytes per i32 lane summed exactly by
+  // vpdpbusd (K offsets then count bytes; the accumulators are i32 vectors).
+  enum class DotInputs { F32, U8I8 };
+
   // One K step of an outer-product tile: acc[first + r·b.size() + v] += broadcast(a(r)) · b[v] for r < rows, with
   // the A value of row r loaded by `a` just before its row's FMAs.
   void outer_product_step(LoopValues& acc, std::size_t first, int rows, const std::vector<llvm::Value*>& b,
@@ -25,14 +29,15 @@ class RegisterTiles : protected PanelPacking {
   // One K vector of a dot tile: acc[r·cols.size() + c] += A row r · B column c over the lanes of `mask` at K
   // offset p, the rows and columns given by their first element.
   LoopValues dot_step(LoopValues acc, const std::vector<llvm::Value*>& rows, const std::vector<llvm::Value*>& cols,
-                      llvm::Value* p, llvm::Value* mask);
+                      llvm::Value* p, llvm::Value* mask, DotInputs inputs = DotInputs::F32);
 
   // The dot tile over K = [0, kc): vectors `unroll` at a time, then single vectors, then one masked step for the
-  // last kc % lanes.
+  // last kc % (elements per vector).
   LoopValues dot_k_loop(LoopValues acc, const std::vector<llvm::Value*>& rows, const std::vector<llvm::Value*>& cols,
-                        llvm::Value* kc, int unroll);
+                        llvm::Value* kc, int unroll, DotInputs inputs = DotInputs::F32);
 
-  // A dot tile's sums across lanes: per row, one vector whose lane c is column c's dot product (cols ≤ lanes).
+  // A dot tile's sums across lanes: per row, one vector whose lane c is column c's dot product (cols ≤ lanes); i32
+  // sums are added as integers.
   LoopValues dot_lane_sums(const LoopValues& acc, int rows, int cols);
 };
 

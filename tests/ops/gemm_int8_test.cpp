@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -144,11 +145,14 @@ TEST(GemmInt8, ExtremeSumsAreExactUntilTheOneRounding) {
 TEST(GemmInt8, EveryVariantIsExact) {
   Runtime runtime;
   if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
-  for (const bool b_col : {false, true}) {
-    Int8Case t(29, 77, 203, 11, 1, b_col);
+  // B row-major; column-major with packed panels (M > 128); column-major with dot kernels along K (x·Wᵀ, M <= 128).
+  for (const auto& [m, b_col] : {std::pair{std::int64_t{29}, false}, {131, true}, {29, true}}) {
+    Int8Case t(m, 77, 203, 11, 1, b_col);
     const GemmProblem p = runtime.describe(t.args);
     const std::vector<CpuGemmConfig> space = cpu_variants(p, runtime.target());
-    ASSERT_GE(space.size(), 20u);
+    ASSERT_GE(space.size(), 15u);
+    EXPECT_EQ(std::count_if(space.begin(), space.end(), [](const CpuGemmConfig& c) { return c.dot; }) > 0,
+              b_col && m <= 128);
     for (const CpuGemmConfig& c : space) {
       SCOPED_TRACE(c.to_json().dump() + (b_col ? " B column-major" : ""));
       EXPECT_FALSE(c.pack_a);
