@@ -23,10 +23,11 @@ int round_down_positive(std::int64_t value, int multiple) {
 
 bool dot_kernel_fits(const GemmProblem& problem) {
   const GemmSignature& s = problem.signature;
-  // int8 up to 128 rows: packing its column-major B into quads costs more against vpdpbusd's 4x rate (M = 128, 1
-  // thread: dot 388 vs packed 318 GOP/s).
-  return (s.a.dtype == DType::f32 || is_int8(s)) && s.a.layout.kind() == LayoutKind::RowMajor &&
-         s.b.layout.kind() == LayoutKind::ColMajor && problem.m >= 1 && problem.m <= (is_int8(s) ? 128 : 64);
+  // int8 and bf16 up to 128 rows: packing a column-major B into groups costs more against their 4x and 2x rates (int8
+  // M = 128, 1 thread: dot 388 vs packed 318 GOP/s).
+  const bool grouped = is_int8(s) || (s.a.dtype == DType::bf16 && s.b.dtype == DType::bf16);
+  return (s.a.dtype == DType::f32 || grouped) && s.a.layout.kind() == LayoutKind::RowMajor &&
+         s.b.layout.kind() == LayoutKind::ColMajor && problem.m >= 1 && problem.m <= (grouped ? 128 : 64);
 }
 
 bool transpose_pays(const GemmProblem& problem) {
@@ -139,9 +140,10 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
     c.k_unroll = 2;
     // Up to M = 8 B streams once whatever KC; a deeper slab saves the partial sums (1×4096²: 14.2 vs 9.8 GFLOP/s).
     c.kc = problem.m <= 8 ? 4096 : 1024;
-    if (is_int8(problem.signature) && avx512) {
-      // int8 (K in bytes): 4×6 tiles from 4 rows, and K in one slab, no partial sums (Zen 4, 1 thread, ×4096², GOP/s:
-      // M = 8 276 vs 191 with 2×8 over 4096, M = 32 377 vs 290 with 4×6 over 1024; M = 1 and 2 keep 1×8 and 2×8).
+    if (k_group(problem.signature) > 1 && avx512) {
+      // int8 (K in bytes) and bf16: 4×6 tiles from 4 rows, and K in one slab, no partial sums (int8, Zen 4, 1 thread,
+      // ×4096², GOP/s: M = 8 276 vs 191 with 2×8 over 4096, M = 32 377 vs 290 with 4×6 over 1024; M = 1 and 2 keep
+      // 1×8 and 2×8).
       c.mr = problem.m >= 4 ? 4 : problem.m >= 2 ? 2 : 1;
       c.nr = problem.m >= 4 ? 6 : 8;
       c.kc = 4096;
@@ -389,9 +391,9 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
     // columns.
     if (s.a.layout.kind() != LayoutKind::RowMajor)
       fail(fmt::format("{} GEMM supports a row-major A (groups of {} along K are read as 32-bit words)", what, group));
-    if (s.b.layout.kind() != LayoutKind::RowMajor && !(int8 && s.b.layout.kind() == LayoutKind::ColMajor))
-      fail(fmt::format("{} GEMM supports a row-major B{} (groups of {} along K are read as 32-bit words)", what,
-                       int8 ? " or a column-major one" : "", group));
+    if (s.b.layout.kind() != LayoutKind::RowMajor && s.b.layout.kind() != LayoutKind::ColMajor)
+      fail(fmt::format("{} GEMM supports a row- or column-major B (groups of {} along K are read as 32-bit words)",
+                       what, group));
     if (c.pack_a || !c.pack_b)
       fail(fmt::format("{} GEMM reads A in place and packs B into groups of {} along K (pack_a=0, pack_b=1)", what,
                        group));
@@ -416,7 +418,7 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
     if (registers > target.vector_registers())
       fail(fmt::format("dot tile {}x{} needs {} vector registers ({} accumulators + {} A + 1 B), {} has {}", c.mr, c.nr,
                        registers, c.mr * c.nr, c.mr, target.str(), target.vector_registers()));
-    if (s.a.dtype != DType::f32 && !int8) fail("dot kernels are f32 or int8");
+    if (s.a.dtype != DType::f32 && !int8 && !bf16) fail("dot kernels are f32, bf16 or int8");
     if (s.a.layout.kind() != LayoutKind::RowMajor || s.b.layout.kind() != LayoutKind::ColMajor)
       fail(fmt::format("a dot kernel reads A and B along K: row-major A and column-major B, not {} and {}",
                        s.a.layout.name(), s.b.layout.name()));

@@ -120,7 +120,7 @@ class CpuGemmEmitter : OutputTiles {
     llvm::Value *src = arg++, *n0 = arg++, *k0 = arg++, *ncols = arg++, *depth = arg++, *column_stride = arg++;
     llvm::Value *ldb = arg++, *dst = arg++;
     if (sig_.b.layout.kind() == LayoutKind::ColMajor) {
-      emit_pack_b_quads_from_columns(src, n0, k0, ncols, depth, column_stride, dst);
+      emit_pack_b_groups_from_columns(src, n0, k0, ncols, depth, column_stride, dst);
       b_.CreateRetVoid();
       return fn;
     }
@@ -164,16 +164,17 @@ class CpuGemmEmitter : OutputTiles {
     return fn;
   }
 
-  // int8 B column-major (nn.Linear's weight: N rows of K): a group of 4 K steps is 4 contiguous bytes of a column, one
-  // 32-bit word of the panel. Per block of 16 groups and 8 columns: one 64-byte load per column (bytes past the slab's
-  // K masked off, so nothing past the matrix is read), the 8×16 words transposed in registers, each group's 8 words
-  // stored into its row of the sliver; groups past the slab's are not stored.
-  void emit_pack_b_quads_from_columns(llvm::Value* src, llvm::Value* n0, llvm::Value* k0, llvm::Value* ncols,
-                                      llvm::Value* depth, llvm::Value* ldb, llvm::Value* dst) {
-    const int R = cfg_.nr, G = 4, block = lanes_, chunk = 8;  // block: groups per 16 words of a 64-byte load
-    auto* bytes_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), static_cast<unsigned>(G * block));
+  // B column-major (nn.Linear's weight: N rows of K): a group of G = k_group K steps (a bf16 pair, 4 int8 bytes) is
+  // G contiguous elements of a column, one 32-bit word of the panel. Per block of `lanes` groups and 8 columns: one
+  // vector load per column (elements past the slab's K masked off, so nothing past the matrix is read), the 8 rows of
+  // words transposed in registers, each group's 8 words stored into its row of the sliver; groups past the slab's are
+  // not stored.
+  void emit_pack_b_groups_from_columns(llvm::Value* src, llvm::Value* n0, llvm::Value* k0, llvm::Value* ncols,
+                                       llvm::Value* depth, llvm::Value* ldb, llvm::Value* dst) {
+    const int R = cfg_.nr, G = group_, block = lanes_, chunk = 8;  // block: groups (words) per vector load
+    auto* bytes_ty = llvm::FixedVectorType::get(ab_elem_, static_cast<unsigned>(G * block));
     auto* words_ty = llvm::FixedVectorType::get(f32_, static_cast<unsigned>(block));  // the words' bits, as f32
-    llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(depth, i64c(G - 1)), i64c(2));
+    llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
     llvm::Value* depth_g = packed_depth(depth);
     llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(ncols, i64c(R - 1)), i64c(R));
     emit_for(
@@ -194,9 +195,9 @@ class CpuGemmEmitter : OutputTiles {
                         b_.CreateAnd(in_k, b_.CreateVectorSplat(G * block, b_.CreateICmpSLT(col, ncols)));
                     llvm::Value* at =
                         gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(n0, col), ldb), b_.CreateAdd(k0, k_first)));
-                    rows.push_back(b_.CreateBitCast(
-                        b_.CreateMaskedLoad(bytes_ty, at, llvm::Align(1), mask, llvm::Constant::getNullValue(bytes_ty)),
-                        words_ty));
+                    rows.push_back(b_.CreateBitCast(b_.CreateMaskedLoad(bytes_ty, at, llvm::Align(G == 2 ? 2 : 1), mask,
+                                                                        llvm::Constant::getNullValue(bytes_ty)),
+                                                    words_ty));
                   }
                   llvm::Value* columns = transpose_rows(std::move(rows), chunk);  // [g·chunk + c]
                   std::vector<int> piece(static_cast<std::size_t>(chunk));
@@ -945,7 +946,10 @@ class CpuGemmEmitter : OutputTiles {
       phi->addIncoming(value, resume);
       acc.push_back(phi);
     }
-    acc = dot_k_loop(acc, a_rows, b_cols, kc, cfg_.k_unroll, int8_ ? DotInputs::U8I8 : DotInputs::F32);
+    acc = dot_k_loop(acc, a_rows, b_cols, kc, cfg_.k_unroll,
+                     int8_         ? DotInputs::U8I8
+                     : group_ == 2 ? DotInputs::BF16
+                                   : DotInputs::F32);
 
     llvm::BasicBlock* save = llvm::BasicBlock::Create(ctx_, "save", fn);
     llvm::BasicBlock* epilogue = llvm::BasicBlock::Create(ctx_, "epilogue", fn);

@@ -22,17 +22,24 @@ LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value
                                    const std::vector<llvm::Value*>& cols, llvm::Value* p, llvm::Value* mask,
                                    DotInputs inputs) {
   const std::size_t nr = cols.size();
-  if (inputs == DotInputs::U8I8) {
-    auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), static_cast<unsigned>(4 * lanes_));
-    auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes_));
+  if (inputs != DotInputs::F32) {
+    // 64 bytes of K per step (32 bf16 or 64 int8 bytes on AVX-512), read as the instruction's operand type.
+    const bool int8 = inputs == DotInputs::U8I8;
+    llvm::Type* element = int8 ? b_.getInt8Ty() : b_.getInt16Ty();
+    auto* bytes = llvm::FixedVectorType::get(element, static_cast<unsigned>((int8 ? 4 : 2) * lanes_));
+    auto* words = int8 ? llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes_))
+                       : llvm::FixedVectorType::get(b_.getBFloatTy(), static_cast<unsigned>(2 * lanes_));
+    const llvm::Align align(int8 ? 1 : 2);
     const auto load = [&](llvm::Value* base) {
-      llvm::Value* at = b_.CreateGEP(b_.getInt8Ty(), base, p);
+      llvm::Value* at = b_.CreateGEP(element, base, p);
       llvm::Value* v = all_true(mask)
-                           ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(bytes, at, llvm::Align(1)))
-                           : b_.CreateMaskedLoad(bytes, at, llvm::Align(1), mask, llvm::Constant::getNullValue(bytes));
+                           ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(bytes, at, align))
+                           : b_.CreateMaskedLoad(bytes, at, align, mask, llvm::Constant::getNullValue(bytes));
       return b_.CreateBitCast(v, words);
     };
-    const auto dot = lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+    const auto dot = !int8          ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+                     : lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                    : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
     std::vector<llvm::Value*> av;
     for (llvm::Value* row : rows) av.push_back(load(row));
     for (std::size_t c = 0; c < nr; ++c) {
@@ -59,8 +66,8 @@ LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value
 LoopValues RegisterTiles::dot_k_loop(LoopValues acc, const std::vector<llvm::Value*>& rows,
                                      const std::vector<llvm::Value*>& cols, llvm::Value* kc, int unroll,
                                      DotInputs inputs) {
-  // K elements per vector step: f32 lanes, or four bytes per i32 lane.
-  const int step = inputs == DotInputs::U8I8 ? 4 * lanes_ : lanes_;
+  // K elements per vector step: f32 lanes, two bf16 or four bytes per 32-bit lane.
+  const int step = inputs == DotInputs::U8I8 ? 4 * lanes_ : inputs == DotInputs::BF16 ? 2 * lanes_ : lanes_;
   llvm::Value* all = llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), step));
   const std::int64_t unrolled = static_cast<std::int64_t>(step) * unroll;
   llvm::Value* k_unrolled = b_.CreateAnd(kc, i64c(~(unrolled - 1)));

@@ -2,11 +2,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <regex>
 
 #include "generator/core/expr_eval.hpp"
+#include "generator/gemm/gemm_variants.hpp"
 #include "tessera/reference.hpp"
 #include "tests/test_util.hpp"
 
@@ -843,6 +845,43 @@ TEST(GemmBf16, EdgeShapesAreExact) {
     const Comparison cmp = compare_gemm(ref, ops.d.view, true);
     EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
     EXPECT_EQ(written(ops.d), m * n);
+  }
+}
+
+// B column-major (nn.Linear's weight, N×K): dot kernels along K up to 128 rows, pairs packed from B's columns above;
+// every variant of both, on A, B and D flush against inaccessible pages (a read past K or past a column faults).
+// Small integers are exact in bf16 and their f32 sums exact.
+TEST(GemmBf16, ColumnMajorBEveryVariantIsExact) {
+  Runtime runtime;
+  if (!runtime.target().avx512_bf16) GTEST_SKIP() << "host lacks avx512_bf16";
+  for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{29, 77, 203}, {131, 40, 75}, {3, 17, 5}}) {
+    SCOPED_TRACE(fmt::format("{}x{}x{}", m, n, k));
+    test::Guarded<std::uint16_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+    test::Guarded<float> d(static_cast<std::size_t>(m * n));
+    std::mt19937 rng(static_cast<std::uint32_t>(m + n + k));
+    std::uniform_int_distribution<int> small(-3, 3);
+    for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = to_bf16(static_cast<float>(small(rng)));
+    for (std::size_t i = 0; i < b.size(); ++i) b.data()[i] = to_bf16(static_cast<float>(small(rng)));
+    GemmArgs args;
+    args.a = Tensor::matrix(a.data(), m, k, kRow, 0, DType::bf16);
+    args.b = Tensor::matrix(b.data(), k, n, kCol, 0, DType::bf16);  // element (p, j) at j·k + p
+    args.d = Tensor::matrix(d.data(), m, n);
+    const GemmProblem p = runtime.describe(args);
+    const std::vector<CpuGemmConfig> space = cpu_variants(p, runtime.target());
+    ASSERT_FALSE(space.empty());
+    EXPECT_EQ(std::any_of(space.begin(), space.end(), [](const CpuGemmConfig& c) { return c.dot; }), m <= 128);
+    for (const CpuGemmConfig& c : space) {
+      SCOPED_TRACE(c.to_json().dump());
+      runtime.compile(p, c).run(args);
+      std::int64_t wrong = 0;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (std::int64_t q = 0; q < k; ++q) sum += from_bf16(a.data()[i * k + q]) * from_bf16(b.data()[j * k + q]);
+          wrong += d.data()[i * n + j] != static_cast<float>(sum);
+        }
+      EXPECT_EQ(wrong, 0);
+    }
   }
 }
 
