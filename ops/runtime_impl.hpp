@@ -2,6 +2,8 @@
 // shape (kept alive by its kernels).
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -85,9 +87,19 @@ struct Runtime::Impl {
   int verbose = 0;
   // Whether a kernel obtained now is logged: TESSERA_VERBOSE=1 when it was built (or read from disk), 2 always.
   bool logs(bool built_now) const { return verbose >= 2 || (verbose >= 1 && built_now); }
-  // The choice path of a config the caller passed: default_for's ("rules"), a tuning budget's, or the caller's own.
-  const char* chosen_by(bool is_default) const {
-    return is_default ? "rules" : options.tuning_budget > 0 ? "tuner" : "given";
+  // The verbose line of an attention or sparse kernel obtained (`describe` and `default_config` run only when it is
+  // logged, not on every call): how its config was chosen — default_for's ("rules"), a tuning budget's or the caller's
+  // own — and where the kernel came from.
+  void log_obtained(const char* op, const std::function<std::string()>& describe, const std::string& name,
+                    const std::function<bool()>& default_config, bool built_now, const char* origin,
+                    std::chrono::steady_clock::time_point requested) const {
+    if (!logs(built_now)) return;
+    log_kernel(op, describe(), name,
+               default_config()            ? "rules"
+               : options.tuning_budget > 0 ? "tuner"
+                                           : "given",
+               built_now ? origin : "memory",
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count());
   }
   // The config for a problem and how it was chosen (Runtime::choose_config's body).
   GemmChoice choose(Runtime& runtime, const GemmProblem& problem);

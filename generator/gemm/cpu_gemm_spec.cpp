@@ -11,6 +11,12 @@ namespace {
 constexpr int kSpecVersion = 3;  // 2: pack_a, pack_b; 3: fixed sizes
 }  // namespace
 
+std::string_view CpuGemmSpec::required_extension() const {
+  if (signature.a.dtype == DType::bf16) return "avx512bf16";
+  if (is_int8(signature)) return target.isa == CpuIsa::Avx512 ? "avx512vnni" : "avxvnni";
+  return "";
+}
+
 KernelSpec CpuGemmSpec::generic() const {
   return {"gemm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,9 @@ struct CpuGemmSpec {
   Hash128 hash() const { return generic().hash(); }
   // A procedural name that is a valid C symbol, e.g. gemm_f32_rrzr_8x32x192_ab_avx512_1a2b3c4d.
   std::string name() const;
+  // The instruction-set extension the kernel's multiplies need beyond its ISA, as LLVM names it ("" for none):
+  // avx512bf16 (vdpbf16ps), avx512vnni or avxvnni (vpdpbusd at 512 or 256 bits).
+  std::string_view required_extension() const;
 };
 
 }  // namespace tessera

@@ -1,5 +1,7 @@
 #include "generator/llvm/gemm_emitter.hpp"
 
+#include <fmt/format.h>
+
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
@@ -35,11 +37,10 @@ constexpr int kFullUnrollFmas = 256;
 
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// The ISA extensions a kernel's multiply instructions need beyond its target's base ISA.
+// The ISA extension a kernel's multiply instructions need beyond its target's base ISA, as a feature string.
 std::string extension_features(const CpuGemmSpec& spec) {
-  if (spec.signature.a.dtype == DType::bf16) return "+avx512bf16";
-  if (is_int8(spec.signature)) return spec.target.isa == CpuIsa::Avx512 ? "+avx512vnni" : "+avxvnni";
-  return "";
+  const std::string_view extension = spec.required_extension();
+  return extension.empty() ? std::string() : fmt::format("+{}", extension);
 }
 
 class CpuGemmEmitter : OutputTiles {

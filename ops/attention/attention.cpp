@@ -161,17 +161,17 @@ AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAtten
     return std::shared_ptr<const AttentionKernel::Compiled>(std::move(c));
   });
   AttentionKernel kernel(std::move(compiled), impl_);
-  if (impl_->logs(built_now)) {
-    const AttentionSignature& s = problem.signature;
-    log_kernel("attention",
-               fmt::format("{}x{}/{}x{}x{},d={}/{},{}{}{}{},score_mod={}", problem.batch, problem.heads,
+  impl_->log_obtained(
+      "attention",
+      [&] {
+        const AttentionSignature& s = problem.signature;
+        return fmt::format("{}x{}/{}x{}x{},d={}/{},{}{}{}{},score_mod={}", problem.batch, problem.heads,
                            problem.kv_heads, problem.seq_q, problem.seq_kv, s.head_dim_qk, s.head_dim_v,
                            dtype_name(s.dtype), s.causal ? ",causal" : "", problem.varlen() ? ",varlen" : "",
-                           s.lse ? ",lse" : "", s.score_mod.text()),
-               spec.name(), impl_->chosen_by(config == CpuAttentionConfig::default_for(problem, impl_->target)),
-               built_now ? kernel.origin() : "memory",
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count());
-  }
+                           s.lse ? ",lse" : "", s.score_mod.text());
+      },
+      spec.name(), [&] { return config == CpuAttentionConfig::default_for(problem, impl_->target); }, built_now,
+      kernel.origin(), requested);
   return kernel;
 }
 

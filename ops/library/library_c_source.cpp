@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 namespace tessera {
 
@@ -37,11 +38,14 @@ std::string signature_comment(const LibraryKernel& k) {
   return text;
 }
 
-// The EXT_ bits a variant's kernel needs (as the emitter's extension_features).
+// The driver's EXT_ bit for the extension a variant's kernel needs.
 std::string variant_extensions(const CpuGemmSpec& spec) {
-  if (is_int8(spec.signature)) return spec.target.isa == CpuIsa::Avx512 ? "EXT_AVX512_VNNI" : "EXT_AVX_VNNI";
-  if (spec.signature.a.dtype == DType::bf16) return "EXT_AVX512_BF16";
-  return "0";
+  const std::string_view extension = spec.required_extension();
+  if (extension.empty()) return "0";
+  if (extension == "avx512vnni") return "EXT_AVX512_VNNI";
+  if (extension == "avxvnni") return "EXT_AVX_VNNI";
+  if (extension == "avx512bf16") return "EXT_AVX512_BF16";
+  throw std::logic_error("library: no driver bit for the extension " + std::string(extension));
 }
 
 // The checks of one operand's strides for its layout, as C statements returning an error.
@@ -226,10 +230,14 @@ static int running_isa(void) {{
   return isa;
 }}
 static int running_extensions(void) {{
-  __builtin_cpu_init();
-  return (__builtin_cpu_supports("avx512vnni") ? EXT_AVX512_VNNI : 0) |
-         (__builtin_cpu_supports("avxvnni") ? EXT_AVX_VNNI : 0) |
-         (__builtin_cpu_supports("avx512bf16") ? EXT_AVX512_BF16 : 0);
+  static int extensions = -1; /* read once, as running_isa: pick() asks on every call */
+  if (extensions < 0) {{
+    __builtin_cpu_init();
+    extensions = (__builtin_cpu_supports("avx512vnni") ? EXT_AVX512_VNNI : 0) |
+                 (__builtin_cpu_supports("avxvnni") ? EXT_AVX_VNNI : 0) |
+                 (__builtin_cpu_supports("avx512bf16") ? EXT_AVX512_BF16 : 0);
+  }}
+  return extensions;
 }}
 static int runs_here(const variant* v) {{
   return v->isa <= running_isa() && (v->extensions & ~running_extensions()) == 0;

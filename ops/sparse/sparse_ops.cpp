@@ -116,13 +116,14 @@ SpmmKernel Runtime::compile(const SpmmProblem& problem, const CpuSpmmConfig& con
       build(
           impl_->orc, impl_->spmm_cache, spec, [](const CpuSpmmSpec& s) { return cpu_module_source(s); }, built_now),
       impl_);
-  if (impl_->logs(built_now))
-    log_kernel("spmm",
-               sparse_shape(problem.m, problem.k, problem.n, problem.signature.a, problem.pattern,
-                            problem.signature.dense.epilogue),
-               spec.name(), impl_->chosen_by(config == CpuSpmmConfig::default_for(problem, impl_->target)),
-               built_now ? kernel.origin() : "memory",
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count());
+  impl_->log_obtained(
+      "spmm",
+      [&] {
+        return sparse_shape(problem.m, problem.k, problem.n, problem.signature.a, problem.pattern,
+                            problem.signature.dense.epilogue);
+      },
+      spec.name(), [&] { return config == CpuSpmmConfig::default_for(problem, impl_->target); }, built_now,
+      kernel.origin(), requested);
   return kernel;
 }
 
@@ -183,13 +184,14 @@ SddmmKernel Runtime::compile(const SddmmProblem& problem, const CpuSddmmConfig& 
       build(
           impl_->orc, impl_->sddmm_cache, spec, [](const CpuSddmmSpec& s) { return cpu_module_source(s); }, built_now),
       impl_);
-  if (impl_->logs(built_now))
-    log_kernel("sddmm",
-               sparse_shape(problem.m, problem.n, problem.k, problem.signature.pattern, problem.pattern,
-                            problem.signature.dense.epilogue),
-               spec.name(), impl_->chosen_by(config == CpuSddmmConfig::default_for(problem, impl_->target)),
-               built_now ? kernel.origin() : "memory",
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - requested).count());
+  impl_->log_obtained(
+      "sddmm",
+      [&] {
+        return sparse_shape(problem.m, problem.n, problem.k, problem.signature.pattern, problem.pattern,
+                            problem.signature.dense.epilogue);
+      },
+      spec.name(), [&] { return config == CpuSddmmConfig::default_for(problem, impl_->target); }, built_now,
+      kernel.origin(), requested);
   return kernel;
 }
 
