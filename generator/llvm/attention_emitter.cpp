@@ -102,9 +102,11 @@ class CpuAttentionEmitter : RegisterTiles {
   llvm::Value* field(unsigned index, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args_, index));
   }
-  // A read prefetch into all cache levels (it never faults, so addresses past the tensor need no test).
+  // A read prefetch into L2, not L1 (it never faults, so addresses past the tensor need no test). Decoding streams
+  // every key from DRAM: prefetches into L1 hold its few miss buffers and evict the scores and Q (Zen 4, 32×16384
+  // keys, d 128, one thread: 41 ms into L1, 29 ms into L2, 34 ms without prefetching).
   void prefetch(llvm::Value* address) {
-    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
   }
   llvm::Value* fconst(double v) { return llvm::ConstantFP::get(f32_, v); }
   llvm::Value* splat(llvm::Value* scalar) { return b_.CreateVectorSplat(lanes_, scalar); }
@@ -451,12 +453,14 @@ class CpuAttentionEmitter : RegisterTiles {
       }
     }
     llvm::Value* p = gep(scores_, b_.CreateMul(row0, i64c(cfg_.block_kv)));
+    // Read before the loop: its prefetches may touch memory as far as LLVM knows, so it would not hoist them.
+    llvm::Value* v_rs = field(kVRs, i64_);
+    llvm::Value* v_base = field(kV, ptr_);
     const auto step = [&](LoopValues& values, llvm::Value* j) {
       std::vector<llvm::Value*> bv;
       if (cfg_.in_place) {
         // V's row kb + j where it lies; columns past head_dim_v read as zeros.
-        llvm::Value* v_rs = field(kVRs, i64_);
-        llvm::Value* row = gep(field(kV, ptr_), b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
+        llvm::Value* row = gep(v_base, b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
         if (s == 0) {
           llvm::Value* ahead = gep(row, b_.CreateMul(i64c(kPrefetchKeys), v_rs));
           for (std::int64_t d = 0; d < dv_; d += 16) prefetch(gep(ahead, i64c(d)));
