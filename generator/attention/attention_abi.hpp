@@ -30,9 +30,11 @@ struct AttentionBlockArgs {
   std::int64_t seq_kv = 0;
   std::int64_t i0 = 0;  // position of the block's first row in its sequence
   std::int64_t batch_index = 0, head = 0;
-  // Row r of the block is query position i0 + r·position_step of head head + r·head_step: (1, 0) for a block of one
-  // head's queries, (0, 1) for the query heads of one KV head stacked at one position (grouped-query decoding).
-  std::int64_t position_step = 1, head_step = 0;
+  // Row r of the block is query position i0 + r % positions of head head + r / positions, its Q row at
+  // q + (r % positions)·q_rs + (r / positions)·q_hs (O and LSE alike): positions ≥ rows for a block of one head's
+  // queries; grouped-query decoding stacks a KV head's query heads, `positions` rows each, so its keys are read once.
+  std::int64_t positions = INT64_MAX;
+  std::int64_t q_hs = 0, o_hs = 0, lse_hs = 0;
   // Keys [kv_begin, kv_stop) may be visible to some row (kv_begin a multiple of block_kv): blocks outside it are
   // masked for every row by the score modifier (a sliding window) and are skipped.
   std::int64_t kv_begin = 0, kv_stop = INT64_MAX;

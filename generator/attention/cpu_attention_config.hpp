@@ -14,6 +14,10 @@
 
 namespace tessera {
 
+// Queries per sequence up to which grouped-query attention stacks a KV head's query heads in one block (decoding,
+// speculative decoding): the group then reads its keys once, not once per query head.
+constexpr std::int64_t kStackedPositions = 8;
+
 struct CpuAttentionConfig {
   int block_q = 48;    // query rows per task, a multiple of mr
   int block_kv = 128;  // keys per step of the online softmax, a multiple of nr
@@ -27,7 +31,8 @@ struct CpuAttentionConfig {
   int nr(const CpuTarget& target) const { return nv * target.vector_lanes(); }
   // Floats of one packed key block: K in slivers of nr keys, then V in slivers of nr head-dimension columns.
   std::int64_t packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const;
-  // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator and three row arrays.
+  // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator, three row arrays and
+  // the rows' offsets in Q.
   std::int64_t workspace_bytes(const AttentionSignature& s, const CpuTarget& target) const;
 
   // The config the rules pick for a problem; the variant space's first element.
@@ -38,6 +43,10 @@ struct CpuAttentionConfig {
   static CpuAttentionConfig from_json(const nlohmann::json& j);
   friend bool operator==(const CpuAttentionConfig&, const CpuAttentionConfig&) = default;
 };
+
+// Whether blocks stack query heads: grouped-query attention with at most kStackedPositions queries per sequence, and
+// a group's queries that fit a block of `block_q` rows.
+bool stacks_query_heads(const AttentionProblem& p, int block_q);
 
 // Throws ConfigError stating the rule the config breaks for this signature and target.
 void validate(const AttentionSignature& signature, const CpuAttentionConfig& config, const CpuTarget& target);

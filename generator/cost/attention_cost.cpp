@@ -28,16 +28,16 @@ double attention_cycles(const AttentionProblem& p, const CpuAttentionConfig& c, 
   for (std::int64_t b = 0; b < p.batch; ++b) {
     const std::int64_t sq = p.q_len(b), skv = p.kv_len(b);
     if (sq == 0) continue;
-    // Stacked grouped-query decoding: a group's heads are the rows of one block.
-    const bool stacked = sq <= 1 && group > 1 && group <= c.block_q;
-    const std::int64_t rows_per_head = stacked ? group : sq;
+    // Stacked grouped-query decoding: a group's heads are the rows of one block, sq rows each.
+    const bool stacked = stacks_query_heads(p, c.block_q);
+    const std::int64_t rows_per_head = stacked ? group * sq : sq;
     const std::int64_t heads = stacked ? p.kv_heads : p.heads;
     const std::int64_t blocks = ceil_div(rows_per_head, c.block_q);
     for (std::int64_t qb = 0; qb < blocks; ++qb) {
       const std::int64_t rows = std::min<std::int64_t>(c.block_q, rows_per_head - qb * c.block_q);
       const double padded_rows = static_cast<double>(round_up(rows, c.mr));
       // Keys this block reads: all, or up to its last row's causal bound.
-      const std::int64_t last = stacked ? 0 : qb * c.block_q + rows - 1;
+      const std::int64_t last = stacked ? sq - 1 : qb * c.block_q + rows - 1;
       const std::int64_t keys = visible_keys(s.causal, last, sq, skv);
       const double key_blocks = static_cast<double>(ceil_div(keys, c.block_kv));
       const double keys_padded = static_cast<double>(round_up(keys, static_cast<std::int64_t>(nr)));

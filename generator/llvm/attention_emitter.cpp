@@ -20,8 +20,8 @@ namespace tessera {
 
 namespace {
 
-static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, kv_packed) == 192 &&
-              offsetof(AttentionBlockArgs, scale) == 216 && sizeof(AttentionBlockArgs) == 224);
+static_assert(offsetof(AttentionBlockArgs, rows) == 112 && offsetof(AttentionBlockArgs, kv_packed) == 208 &&
+              offsetof(AttentionBlockArgs, scale) == 232 && sizeof(AttentionBlockArgs) == 240);
 static_assert(sizeof(ModifierTensorArg) == 40);
 enum ArgsField : unsigned {
   kQ,
@@ -44,8 +44,10 @@ enum ArgsField : unsigned {
   kI0,
   kBatchIndex,
   kHead,
-  kPositionStep,
-  kHeadStep,
+  kPositions,
+  kQHs,
+  kOHs,
+  kLseHs,
   kKvBegin,
   kKvStop,
   kKvPacked,
@@ -76,7 +78,7 @@ class CpuAttentionEmitter : RegisterTiles {
     std::vector<llvm::Type*> fields;
     for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
     fields.insert(fields.end(), {ptr_, i64_});                                    // lse
-    for (int i = 0; i < 10; ++i) fields.push_back(i64_);                          // rows … kv_stop
+    for (int i = 0; i < 12; ++i) fields.push_back(i64_);                          // rows … kv_stop
     fields.insert(fields.end(), {ptr_, ptr_, ptr_, f32_, f32_});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.AttentionBlockArgs");
   }
@@ -109,8 +111,14 @@ class CpuAttentionEmitter : RegisterTiles {
     b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
   }
   llvm::Value* fconst(double v) { return llvm::ConstantFP::get(f32_, v); }
+  // Where row r of the block lies in Q, O or LSE: (r % positions)·row stride + (r / positions)·head stride.
+  llvm::Value* row_offset(llvm::Value* r, llvm::Value* rs, llvm::Value* hs) {
+    return b_.CreateAdd(b_.CreateMul(b_.CreateSRem(r, positions_), rs), b_.CreateMul(b_.CreateSDiv(r, positions_), hs));
+  }
   llvm::Value* splat(llvm::Value* scalar) { return b_.CreateVectorSplat(lanes_, scalar); }
   llvm::Value* load_f32(llvm::Value* base, llvm::Value* index) { return b_.CreateLoad(f32_, gep(base, index)); }
+  llvm::Value* gep_i64(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(i64_, base, index); }
+  llvm::Value* load_i64(llvm::Value* base, llvm::Value* index) { return b_.CreateLoad(i64_, gep_i64(base, index)); }
   void store_f32(llvm::Value* value, llvm::Value* base, llvm::Value* index) { b_.CreateStore(value, gep(base, index)); }
   llvm::Value* load_vec(llvm::Value* base, llvm::Value* index) {
     return b_.CreateAlignedLoad(vec_, gep(base, index), llvm::Align(4));
@@ -148,6 +156,7 @@ class CpuAttentionEmitter : RegisterTiles {
     row_max_ = area(cfg_.block_q);
     row_sum_ = area(cfg_.block_q);
     row_rescale_ = area(cfg_.block_q);
+    q_row_at_ = area(2 * std::int64_t{cfg_.block_q});
   }
 
   // for (p = 0; p < end; ++p) body(p), `unroll` bodies per iteration and then one at a time.
@@ -162,6 +171,36 @@ class CpuAttentionEmitter : RegisterTiles {
     emit_for(b_, whole, end, i64c(1), body, name);
   }
 
+  // Q packed as pack_q packs it, for a block of several heads' rows (row_offset): element by element, since the rows
+  // are not evenly spaced. A few rows per head of few positions, read once per block against every key it sees.
+  void emit_pack_stacked_q(llvm::Value* q, llvm::Value* q_rs, llvm::Value* q_ds, llvm::Value* padded_rows) {
+    llvm::Value* q_hs = field(kQHs, i64_);
+    emit_for(
+        b_, i64c(0), padded_rows, i64c(1),
+        [&](llvm::Value* r) {
+          llvm::Value* real = b_.CreateICmpSLT(r, rows_);
+          llvm::Value* row = row_offset(smin(r, b_.CreateSub(rows_, i64c(1))), q_rs, q_hs);
+          llvm::Value* sliver = gep(
+              q_pack_, b_.CreateAdd(b_.CreateMul(b_.CreateSDiv(r, i64c(cfg_.mr)), i64c(std::int64_t{cfg_.mr} * dqk_)),
+                                    b_.CreateSRem(r, i64c(cfg_.mr))));
+          emit_for(
+              b_, i64c(0), i64c(dqk_), i64c(1),
+              [&](llvm::Value* d) {
+                llvm::Value* at = b_.CreateAdd(row, b_.CreateMul(d, q_ds));
+                llvm::Value* x;
+                if (sig_.dtype == DType::bf16) {
+                  llvm::Value* half = b_.CreateLoad(b_.getInt16Ty(), b_.CreateGEP(b_.getInt16Ty(), q, at));
+                  x = b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(half, b_.getInt32Ty()), 16), f32_);
+                } else {
+                  x = load_f32(q, at);
+                }
+                store_f32(b_.CreateSelect(real, x, fconst(0)), sliver, b_.CreateMul(d, i64c(cfg_.mr)));
+              },
+              "pack_q.d");
+        },
+        "pack_q.rows");
+  }
+
   void emit_body(llvm::Function* pack_q, llvm::Function* pack_k, llvm::Function* pack_v) {
     rows_ = field(kRows, i64_);
     llvm::Value* seq_q = field(kSeqQ, i64_);
@@ -169,18 +208,32 @@ class CpuAttentionEmitter : RegisterTiles {
     i0_ = field(kI0, i64_);
     batch_index_ = field(kBatchIndex, i64_);
     head_ = field(kHead, i64_);
-    position_step_ = field(kPositionStep, i64_);
-    head_step_ = field(kHeadStep, i64_);
+    positions_ = field(kPositions, i64_);
     scale_ = field(kScale, f32_);
     tensors_ = field(kTensors, ptr_);
     scalars_ = field(kScalars, ptr_);
     diagonal_ = b_.CreateSub(seq_kv_, seq_q);
     groups_ = b_.CreateSDiv(b_.CreateAdd(rows_, i64c(cfg_.mr - 1)), i64c(cfg_.mr));
     llvm::Value* padded_rows = b_.CreateMul(groups_, i64c(cfg_.mr));
+    if (cfg_.in_place) {
+      llvm::Value *q_rs = field(kQRs, i64_), *q_hs = field(kQHs, i64_);
+      emit_for(
+          b_, i64c(0), padded_rows, i64c(1),
+          [&](llvm::Value* r) {
+            b_.CreateStore(row_offset(smin(r, b_.CreateSub(rows_, i64c(1))), q_rs, q_hs), gep_i64(q_row_at_, r));
+          },
+          "q_rows");
+    }
 
-    if (!cfg_.in_place)
-      b_.CreateCall(pack_q, {field(kQ, ptr_), i64c(0), i64c(0), rows_, i64c(dqk_), field(kQRs, i64_), field(kQDs, i64_),
-                             q_pack_});
+    if (!cfg_.in_place) {
+      llvm::Value *q = field(kQ, ptr_), *q_rs = field(kQRs, i64_), *q_ds = field(kQDs, i64_);
+      emit_if_else(
+          b_, b_.CreateICmpSGE(positions_, rows_),
+          [&] {
+            b_.CreateCall(pack_q, {q, i64c(0), i64c(0), rows_, i64c(dqk_), q_rs, q_ds, q_pack_});
+          },
+          [&] { emit_pack_stacked_q(q, q_rs, q_ds, padded_rows); }, "pack_q");
+    }
     emit_for(
         b_, i64c(0), padded_rows, i64c(1),
         [&](llvm::Value* r) {
@@ -195,7 +248,7 @@ class CpuAttentionEmitter : RegisterTiles {
     // Keys past the last row's causal bound are seen by no row of the block: those blocks are skipped.
     kv_end_ = seq_kv_;
     if (sig_.causal) {
-      llvm::Value* last_position = b_.CreateAdd(i0_, b_.CreateMul(b_.CreateSub(rows_, i64c(1)), position_step_));
+      llvm::Value* last_position = b_.CreateAdd(i0_, b_.CreateSub(smin(rows_, positions_), i64c(1)));
       kv_end_ = smax(i64c(0), smin(seq_kv_, b_.CreateAdd(b_.CreateAdd(last_position, i64c(1)), diagonal_)));
     }
     // Blocks the modifier masks for every row (the runtime proved it) are skipped too.
@@ -216,8 +269,7 @@ class CpuAttentionEmitter : RegisterTiles {
           v_depth_ = smin(i64c(cfg_.block_kv), b_.CreateSub(seq_kv_, kb));
           kb_ = kb;
           if (cfg_.in_place) {
-            emit_for(
-                b_, i64c(0), groups_, i64c(1), [&](llvm::Value* g) { emit_scores_in_place(g, kb, kn); }, "s.group");
+            emit_scores_in_place(kb, kn);
           } else {
             // The block as the pack entry left it, or packed now into the workspace.
             llvm::Value* packed_at = b_.CreateMul(b_.CreateSDiv(kb, i64c(cfg_.block_kv)), i64c(packed_block_floats));
@@ -254,21 +306,18 @@ class CpuAttentionEmitter : RegisterTiles {
         b_, i64c(0), rows_, i64c(1), [&](llvm::Value* r) { emit_finish_row(r); }, "finish");
   }
 
-  // S[g·mr + r][j] = Σ_d Q[r][d]·K[kb + j][d] read in place: dot tiles of mr rows and a few keys, vectorised along
-  // the head dimension and summed across lanes (GEMM's x·Wᵀ kernel). Rows and keys past the block's read the last
-  // real one, so every load is in bounds.
-  void emit_scores_in_place(llvm::Value* g, llvm::Value* kb, llvm::Value* kn) {
+  // S[r][j] = Σ_d Q[r][d]·K[kb + j][d] read in place: dot tiles of mr rows and a few keys, vectorised along the head
+  // dimension and summed across lanes (GEMM's x·Wᵀ kernel). Keys outside, row groups inside: a few keys, read from
+  // memory once, serve every row of the block from L1, so the block's demand on memory is spread evenly over its
+  // compute. Rows and keys past the block's read the last real one, so every load is in bounds.
+  void emit_scores_in_place(llvm::Value* kb, llvm::Value* kn) {
     const int mr = cfg_.mr;
     // Accumulators in three quarters of the registers, 1, 2 or 4 keys (they divide block_kv: stores stay in a row).
     const int cols = std::clamp(target_.vector_registers() * 3 / 4 / mr, 1, 4);
     const int keys = cols == 3 ? 2 : cols;
-    llvm::Value *q = field(kQ, ptr_), *q_rs = field(kQRs, i64_);
+    llvm::Value* q = field(kQ, ptr_);
     llvm::Value *k = field(kK, ptr_), *k_rs = field(kKRs, i64_);
-    std::vector<llvm::Value*> q_rows;
-    for (int r = 0; r < mr; ++r) {
-      llvm::Value* row = smin(b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)), b_.CreateSub(rows_, i64c(1)));
-      q_rows.push_back(gep(q, b_.CreateMul(row, q_rs)));
-    }
+    llvm::Value *v = field(kV, ptr_), *v_rs = field(kVRs, i64_);
     emit_for(
         b_, i64c(0), kn, i64c(keys),
         [&](llvm::Value* j0) {
@@ -277,20 +326,32 @@ class CpuAttentionEmitter : RegisterTiles {
             llvm::Value* j = smin(b_.CreateAdd(j0, i64c(c)), b_.CreateSub(kn, i64c(1)));
             k_rows.push_back(gep(k, b_.CreateMul(b_.CreateAdd(kb, j), k_rs)));
           }
-          // The keys kPrefetchKeys ahead, whole rows: the hardware prefetchers leave a stream of key rows (each a
-          // few lines, a head's rows far apart in BSHD memory) waiting on DRAM's latency.
+          // The keys kPrefetchKeys ahead, whole K and V rows: the hardware prefetchers leave a stream of key rows
+          // (each a few lines, a head's rows far apart in BSHD memory) waiting on DRAM's latency. V is fetched here,
+          // while the scores are computed, so that P·V finds it in L2 (and fetches the next block's K meanwhile).
           for (int c = 0; c < keys; ++c) {
-            llvm::Value* ahead = gep(k_rows[static_cast<std::size_t>(c)], b_.CreateMul(i64c(kPrefetchKeys), k_rs));
-            for (std::int64_t d = 0; d < dqk_; d += 16) prefetch(gep(ahead, i64c(d)));
+            llvm::Value* j = b_.CreateAdd(b_.CreateAdd(kb, j0), i64c(c + kPrefetchKeys));
+            llvm::Value* k_ahead = gep(k, b_.CreateMul(j, k_rs));
+            for (std::int64_t d = 0; d < dqk_; d += 16) prefetch(gep(k_ahead, i64c(d)));
+            llvm::Value* v_ahead = gep(v, b_.CreateMul(j, v_rs));
+            for (std::int64_t d = 0; d < dv_; d += 16) prefetch(gep(v_ahead, i64c(d)));
           }
-          LoopValues acc(static_cast<std::size_t>(mr * keys), llvm::Constant::getNullValue(vec_));
-          acc = dot_k_loop(acc, q_rows, k_rows, i64c(dqk_), 2);
-          const LoopValues sums = dot_lane_sums(acc, mr, keys);
-          for (int r = 0; r < mr; ++r) {
-            llvm::Value* at =
-                b_.CreateAdd(b_.CreateMul(b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)), i64c(cfg_.block_kv)), j0);
-            store_masked(sums[static_cast<std::size_t>(r)], gep(scores_, at), lane_mask(lanes_, i64c(keys)));
-          }
+          emit_for(
+              b_, i64c(0), groups_, i64c(1),
+              [&](llvm::Value* g) {
+                std::vector<llvm::Value*> q_rows;
+                for (int r = 0; r < mr; ++r)
+                  q_rows.push_back(gep(q, load_i64(q_row_at_, b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)))));
+                LoopValues acc(static_cast<std::size_t>(mr * keys), llvm::Constant::getNullValue(vec_));
+                acc = dot_k_loop(acc, q_rows, k_rows, i64c(dqk_), 2);
+                const LoopValues sums = dot_lane_sums(acc, mr, keys);
+                for (int r = 0; r < mr; ++r) {
+                  llvm::Value* at = b_.CreateAdd(
+                      b_.CreateMul(b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)), i64c(cfg_.block_kv)), j0);
+                  store_masked(sums[static_cast<std::size_t>(r)], gep(scores_, at), lane_mask(lanes_, i64c(keys)));
+                }
+              },
+              "s.group");
         },
         "s.keys");
   }
@@ -367,7 +428,7 @@ class CpuAttentionEmitter : RegisterTiles {
   // rescales the row's earlier sum and output. Where the row sees every key of the block, the modifier is the
   // identity and the scale positive, the max is taken on the raw dot products and t computed with the exponent.
   void emit_softmax_row(llvm::Value* r, llvm::Value* kb, llvm::Value* kn) {
-    llvm::Value* i = b_.CreateAdd(i0_, b_.CreateMul(r, position_step_));
+    llvm::Value* i = b_.CreateAdd(i0_, b_.CreateSRem(r, positions_));
     llvm::Value* limit = kv_end_;  // keys [0, limit) are visible to this row
     if (sig_.causal) limit = smax(i64c(0), smin(kv_end_, b_.CreateAdd(b_.CreateAdd(i, diagonal_), i64c(1))));
     llvm::Value* chunks_end =
@@ -396,7 +457,7 @@ class CpuAttentionEmitter : RegisterTiles {
             if (sig_.score_mod.is_identity()) {
               s = b_.CreateFMul(s, splat(exponent_scale));
             } else {
-              llvm::Value* h = b_.CreateAdd(head_, b_.CreateMul(r, head_step_));
+              llvm::Value* h = b_.CreateAdd(head_, b_.CreateSDiv(r, positions_));
               s = emit_score_mod(b_.CreateFMul(s, splat(scale_)), i, j, h, valid);
               s = b_.CreateFMul(s, splat(log2e));
             }
@@ -454,16 +515,17 @@ class CpuAttentionEmitter : RegisterTiles {
     }
     llvm::Value* p = gep(scores_, b_.CreateMul(row0, i64c(cfg_.block_kv)));
     // Read before the loop: its prefetches may touch memory as far as LLVM knows, so it would not hoist them.
-    llvm::Value* v_rs = field(kVRs, i64_);
-    llvm::Value* v_base = field(kV, ptr_);
+    llvm::Value *v_base = field(kV, ptr_), *v_rs = field(kVRs, i64_);
+    llvm::Value *k_base = field(kK, ptr_), *k_rs = field(kKRs, i64_);
     const auto step = [&](LoopValues& values, llvm::Value* j) {
       std::vector<llvm::Value*> bv;
       if (cfg_.in_place) {
         // V's row kb + j where it lies; columns past head_dim_v read as zeros.
         llvm::Value* row = gep(v_base, b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
         if (s == 0) {
-          llvm::Value* ahead = gep(row, b_.CreateMul(i64c(kPrefetchKeys), v_rs));
-          for (std::int64_t d = 0; d < dv_; d += 16) prefetch(gep(ahead, i64c(d)));
+          // V is in L2 (the scores' loop fetched it): fetch the next block's K meanwhile.
+          llvm::Value* ahead = gep(k_base, b_.CreateMul(b_.CreateAdd(kb_, b_.CreateAdd(j, i64c(cfg_.block_kv))), k_rs));
+          for (std::int64_t d = 0; d < dqk_; d += 16) prefetch(gep(ahead, i64c(d)));
         }
         for (int v = 0; v < nv; ++v) {
           const std::int64_t col = s * nr_ + v * lanes_;
@@ -522,7 +584,7 @@ class CpuAttentionEmitter : RegisterTiles {
     llvm::Value* seen = b_.CreateFCmpOGT(sum, fconst(0));
     llvm::Value* inverse = splat(b_.CreateSelect(seen, b_.CreateFDiv(fconst(1), sum), fconst(0)));
     llvm::Value* o = field(kO, ptr_);
-    llvm::Value* o_row = b_.CreateMul(r, field(kORs, i64_));
+    llvm::Value* o_row = row_offset(r, field(kORs, i64_), field(kOHs, i64_));
     llvm::Value* o_ds = field(kODs, i64_);
     for (std::int64_t c = 0; c < dv_; c += lanes_) {
       llvm::Value* value =
@@ -558,7 +620,7 @@ class CpuAttentionEmitter : RegisterTiles {
                           b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_},
                                              {load_f32(row_max_, r), fconst(std::numbers::ln2), emit_log(b_, sum)}),
                           fconst(-INFINITY));
-      store_f32(lse, field(kLse, ptr_), b_.CreateMul(r, field(kLseRs, i64_)));
+      store_f32(lse, field(kLse, ptr_), row_offset(r, field(kLseRs, i64_), field(kLseHs, i64_)));
     }
   }
 
@@ -571,10 +633,11 @@ class CpuAttentionEmitter : RegisterTiles {
   llvm::Value* args_ = nullptr;
   llvm::Value *q_pack_ = nullptr, *k_pack_ = nullptr, *v_pack_ = nullptr, *scores_ = nullptr, *out_ = nullptr;
   llvm::Value *row_max_ = nullptr, *row_sum_ = nullptr, *row_rescale_ = nullptr;
+  llvm::Value* q_row_at_ = nullptr;  // in place: where each row of Q starts (row_offset), computed once
   llvm::Value *rows_ = nullptr, *seq_kv_ = nullptr, *i0_ = nullptr, *batch_index_ = nullptr, *head_ = nullptr;
   llvm::Value *scale_ = nullptr, *tensors_ = nullptr, *scalars_ = nullptr, *diagonal_ = nullptr, *groups_ = nullptr;
   llvm::Value* kv_end_ = nullptr;
-  llvm::Value *position_step_ = nullptr, *head_step_ = nullptr;
+  llvm::Value* positions_ = nullptr;
   llvm::Value *k_block_ = nullptr, *v_block_ = nullptr;  // the current key block's packed K and V
   llvm::Value* v_depth_ = nullptr;                       // keys in each of its V slivers
   llvm::Value* kb_ = nullptr;                            // in place: the current key block's first key

@@ -68,7 +68,7 @@ void AttentionKernel::run(const AttentionArgs& args) const {
   std::vector<std::int64_t> blocks_before{0};
   for (std::int64_t b = 0; b < p.batch; ++b)
     blocks_before.push_back(blocks_before.back() +
-                            (stacked ? p.kv_heads * p.q_len(b) : p.heads * ceil_div(p.q_len(b), block_q)));
+                            (stacked ? p.kv_heads * (p.q_len(b) > 0) : p.heads * ceil_div(p.q_len(b), block_q)));
   const std::int64_t tasks = blocks_before.back();
   if (tasks == 0) return;
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());

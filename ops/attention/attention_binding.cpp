@@ -280,20 +280,14 @@ AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std
   return a;
 }
 
-bool stacks_query_heads(const AttentionProblem& p, int block_q) {
-  if (p.kv_heads == 0 || p.heads == p.kv_heads || p.heads / p.kv_heads > block_q) return false;
-  for (std::int64_t b = 0; b < p.batch; ++b)
-    if (p.q_len(b) > 1) return false;
-  return true;
-}
-
 AttentionBlockArgs stacked_block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t g) {
   const AttentionProblem& p = bound.problem;
   const std::int64_t group = p.heads / p.kv_heads;
-  AttentionBlockArgs a = block_args(bound, b, g * group, 0, 1);
-  a.rows = group;
-  a.q_rs = bound.q.head, a.o_rs = bound.o.head, a.lse_rs = bound.lse_head;
-  a.position_step = 0, a.head_step = 1;
+  const std::int64_t positions = p.q_len(b);
+  AttentionBlockArgs a = block_args(bound, b, g * group, 0, static_cast<int>(positions));
+  a.rows = group * positions;
+  a.positions = positions;
+  a.q_hs = bound.q.head, a.o_hs = bound.o.head, a.lse_hs = bound.lse_head;
   return a;
 }
 
@@ -311,8 +305,8 @@ void skip_masked_key_blocks(AttentionBlockArgs& a, const ScoreModifier& mod, int
     e = e->args[2];
   }
   if (masks.empty()) return;
-  const double i_lo = static_cast<double>(a.i0), i_hi = static_cast<double>(a.i0 + (a.rows - 1) * a.position_step);
-  const double h_lo = static_cast<double>(a.head), h_hi = static_cast<double>(a.head + (a.rows - 1) * a.head_step);
+  const double i_lo = static_cast<double>(a.i0), i_hi = static_cast<double>(a.i0 + std::min(a.rows, a.positions) - 1);
+  const double h_lo = static_cast<double>(a.head), h_hi = static_cast<double>(a.head + (a.rows - 1) / a.positions);
   const auto masked = [&](std::int64_t first_key) {
     const std::int64_t last_key = std::min(first_key + block_kv, a.seq_kv) - 1;
     const auto range = [&](const std::string& name) -> Interval {

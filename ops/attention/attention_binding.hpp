@@ -38,16 +38,12 @@ AttentionBinding bind_attention(const AttentionArgs& args);
 AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t h, std::int64_t block,
                               int block_q);
 
-// Grouped-query decoding (one query per sequence): the call for all query heads of KV head g of batch item b, stacked
-// as the rows of one block, so that the group reads its keys once.
+// Grouped-query decoding (a few queries per sequence): the call for all query heads of KV head g of batch item b,
+// each head's queries a run of rows of one block, so that the group reads its keys once.
 AttentionBlockArgs stacked_block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t g);
 // Narrows a call's keys to [kv_begin, kv_stop): key blocks (of block_kv) where the score modifier is provably −inf
 // for every row of the call — a `cond ? -inf : ...` whose condition holds over the block's positions, as in a sliding
 // window `j < i - 256 ? -inf : s` — are left out at either end.
 void skip_masked_key_blocks(AttentionBlockArgs& call, const ScoreModifier& mod, int block_kv);
-
-// Whether calls stack query heads: grouped-query attention with at most one query per sequence, and a group that fits
-// a block of `block_q` rows.
-bool stacks_query_heads(const AttentionProblem& p, int block_q);
 
 }  // namespace tessera

@@ -9,6 +9,7 @@
 #include <random>
 #include <tuple>
 
+#include "generator/core/arith.hpp"
 #include "generator/cost/attention_cost.hpp"
 #include "ops/attention/attention_binding.hpp"
 #include "tessera/reference.hpp"
@@ -335,22 +336,36 @@ TEST(Attention, DecodingReadsKeysInPlace) {
   }
 }
 
-// Grouped-query decoding stacks a KV head's query heads as one block's rows (position step 0, head step 1): the
-// modifier's h, the causal bound and the LSE rows must follow the heads.
+// Grouped-query decoding stacks a KV head's query heads as one block's rows, `positions` rows per head: the
+// modifier's h and i, the causal bound and the Q, O and LSE rows must follow each row's head and position, in place
+// and packed.
 TEST(Attention, GroupedQueryDecodingStacksHeads) {
-  for (auto [heads, kv_heads] : std::vector<std::pair<int, int>>{{8, 2}, {32, 2}, {6, 1}})
+  for (auto [heads, kv_heads, seq_q] :
+       std::vector<std::tuple<int, int, int>>{{8, 2, 1}, {32, 2, 1}, {6, 1, 1}, {8, 2, 3}, {6, 2, 8}, {16, 2, 5}})
     for (bool bshd : {false, true}) {
       Case c;
-      c.batch = 2, c.heads = heads, c.kv_heads = kv_heads, c.seq_q = 1, c.seq_kv = 700, c.causal = true, c.bshd = bshd;
+      c.batch = 2, c.heads = heads, c.kv_heads = kv_heads, c.seq_q = seq_q, c.seq_kv = 700, c.causal = true;
+      c.bshd = bshd;
       auto t = make(c);
       t->args.set_score_mod("s - slope[h]*(i - j)");
       std::vector<float> slopes(static_cast<std::size_t>(heads), 0.05f);
       for (int h = 0; h < heads; ++h) slopes[static_cast<std::size_t>(h)] = 0.002f * static_cast<float>(h + 1);
       t->args.tensors["slope"] = Tensor{slopes.data(), DType::f32, {heads}, {1}};
-      const CpuAttentionConfig config =
-          CpuAttentionConfig::default_for(runtime().describe(t->args), runtime().target());
-      EXPECT_GE(config.block_q, heads / kv_heads) << "the default stacks the group";
+      const AttentionProblem problem = runtime().describe(t->args);
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, runtime().target());
+      EXPECT_TRUE(stacks_query_heads(problem, config.block_q)) << "the default stacks the group " << describe(c);
       expect_matches(runtime(), t->args, describe(c) + " stacked");
+      // The same stacked block read in place and packed, in tiles of other heights.
+      const AttentionReference ref = reference_attention(t->args);
+      const int rows = heads / kv_heads * seq_q;
+      for (const char* text : {"in_place=1,mr=3,nv=2", "in_place=0,mr=6,nv=2", "in_place=0,mr=4,nv=4"}) {
+        CpuAttentionConfig other = config.with_overrides(text);
+        other.block_q = static_cast<int>(round_up(rows, other.mr));
+        t->o.set(-7);
+        runtime().compile(problem, other).run(t->args);
+        const Comparison cmp = compare_attention(ref, t->args);
+        EXPECT_TRUE(cmp.ok()) << describe(c) << " " << other.to_json().dump() << ": " << cmp.first_mismatch;
+      }
     }
   // Variable lengths with an empty sequence: one query or none per sequence still stacks.
   const std::vector<std::int64_t> q_offsets{0, 1, 1, 2}, kv_offsets{0, 300, 310, 900};
