@@ -23,7 +23,7 @@ struct AttentionBlockArgs {
   std::int64_t v_rs = 0, v_ds = 0;
   void* o = nullptr;
   std::int64_t o_rs = 0, o_ds = 0;
-  float* lse = nullptr;  // row r at lse[r·lse_rs]; written when the signature asks for it
+  float* lse = nullptr;  // row r at lse[r·lse_rs] (see positions); written when not null
   std::int64_t lse_rs = 0;
   std::int64_t rows = 0;   // query rows of this block, 1 … block_q
   std::int64_t seq_q = 0;  // query and key lengths of this sequence

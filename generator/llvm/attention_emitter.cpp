@@ -613,15 +613,20 @@ class CpuAttentionEmitter : RegisterTiles {
                     b_.CreateAdd(o_row, b_.CreateMul(i64c(c + l), o_ds)));
       }
     }
-    if (sig_.lse) {
-      // The running max is in base 2: lse = max·ln 2 + ln(sum).
-      llvm::Value* lse =
-          b_.CreateSelect(seen,
-                          b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_},
-                                             {load_f32(row_max_, r), fconst(std::numbers::ln2), emit_log(b_, sum)}),
-                          fconst(-INFINITY));
-      store_f32(lse, field(kLse, ptr_), row_offset(r, field(kLseRs, i64_), field(kLseHs, i64_)));
-    }
+    // The log-sum-exp when the call asks for it: the signature's, or a chunk's of a split call (key_chunks.hpp).
+    llvm::Value* lse_out = field(kLse, ptr_);
+    emit_if(
+        b_, b_.CreateICmpNE(lse_out, llvm::ConstantPointerNull::get(b_.getPtrTy())),
+        [&] {
+          // The running max is in base 2: lse = max·ln 2 + ln(sum).
+          llvm::Value* lse =
+              b_.CreateSelect(seen,
+                              b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_},
+                                                 {load_f32(row_max_, r), fconst(std::numbers::ln2), emit_log(b_, sum)}),
+                              fconst(-INFINITY));
+          store_f32(lse, lse_out, row_offset(r, field(kLseRs, i64_), field(kLseHs, i64_)));
+        },
+        "lse");
   }
 
   const CpuAttentionSpec& spec_;

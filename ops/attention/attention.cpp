@@ -6,6 +6,7 @@
 
 #include "generator/llvm/attention_emitter.hpp"
 #include "ops/attention/attention_binding.hpp"
+#include "ops/attention/key_chunks.hpp"
 #include "ops/runtime_impl.hpp"
 #include "tessera/tuner.hpp"
 
@@ -42,6 +43,11 @@ bool packs_keys_first(const AttentionProblem& p, const CpuAttentionConfig& confi
   return false;
 }
 
+// Blocks (kernel calls before any key split) of batch item b: query heads × query blocks, or its KV heads stacked.
+std::int64_t blocks_of_item(const AttentionProblem& p, std::int64_t b, int block_q, bool stacked) {
+  return stacked ? p.kv_heads * (p.q_len(b) > 0) : p.heads * ceil_div(p.q_len(b), block_q);
+}
+
 }  // namespace
 
 std::int64_t AttentionKernel::memory_bytes(const AttentionProblem& problem, int threads) const {
@@ -51,6 +57,14 @@ std::int64_t AttentionKernel::memory_bytes(const AttentionProblem& problem, int 
     bytes += 4 * packed_head_offsets(problem, spec.config.block_kv,
                                      spec.config.packed_block_floats(spec.signature, spec.target))
                      .back();
+  // Split keys (decoding): each chunk's output and LSE rows, at most one chunk per key block.
+  if (spec.config.in_place) {
+    const bool stacked = stacks_query_heads(problem, spec.config.block_q);
+    for (std::int64_t b = 0; b < problem.batch; ++b)
+      bytes += 4 * blocks_of_item(problem, b, spec.config.block_q, stacked) *
+               ceil_div(problem.kv_len(b), spec.config.block_kv) * spec.config.block_q *
+               (spec.signature.head_dim_v + 1);
+  }
   return bytes;
 }
 
@@ -67,8 +81,7 @@ void AttentionKernel::run(const AttentionArgs& args) const {
   const bool stacked = stacks_query_heads(p, block_q);
   std::vector<std::int64_t> blocks_before{0};
   for (std::int64_t b = 0; b < p.batch; ++b)
-    blocks_before.push_back(blocks_before.back() +
-                            (stacked ? p.kv_heads * (p.q_len(b) > 0) : p.heads * ceil_div(p.q_len(b), block_q)));
+    blocks_before.push_back(blocks_before.back() + blocks_of_item(p, b, block_q, stacked));
   const std::int64_t tasks = blocks_before.back();
   if (tasks == 0) return;
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
@@ -96,27 +109,62 @@ void AttentionKernel::run(const AttentionArgs& args) const {
     });
   }
 
+  // The call for block k of batch item b (its blocks in order: query heads and blocks, or stacked KV heads).
+  const auto block_call = [&](std::int64_t b, std::int64_t k) {
+    AttentionBlockArgs a;
+    if (stacked) {
+      a = stacked_block_args(bound, b, k);
+    } else {
+      const std::int64_t blocks = ceil_div(p.q_len(b), block_q);
+      const std::int64_t h = k / blocks;
+      a = block_args(bound, b, h, k % blocks, block_q);
+      if (packed)
+        a.kv_packed = packed.get() + head_at[static_cast<std::size_t>(b * p.kv_heads + h / (p.heads / p.kv_heads))];
+    }
+    skip_masked_key_blocks(a, p.signature.score_mod, block_kv);
+    return a;
+  };
+  const auto batch_item = [](const std::vector<std::int64_t>& before, std::int64_t t) {
+    return static_cast<std::int64_t>(std::upper_bound(before.begin(), before.end(), t) - before.begin()) - 1;
+  };
   const AttentionKernelFn fn = compiled_->fn;
-  run_tasks(
-      impl.pool, participants, tasks, static_cast<std::size_t>(workspace_bytes()), [&](std::int64_t t, void* scratch) {
-        const auto b = static_cast<std::int64_t>(std::upper_bound(blocks_before.begin(), blocks_before.end(), t) -
-                                                 blocks_before.begin()) -
-                       1;
-        const std::int64_t within = t - blocks_before[static_cast<std::size_t>(b)];
-        if (stacked) {
-          AttentionBlockArgs a = stacked_block_args(bound, b, within);
-          skip_masked_key_blocks(a, p.signature.score_mod, block_kv);
-          fn(&a, scratch);
-          return;
-        }
-        const std::int64_t blocks = ceil_div(p.q_len(b), block_q);
-        const std::int64_t h = within / blocks;
-        AttentionBlockArgs a = block_args(bound, b, h, within % blocks, block_q);
-        skip_masked_key_blocks(a, p.signature.score_mod, block_kv);
-        if (packed)
-          a.kv_packed = packed.get() + head_at[static_cast<std::size_t>(b * p.kv_heads + h / (p.heads / p.kv_heads))];
-        fn(&a, scratch);
-      });
+  const auto scratch_bytes = static_cast<std::size_t>(workspace_bytes());
+  const std::int64_t chunk_keys = key_chunk_length(bound, spec.config, tasks, participants);
+  if (chunk_keys == 0) {
+    run_tasks(impl.pool, participants, tasks, scratch_bytes, [&](std::int64_t t, void* scratch) {
+      const std::int64_t b = batch_item(blocks_before, t);
+      const AttentionBlockArgs a = block_call(b, t - blocks_before[static_cast<std::size_t>(b)]);
+      fn(&a, scratch);
+    });
+    return;
+  }
+
+  // Split keys: batch item b runs chunk c of its block k as task split_before[b] + c·blocks(b) + k (a chunk's blocks
+  // together, so that interleaved heads share the chunk's pages), into f32 scratch, merged per block after.
+  const auto chunks = [&](std::int64_t b) { return std::max<std::int64_t>(1, ceil_div(p.kv_len(b), chunk_keys)); };
+  const auto blocks_of = [&](std::int64_t b) { return blocks_before[b + 1] - blocks_before[b]; };
+  std::vector<std::int64_t> split_before{0};
+  for (std::int64_t b = 0; b < p.batch; ++b) split_before.push_back(split_before.back() + blocks_of(b) * chunks(b));
+  const std::int64_t dv = p.signature.head_dim_v;
+  std::vector<float> o_parts(static_cast<std::size_t>(split_before.back() * block_q * dv));
+  std::vector<float> lse_parts(static_cast<std::size_t>(split_before.back() * block_q));
+  run_tasks(impl.pool, participants, split_before.back(), scratch_bytes, [&](std::int64_t t, void* scratch) {
+    const std::int64_t b = batch_item(split_before, t);
+    const std::int64_t within = t - split_before[static_cast<std::size_t>(b)];
+    const std::int64_t c = within / blocks_of(b);
+    AttentionBlockArgs a = block_call(b, within % blocks_of(b));
+    a.kv_begin = std::max(a.kv_begin, c * chunk_keys);
+    a.kv_stop = std::max(a.kv_begin, std::min(a.kv_stop, (c + 1) * chunk_keys));
+    aim_at_chunk_scratch(a, o_parts.data() + t * block_q * dv, lse_parts.data() + t * block_q, dv);
+    fn(&a, scratch);
+  });
+  run_tasks(impl.pool, participants, tasks, 0, [&](std::int64_t t, void*) {
+    const std::int64_t b = batch_item(blocks_before, t);
+    const std::int64_t k = t - blocks_before[static_cast<std::size_t>(b)];
+    const std::int64_t first = split_before[static_cast<std::size_t>(b)] + k;  // chunk 0's task
+    merge_key_chunks(block_call(b, k), chunks(b), o_parts.data() + first * block_q * dv, blocks_of(b) * block_q * dv,
+                     lse_parts.data() + first * block_q, blocks_of(b) * block_q, dv);
+  });
 }
 
 AttentionProblem describe_attention(const AttentionArgs& args) { return bind_attention(args).problem; }

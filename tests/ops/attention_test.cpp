@@ -12,6 +12,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/cost/attention_cost.hpp"
 #include "ops/attention/attention_binding.hpp"
+#include "ops/attention/key_chunks.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
 #include "tessera/tuner.hpp"
@@ -109,6 +110,23 @@ std::unique_ptr<Owned> make(const Case& c, std::uint32_t seed = 7) {
   return t;
 }
 
+// A packed varlen batch ([total, heads, 64]) with the given cumulative offsets, random Q, K and V.
+struct Varlen {
+  Heads q, k, v, o;
+  AttentionArgs args;
+  Varlen(std::vector<std::int64_t> q_offsets, std::vector<std::int64_t> kv_offsets, std::int64_t heads,
+         std::int64_t kv_heads, std::uint32_t seed)
+      : q(Heads::packed(q_offsets.back(), heads, 64)),
+        k(Heads::packed(kv_offsets.back(), kv_heads, 64)),
+        v(Heads::packed(kv_offsets.back(), kv_heads, 64)),
+        o(Heads::packed(q_offsets.back(), heads, 64)) {
+    std::mt19937 rng(seed);
+    q.fill(rng), k.fill(rng), v.fill(rng);
+    args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
+    args.seq_offsets_q = std::move(q_offsets), args.seq_offsets_kv = std::move(kv_offsets);
+  }
+};
+
 Runtime& runtime(const std::string& target = "cpu") {
   static std::map<std::string, std::unique_ptr<Runtime>> runtimes;
   auto& r = runtimes[target];
@@ -197,17 +215,12 @@ TEST(Attention, BothIsasAndThreadCounts) {
 TEST(Attention, VariableLengthsWithEmptySequences) {
   const std::vector<std::int64_t> q_offsets{0, 5, 5, 70, 71, 171}, kv_offsets{0, 9, 20, 20, 90, 290};
   for (bool causal : {false, true}) {
-    auto q = Heads::packed(q_offsets.back(), 4, 64), k = Heads::packed(kv_offsets.back(), 2, 64),
-         v = Heads::packed(kv_offsets.back(), 2, 64), o = Heads::packed(q_offsets.back(), 4, 64);
+    Varlen t(q_offsets, kv_offsets, 4, 2, 3);
     Heads lse(1, 1, 4, q_offsets.back(), false);
     lse.view.shape = {4, q_offsets.back()};
     lse.view.strides = {lse.view.strides[2], 1};
-    std::mt19937 rng(3);
-    q.fill(rng), k.fill(rng), v.fill(rng);
-    AttentionArgs args;
-    args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view, args.lse = lse.view;
-    args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets, args.causal = causal;
-    expect_matches(runtime(), args, causal ? "varlen causal" : "varlen");
+    t.args.lse = lse.view, t.args.causal = causal;
+    expect_matches(runtime(), t.args, causal ? "varlen causal" : "varlen");
   }
 }
 
@@ -368,15 +381,53 @@ TEST(Attention, GroupedQueryDecodingStacksHeads) {
       }
     }
   // Variable lengths with an empty sequence: one query or none per sequence still stacks.
-  const std::vector<std::int64_t> q_offsets{0, 1, 1, 2}, kv_offsets{0, 300, 310, 900};
-  auto q = Heads::packed(2, 8, 64), k = Heads::packed(900, 2, 64), v = Heads::packed(900, 2, 64),
-       o = Heads::packed(2, 8, 64);
-  std::mt19937 rng(9);
-  q.fill(rng), k.fill(rng), v.fill(rng);
-  AttentionArgs args;
-  args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
-  args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets;
-  expect_matches(runtime(), args, "varlen stacked");
+  expect_matches(runtime(), Varlen({0, 1, 1, 2}, {0, 300, 310, 900}, 8, 2, 9).args, "varlen stacked");
+}
+
+// Flash-decoding: a call with fewer blocks than two per thread, or with its heads' key rows a page apart (BSHD), runs
+// each block's keys in chunks and merges them by their log-sum-exp. Chunks with every key masked for some rows (causal,
+// a window), an empty and a short sequence, LSE on and off, must all merge to the unsplit result.
+TEST(Attention, SplitKeysMergeToTheUnsplitResult) {
+  struct Split {
+    std::int64_t batch, heads, kv_heads, seq_q, seq_kv;
+    bool bshd, causal;
+    const char* mod;
+  };
+  for (const Split& sc : std::vector<Split>{{1, 4, 1, 1, 3000, false, false, "s"},
+                                            {1, 8, 8, 1, 2100, true, false, "s"},
+                                            {1, 8, 2, 3, 1500, false, true, "j < i - 700 ? -inf : s"},
+                                            {1, 2, 2, 5, 1300, false, true, "s"},
+                                            {1, 2, 1, 2, 1200, false, false, "j >= 0 ? -inf : s"}})
+    for (bool lse : {true, false}) {
+      Case c;
+      c.batch = sc.batch, c.heads = sc.heads, c.kv_heads = sc.kv_heads, c.seq_q = sc.seq_q, c.seq_kv = sc.seq_kv;
+      c.bshd = sc.bshd, c.causal = sc.causal, c.lse = lse, c.d = c.dv = 128;
+      auto t = make(c);
+      t->args.set_score_mod(sc.mod);
+      const AttentionBinding bound = bind_attention(t->args);
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(bound.problem, runtime().target());
+      const std::int64_t blocks = stacks_query_heads(bound.problem, config.block_q)
+                                      ? c.batch * c.kv_heads
+                                      : c.batch * c.heads * ceil_div(c.seq_q, config.block_q);
+      const std::int64_t chunk = key_chunk_length(bound, config, blocks, 2);
+      EXPECT_GT(chunk, 0) << describe(c) << ": not split";
+      EXPECT_EQ(chunk % config.block_kv, 0);
+      expect_matches(runtime(), t->args, describe(c) + " " + sc.mod + (lse ? " lse" : "") + " split");
+    }
+  // Variable lengths: an empty key sequence, one shorter than a chunk, one of several chunks.
+  expect_matches(runtime(), Varlen({0, 1, 2, 3}, {0, 0, 100, 2600}, 4, 1, 3).args, "varlen split");
+  // What splits: packed configs never; enough blocks for the threads and contiguous rows not; rows a page apart do.
+  Case many;
+  many.heads = many.kv_heads = 8, many.seq_q = 1, many.seq_kv = 5000, many.d = many.dv = 128;
+  for (bool bshd : {false, true}) {
+    many.bshd = bshd;
+    auto m = make(many);
+    const AttentionBinding bound = bind_attention(m->args);
+    CpuAttentionConfig config = CpuAttentionConfig::default_for(bound.problem, runtime().target());
+    EXPECT_EQ(key_chunk_length(bound, config, 8, 2) > 0, bshd) << describe(many);
+    config.in_place = false;
+    EXPECT_EQ(key_chunk_length(bound, config, 1, 2), 0) << "a packed config split";
+  }
 }
 
 // The tuner times the analytic model's top variants (default_for first) and keeps the fastest; a runtime with a tuning

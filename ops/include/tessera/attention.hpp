@@ -61,8 +61,9 @@ class AttentionKernel {
   const char* origin() const;  // "built" or "disk", as GemmKernel::origin
   // Scratch each thread uses, independent of the sequence lengths.
   std::int64_t workspace_bytes() const;
-  // Memory a call of this problem on `threads` threads takes beyond its tensors: the threads' scratch and, where
-  // several query blocks read a head's keys, K and V packed once (O(S·d), never O(S²)).
+  // Memory a call of this problem on `threads` threads takes beyond its tensors, at most: the threads' scratch,
+  // where several query blocks read a head's keys K and V packed once, and where decoding splits the keys into
+  // chunks their partial outputs (O(S·d), never O(S²)).
   std::int64_t memory_bytes(const AttentionProblem& problem, int threads) const;
   void run(const AttentionArgs& args) const;
 
