@@ -44,7 +44,8 @@ struct AttentionBlockArgs {
   const ModifierTensorArg* tensors = nullptr;  // the score modifier's tensors, in ScoreModifier::tensors() order
   const float* scalars = nullptr;              // its scalars, in ScoreModifier::scalars() order
   float scale = 1;
-  float unused = 0;
+  // 1: O written as unit-stride f32 rows whatever the signature's type (a split call's partial output).
+  std::int32_t o_f32 = 0;
 };
 
 // Computes the block with `workspace` (CpuAttentionConfig::workspace_bytes, 64-byte aligned) as scratch.

@@ -55,7 +55,7 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   // from L1 by its other row tiles. Tiles of at most 4 rows, the fewest padded rows (Zen 4, one thread, d 128:
   // 2×64/8 heads, 4 and 8 queries against 4096 keys, causal, 13.2 and 25.5 ms in place, 22.3 and 31.3 packed,
   // 14.2 and 28.4 in tiles of 8 rows; 32 heads of 6 queries × 8192 keys: 18.2 ms in tiles of 3, 20.5 of 6).
-  if ((rows <= kInPlaceRows || stacked) && s.dtype == DType::f32 && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
+  if ((rows <= kInPlaceRows || stacked) && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
     c.in_place = true;
     c.mr = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4)));
     for (int mr : {3, 2})
@@ -118,8 +118,6 @@ void validate(const AttentionSignature& signature, const CpuAttentionConfig& c, 
   if (signature.dtype != DType::f32 && signature.dtype != DType::bf16)
     throw ConfigError(
         fmt::format("the CPU attention kernel takes f32 or bf16 tensors, not {}", dtype_name(signature.dtype)));
-  if (c.in_place && signature.dtype != DType::f32)
-    throw ConfigError("in_place reads f32 tensors; bf16 ones are widened as they are packed");
   if (c.mr < 1 || c.mr > 16) throw ConfigError(fmt::format("mr = {} must be in [1, 16]", c.mr));
   if (c.nv < 1 || c.nv > 8) throw ConfigError(fmt::format("nv = {} must be in [1, 8]", c.nv));
   if (c.mr * c.nv + c.nv + 1 > target.vector_registers())

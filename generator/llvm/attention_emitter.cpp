@@ -53,7 +53,8 @@ enum ArgsField : unsigned {
   kKvPacked,
   kTensors,
   kScalars,
-  kScale
+  kScale,
+  kOF32
 };
 
 // Steps of the head-dimension loop of S = Q·Kᵀ emitted per iteration.
@@ -66,20 +67,22 @@ constexpr std::int64_t kPrefetchKeys = 16;
 class CpuAttentionEmitter : RegisterTiles {
  public:
   CpuAttentionEmitter(const CpuAttentionSpec& spec, llvm::LLVMContext& ctx)
-      : RegisterTiles(ctx, spec.name(), spec.target, ""),
+      : RegisterTiles(ctx, spec.name(), spec.target,
+                      spec.signature.dtype == DType::bf16 && spec.target.avx512_bf16 ? "+avx512bf16" : ""),
         spec_(spec),
         sig_(spec.signature),
         cfg_(spec.config),
         nr_(spec.config.nr(spec.target)),
         dqk_(spec.signature.head_dim_qk),
         dv_(spec.signature.head_dim_v),
-        dv_padded_(round_up(spec.signature.head_dim_v, spec.config.nr(spec.target))) {
+        dv_padded_(round_up(spec.signature.head_dim_v, spec.config.nr(spec.target))),
+        bf16_(spec.signature.dtype == DType::bf16) {
     mod_tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_, i64_}, "tessera.ModifierTensorArg");
     std::vector<llvm::Type*> fields;
     for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
     fields.insert(fields.end(), {ptr_, i64_});                                    // lse
     for (int i = 0; i < 12; ++i) fields.push_back(i64_);                          // rows … kv_stop
-    fields.insert(fields.end(), {ptr_, ptr_, ptr_, f32_, f32_});
+    fields.insert(fields.end(), {ptr_, ptr_, ptr_, f32_, b_.getInt32Ty()});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.AttentionBlockArgs");
   }
 
@@ -111,6 +114,19 @@ class CpuAttentionEmitter : RegisterTiles {
     b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
   }
   llvm::Value* fconst(double v) { return llvm::ConstantFP::get(f32_, v); }
+  // Element `index` of a Q, K, V or O tensor (f32 or bf16) read in place.
+  llvm::Value* tensor_gep(llvm::Value* base, llvm::Value* index) {
+    return bf16_ ? b_.CreateGEP(b_.getInt16Ty(), base, index) : gep(base, index);
+  }
+  // Every cache line of a row of `elements` tensor elements starting at `row`.
+  void prefetch_row(llvm::Value* row, std::int64_t elements) {
+    const std::int64_t per_line = bf16_ ? 32 : 16;
+    for (std::int64_t d = 0; d < elements; d += per_line) prefetch(tensor_gep(row, i64c(d)));
+  }
+  // How dot tiles read Q and K in place: f32; bf16 pairs by vdpbf16ps where the target has it, else widened.
+  DotInputs dot_inputs() const {
+    return !bf16_ ? DotInputs::F32 : target_.avx512_bf16 ? DotInputs::BF16 : DotInputs::BF16Widened;
+  }
   // Where row r of the block lies in Q, O or LSE: (r % positions)·row stride + (r / positions)·head stride.
   llvm::Value* row_offset(llvm::Value* r, llvm::Value* rs, llvm::Value* hs) {
     return b_.CreateAdd(b_.CreateMul(b_.CreateSRem(r, positions_), rs), b_.CreateMul(b_.CreateSDiv(r, positions_), hs));
@@ -324,26 +340,25 @@ class CpuAttentionEmitter : RegisterTiles {
           std::vector<llvm::Value*> k_rows;
           for (int c = 0; c < keys; ++c) {
             llvm::Value* j = smin(b_.CreateAdd(j0, i64c(c)), b_.CreateSub(kn, i64c(1)));
-            k_rows.push_back(gep(k, b_.CreateMul(b_.CreateAdd(kb, j), k_rs)));
+            k_rows.push_back(tensor_gep(k, b_.CreateMul(b_.CreateAdd(kb, j), k_rs)));
           }
           // The keys kPrefetchKeys ahead, whole K and V rows: the hardware prefetchers leave a stream of key rows
           // (each a few lines, a head's rows far apart in BSHD memory) waiting on DRAM's latency. V is fetched here,
           // while the scores are computed, so that P·V finds it in L2 (and fetches the next block's K meanwhile).
           for (int c = 0; c < keys; ++c) {
             llvm::Value* j = b_.CreateAdd(b_.CreateAdd(kb, j0), i64c(c + kPrefetchKeys));
-            llvm::Value* k_ahead = gep(k, b_.CreateMul(j, k_rs));
-            for (std::int64_t d = 0; d < dqk_; d += 16) prefetch(gep(k_ahead, i64c(d)));
-            llvm::Value* v_ahead = gep(v, b_.CreateMul(j, v_rs));
-            for (std::int64_t d = 0; d < dv_; d += 16) prefetch(gep(v_ahead, i64c(d)));
+            prefetch_row(tensor_gep(k, b_.CreateMul(j, k_rs)), dqk_);
+            prefetch_row(tensor_gep(v, b_.CreateMul(j, v_rs)), dv_);
           }
           emit_for(
               b_, i64c(0), groups_, i64c(1),
               [&](llvm::Value* g) {
                 std::vector<llvm::Value*> q_rows;
                 for (int r = 0; r < mr; ++r)
-                  q_rows.push_back(gep(q, load_i64(q_row_at_, b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)))));
+                  q_rows.push_back(
+                      tensor_gep(q, load_i64(q_row_at_, b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)))));
                 LoopValues acc(static_cast<std::size_t>(mr * keys), llvm::Constant::getNullValue(vec_));
-                acc = dot_k_loop(acc, q_rows, k_rows, i64c(dqk_), 2);
+                acc = dot_k_loop(acc, q_rows, k_rows, i64c(dqk_), 2, dot_inputs());
                 const LoopValues sums = dot_lane_sums(acc, mr, keys);
                 for (int r = 0; r < mr; ++r) {
                   llvm::Value* at = b_.CreateAdd(
@@ -521,21 +536,21 @@ class CpuAttentionEmitter : RegisterTiles {
       std::vector<llvm::Value*> bv;
       if (cfg_.in_place) {
         // V's row kb + j where it lies; columns past head_dim_v read as zeros.
-        llvm::Value* row = gep(v_base, b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
-        if (s == 0) {
-          // V is in L2 (the scores' loop fetched it): fetch the next block's K meanwhile.
-          llvm::Value* ahead = gep(k_base, b_.CreateMul(b_.CreateAdd(kb_, b_.CreateAdd(j, i64c(cfg_.block_kv))), k_rs));
-          for (std::int64_t d = 0; d < dqk_; d += 16) prefetch(gep(ahead, i64c(d)));
-        }
+        llvm::Value* row = tensor_gep(v_base, b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
+        if (s == 0)  // V is in L2 (the scores' loop fetched it): fetch the next block's K meanwhile.
+          prefetch_row(tensor_gep(k_base, b_.CreateMul(b_.CreateAdd(kb_, b_.CreateAdd(j, i64c(cfg_.block_kv))), k_rs)),
+                       dqk_);
         for (int v = 0; v < nv; ++v) {
           const std::int64_t col = s * nr_ + v * lanes_;
           if (col >= dv_)
             bv.push_back(llvm::Constant::getNullValue(vec_));
-          else
-            bv.push_back(load_masked(gep(row, i64c(col)),
-                                     col + lanes_ <= dv_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
-                                                               b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
-                                                         : lane_mask(lanes_, i64c(dv_ - col))));
+          else {
+            llvm::Value* mask = col + lanes_ <= dv_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
+                                                          b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
+                                                    : lane_mask(lanes_, i64c(dv_ - col));
+            llvm::Value* at = tensor_gep(row, i64c(col));
+            bv.push_back(bf16_ ? load_masked_bf16(at, mask) : load_masked(at, mask));
+          }
         }
       } else {
         llvm::Value* v_sliver = gep(v_block_, b_.CreateMul(v_depth_, i64c(s * nr_)));
@@ -586,33 +601,45 @@ class CpuAttentionEmitter : RegisterTiles {
     llvm::Value* o = field(kO, ptr_);
     llvm::Value* o_row = row_offset(r, field(kORs, i64_), field(kOHs, i64_));
     llvm::Value* o_ds = field(kODs, i64_);
-    for (std::int64_t c = 0; c < dv_; c += lanes_) {
-      llvm::Value* value =
-          b_.CreateFMul(load_vec(out_, b_.CreateAdd(b_.CreateMul(r, i64c(dv_padded_)), i64c(c))), inverse);
-      const std::int64_t count = std::min<std::int64_t>(lanes_, dv_ - c);
-      if (sig_.dtype == DType::bf16) {
-        llvm::Value* halves = round_to_bf16(value);
-        for (std::int64_t l = 0; l < count; ++l)
-          if (sig_.o_unit_d && count == lanes_ && l == 0) {
-            b_.CreateAlignedStore(halves, b_.CreateGEP(b_.getInt16Ty(), o, b_.CreateAdd(o_row, i64c(c))),
-                                  llvm::Align(2));
-            break;
-          } else {
-            b_.CreateAlignedStore(
-                b_.CreateExtractElement(halves, static_cast<std::uint64_t>(l)),
-                b_.CreateGEP(b_.getInt16Ty(), o, b_.CreateAdd(o_row, b_.CreateMul(i64c(c + l), o_ds))), llvm::Align(2));
-          }
-      } else if (sig_.o_unit_d) {
-        llvm::Value* mask = count == lanes_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
-                                                  b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
-                                            : lane_mask(lanes_, i64c(count));
-        store_masked(value, gep(o, b_.CreateAdd(o_row, i64c(c))), mask);
-      } else {
-        for (std::int64_t l = 0; l < count; ++l)
-          store_f32(b_.CreateExtractElement(value, static_cast<std::uint64_t>(l)), o,
-                    b_.CreateAdd(o_row, b_.CreateMul(i64c(c + l), o_ds)));
+    // O row r: in the signature's type, or (a split call's partial output, bf16 signatures) as f32.
+    const auto store_row = [&](bool as_f32) {
+      const bool bf16 = sig_.dtype == DType::bf16 && !as_f32;
+      const bool unit = sig_.o_unit_d || as_f32;
+      for (std::int64_t c = 0; c < dv_; c += lanes_) {
+        llvm::Value* value =
+            b_.CreateFMul(load_vec(out_, b_.CreateAdd(b_.CreateMul(r, i64c(dv_padded_)), i64c(c))), inverse);
+        const std::int64_t count = std::min<std::int64_t>(lanes_, dv_ - c);
+        if (bf16) {
+          llvm::Value* halves = round_to_bf16(value);
+          for (std::int64_t l = 0; l < count; ++l)
+            if (unit && count == lanes_ && l == 0) {
+              b_.CreateAlignedStore(halves, b_.CreateGEP(b_.getInt16Ty(), o, b_.CreateAdd(o_row, i64c(c))),
+                                    llvm::Align(2));
+              break;
+            } else {
+              b_.CreateAlignedStore(
+                  b_.CreateExtractElement(halves, static_cast<std::uint64_t>(l)),
+                  b_.CreateGEP(b_.getInt16Ty(), o, b_.CreateAdd(o_row, b_.CreateMul(i64c(c + l), o_ds))),
+                  llvm::Align(2));
+            }
+        } else if (unit) {
+          llvm::Value* mask = count == lanes_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
+                                                    b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
+                                              : lane_mask(lanes_, i64c(count));
+          store_masked(value, gep(o, b_.CreateAdd(o_row, i64c(c))), mask);
+        } else {
+          for (std::int64_t l = 0; l < count; ++l)
+            store_f32(b_.CreateExtractElement(value, static_cast<std::uint64_t>(l)), o,
+                      b_.CreateAdd(o_row, b_.CreateMul(i64c(c + l), o_ds)));
+        }
       }
-    }
+    };
+    if (sig_.dtype == DType::f32)
+      store_row(false);
+    else
+      emit_if_else(
+          b_, b_.CreateICmpNE(field(kOF32, b_.getInt32Ty()), b_.getInt32(0)), [&] { store_row(true); },
+          [&] { store_row(false); }, "o");
     // The log-sum-exp when the call asks for it: the signature's, or a chunk's of a split call (key_chunks.hpp).
     llvm::Value* lse_out = field(kLse, ptr_);
     emit_if(
@@ -634,6 +661,7 @@ class CpuAttentionEmitter : RegisterTiles {
   const CpuAttentionConfig& cfg_;
   const int nr_;
   const std::int64_t dqk_, dv_, dv_padded_;
+  const bool bf16_;  // Q, K, V and O hold bf16 (widened as packed or read in place; scores and sums stay f32)
   llvm::StructType *args_ty_ = nullptr, *mod_tensor_ty_ = nullptr;
   llvm::Value* args_ = nullptr;
   llvm::Value *q_pack_ = nullptr, *k_pack_ = nullptr, *v_pack_ = nullptr, *scores_ = nullptr, *out_ = nullptr;

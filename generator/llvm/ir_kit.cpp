@@ -73,6 +73,20 @@ llvm::Value* IrKit::load_masked(llvm::Value* ptr, llvm::Value* mask) {
   return b_.CreateMaskedLoad(vec_, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vec_));
 }
 
+llvm::Value* IrKit::widen_bf16(llvm::Value* halves) {
+  const auto n = llvm::cast<llvm::FixedVectorType>(halves->getType())->getNumElements();
+  auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), n);
+  return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(halves, words), 16), llvm::FixedVectorType::get(f32_, n));
+}
+
+llvm::Value* IrKit::load_masked_bf16(llvm::Value* ptr, llvm::Value* mask) {
+  auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(lanes_));
+  llvm::Value* loaded =
+      all_true(mask) ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(halves, ptr, llvm::Align(2)))
+                     : b_.CreateMaskedLoad(halves, ptr, llvm::Align(2), mask, llvm::Constant::getNullValue(halves));
+  return widen_bf16(loaded);
+}
+
 void IrKit::store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask, llvm::Align align) {
   if (all_true(mask))
     b_.CreateAlignedStore(value, ptr, align);

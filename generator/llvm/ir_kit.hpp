@@ -57,6 +57,10 @@ class IrKit {
   static bool all_true(llvm::Value* mask);
 
   llvm::Value* load_masked(llvm::Value* ptr, llvm::Value* mask);
+  // bf16 values (16-bit integer lanes) widened to f32: the top half of each f32's bits.
+  llvm::Value* widen_bf16(llvm::Value* halves);
+  // `lanes_` bf16 values at ptr (lanes off in `mask` zero), widened to f32.
+  llvm::Value* load_masked_bf16(llvm::Value* ptr, llvm::Value* mask);
 
   void store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask, llvm::Align align = llvm::Align(4));
 

@@ -141,14 +141,6 @@ void PanelPacking::emit_pack_sliver(const PackArgs& a, int R, bool unit_row_stri
   }
 }
 
-namespace {
-// bf16 values (as 16-bit integers) widened to f32: the top half of the f32 bits.
-llvm::Value* widen_bf16(llvm::IRBuilder<>& b, llvm::Value* halves, llvm::FixedVectorType* type) {
-  auto* words = llvm::FixedVectorType::get(b.getInt32Ty(), type->getNumElements());
-  return b.CreateBitCast(b.CreateShl(b.CreateZExt(halves, words), 16), type);
-}
-}  // namespace
-
 llvm::Value* PanelPacking::load_source(const PackArgs& a, llvm::FixedVectorType* type, llvm::Value* offset,
                                        llvm::Value* mask) {
   if (!a.bf16)
@@ -156,7 +148,7 @@ llvm::Value* PanelPacking::load_source(const PackArgs& a, llvm::FixedVectorType*
   auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), type->getNumElements());
   llvm::Value* loaded = b_.CreateMaskedLoad(halves, b_.CreateGEP(b_.getInt16Ty(), a.src, offset), llvm::Align(2), mask,
                                             llvm::Constant::getNullValue(halves));
-  return widen_bf16(b_, loaded, type);
+  return widen_bf16(loaded);
 }
 
 llvm::Value* PanelPacking::gather_source(const PackArgs& a, llvm::FixedVectorType* type, llvm::Value* offsets,
@@ -166,7 +158,7 @@ llvm::Value* PanelPacking::gather_source(const PackArgs& a, llvm::FixedVectorTyp
   auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), type->getNumElements());
   llvm::Value* loaded = b_.CreateMaskedGather(halves, b_.CreateGEP(b_.getInt16Ty(), a.src, offsets), llvm::Align(2),
                                               mask, llvm::Constant::getNullValue(halves));
-  return widen_bf16(b_, loaded, type);
+  return widen_bf16(loaded);
 }
 
 }  // namespace tessera

@@ -22,7 +22,7 @@ LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value
                                    const std::vector<llvm::Value*>& cols, llvm::Value* p, llvm::Value* mask,
                                    DotInputs inputs) {
   const std::size_t nr = cols.size();
-  if (inputs != DotInputs::F32) {
+  if (inputs != DotInputs::F32 && inputs != DotInputs::BF16Widened) {
     // 64 bytes of K per step (32 bf16 or 64 int8 bytes on AVX-512), read as the instruction's operand type.
     const bool int8 = inputs == DotInputs::U8I8;
     llvm::Type* element = int8 ? b_.getInt8Ty() : b_.getInt16Ty();
@@ -51,10 +51,14 @@ LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value
     }
     return acc;
   }
+  const auto load = [&](llvm::Value* base) {
+    return inputs == DotInputs::BF16Widened ? load_masked_bf16(b_.CreateGEP(b_.getInt16Ty(), base, p), mask)
+                                            : load_masked(gep(base, p), mask);
+  };
   std::vector<llvm::Value*> av;
-  for (llvm::Value* row : rows) av.push_back(load_masked(gep(row, p), mask));
+  for (llvm::Value* row : rows) av.push_back(load(row));
   for (std::size_t c = 0; c < nr; ++c) {
-    llvm::Value* bv = load_masked(gep(cols[c], p), mask);
+    llvm::Value* bv = load(cols[c]);
     for (std::size_t r = 0; r < rows.size(); ++r) {
       auto& slot = acc[r * nr + c];
       slot = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {av[r], bv, slot});

@@ -18,9 +18,10 @@ class RegisterTiles : protected PanelPacking {
   using PanelPacking::PanelPacking;
 
   // What a dot tile multiplies: f32 lanes (FMA); bf16 pairs per f32 lane (vdpbf16ps; K offsets count bf16
-  // elements); or u8 rows × i8 columns, four bytes per i32 lane summed exactly by vpdpbusd (K offsets count bytes; the
-  // accumulators are i32 vectors).
-  enum class DotInputs { F32, BF16, U8I8 };
+  // elements); bf16 lanes widened to f32 (FMA, for targets without avx512_bf16; K offsets count bf16 elements); or
+  // u8 rows × i8 columns, four bytes per i32 lane summed exactly by vpdpbusd (K offsets count bytes; the accumulators
+  // are i32 vectors).
+  enum class DotInputs { F32, BF16, BF16Widened, U8I8 };
 
   // One K step of an outer-product tile: acc[first + r·b.size() + v] += broadcast(a(r)) · b[v] for r < rows, with
   // the A value of row r loaded by `a` just before its row's FMAs.

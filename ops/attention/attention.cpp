@@ -163,7 +163,7 @@ void AttentionKernel::run(const AttentionArgs& args) const {
     const std::int64_t k = t - blocks_before[static_cast<std::size_t>(b)];
     const std::int64_t first = split_before[static_cast<std::size_t>(b)] + k;  // chunk 0's task
     merge_key_chunks(block_call(b, k), chunks(b), o_parts.data() + first * block_q * dv, blocks_of(b) * block_q * dv,
-                     lse_parts.data() + first * block_q, blocks_of(b) * block_q, dv);
+                     lse_parts.data() + first * block_q, blocks_of(b) * block_q, dv, p.signature.dtype);
   });
 }
 

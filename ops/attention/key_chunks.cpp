@@ -34,22 +34,28 @@ std::int64_t key_chunk_length(const AttentionBinding& bound, const CpuAttentionC
 void aim_at_chunk_scratch(AttentionBlockArgs& call, float* o_part, float* lse_part, std::int64_t dv) {
   // Row r at r·dv: (r % positions)·o_rs + (r / positions)·o_hs with o_rs = dv and o_hs = positions·dv.
   const std::int64_t positions = std::min(call.positions, call.rows);
-  call.o = o_part, call.o_rs = dv, call.o_ds = 1, call.o_hs = positions * dv;
+  call.o = o_part, call.o_rs = dv, call.o_ds = 1, call.o_hs = positions * dv, call.o_f32 = 1;
   call.lse = lse_part, call.lse_rs = 1, call.lse_hs = positions;
 }
 
 void merge_key_chunks(const AttentionBlockArgs& call, std::int64_t chunks, const float* o_parts,
                       std::int64_t o_chunk_floats, const float* lse_parts, std::int64_t lse_chunk_floats,
-                      std::int64_t dv) {
+                      std::int64_t dv, DType o_type) {
   std::vector<float> weight(static_cast<std::size_t>(chunks));
   std::vector<float> row(static_cast<std::size_t>(dv));
-  auto* o = static_cast<float*>(call.o);
+  // O's element `at` = x, rounded as the kernel rounds its own stores.
+  const auto store = [&](std::int64_t at, float x) {
+    if (o_type == DType::bf16)
+      static_cast<std::uint16_t*>(call.o)[at] = to_bf16(x);
+    else
+      static_cast<float*>(call.o)[at] = x;
+  };
   for (std::int64_t r = 0; r < call.rows; ++r) {
     float top = -std::numeric_limits<float>::infinity();
     for (std::int64_t c = 0; c < chunks; ++c) top = std::max(top, lse_parts[c * lse_chunk_floats + r]);
     const std::int64_t at = (r % call.positions) * call.o_rs + (r / call.positions) * call.o_hs;
     if (std::isinf(top)) {  // no chunk saw a key of this row: zeros, as the unsplit kernel writes
-      for (std::int64_t d = 0; d < dv; ++d) o[at + d * call.o_ds] = 0;
+      for (std::int64_t d = 0; d < dv; ++d) store(at + d * call.o_ds, 0);
       if (call.lse) call.lse[(r % call.positions) * call.lse_rs + (r / call.positions) * call.lse_hs] = top;
       continue;
     }
@@ -63,7 +69,7 @@ void merge_key_chunks(const AttentionBlockArgs& call, std::int64_t chunks, const
       if (w != 0)
         for (std::int64_t d = 0; d < dv; ++d) row[static_cast<std::size_t>(d)] += w * part[d];
     }
-    for (std::int64_t d = 0; d < dv; ++d) o[at + d * call.o_ds] = row[static_cast<std::size_t>(d)];
+    for (std::int64_t d = 0; d < dv; ++d) store(at + d * call.o_ds, row[static_cast<std::size_t>(d)]);
     if (call.lse)
       call.lse[(r % call.positions) * call.lse_rs + (r / call.positions) * call.lse_hs] = top + std::log(total);
   }

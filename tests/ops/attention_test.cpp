@@ -491,7 +491,9 @@ TEST(Attention, Bf16TensorsWithF32Softmax) {
          std::vector<std::tuple<int, int, int, int, int, int, bool, bool>>{{1, 300, 64, 64, 4, 2, false, false},
                                                                            {100, 300, 64, 72, 4, 2, true, true},
                                                                            {130, 130, 128, 128, 2, 2, true, false},
-                                                                           {7, 600, 96, 96, 3, 1, false, true}}) {
+                                                                           {7, 600, 96, 96, 3, 1, false, true},
+                                                                           {1, 2500, 100, 72, 8, 2, true, true},
+                                                                           {3, 1100, 64, 64, 4, 4, false, false}}) {
       Case c;
       c.seq_q = sq, c.seq_kv = skv, c.d = d, c.dv = dv, c.heads = heads, c.kv_heads = kv_heads, c.causal = causal;
       c.bshd = bshd;
@@ -500,6 +502,19 @@ TEST(Attention, Bf16TensorsWithF32Softmax) {
       AttentionArgs args = t->args;
       args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
       expect_matches(runtime(target), args, std::string(target) + " bf16 " + describe(c));
+      // Decoding reads bf16 K and V in place (vdpbf16ps dot tiles where the target has avx512_bf16, else widened),
+      // every in-place variant.
+      const AttentionProblem problem = runtime(target).describe(args);
+      const auto variants = cpu_attention_variants(problem, runtime(target).target());
+      EXPECT_EQ(variants.front().in_place, sq <= 8) << describe(c);
+      const AttentionReference ref = reference_attention(args);
+      for (const CpuAttentionConfig& config : variants) {
+        if (!config.in_place) continue;
+        runtime(target).compile(problem, config).run(args);
+        const Comparison cmp = compare_attention(ref, args);
+        EXPECT_TRUE(cmp.ok()) << target << " bf16 " << describe(c) << " " << config.to_json().dump() << ": "
+                              << cmp.first_mismatch;
+      }
     }
   }
   // Mixed types are refused, naming the tensor.
