@@ -32,15 +32,18 @@ AttentionShape parse_line(const std::vector<std::int64_t>& v, const std::string&
 }
 
 // The unfused peer for one head: oneDNN primitives created once per shape, run on each head's buffers in turn.
+// bf16 (`bf16`): Q, K, V, the scores and O in bf16, as a framework's bf16 matmul and softmax leave them.
 class OnednnUnfused {
  public:
-  OnednnUnfused(const AttentionShape& s, float scale, dnnl::engine& engine) : engine_(engine), stream_(engine), s_(s) {
-    const auto q_d = dnnl::memory::desc({s.seq_q, s.head_dim}, dt::f32, tag::ab);
+  OnednnUnfused(const AttentionShape& s, float scale, bool bf16, dnnl::engine& engine)
+      : engine_(engine), stream_(engine), s_(s) {
+    const dt type = bf16 ? dt::bf16 : dt::f32;
+    const auto q_d = dnnl::memory::desc({s.seq_q, s.head_dim}, type, tag::ab);
     // Kᵀ read in place: K is [seq_kv, d] row-major, so its transpose is the same memory as column-major.
-    const auto kt_d = dnnl::memory::desc({s.head_dim, s.seq_kv}, dt::f32, tag::ba);
-    const auto s_d = dnnl::memory::desc({s.seq_q, s.seq_kv}, dt::f32, tag::ab);
-    const auto v_d = dnnl::memory::desc({s.seq_kv, s.head_dim}, dt::f32, tag::ab);
-    const auto o_d = dnnl::memory::desc({s.seq_q, s.head_dim}, dt::f32, tag::ab);
+    const auto kt_d = dnnl::memory::desc({s.head_dim, s.seq_kv}, type, tag::ba);
+    const auto s_d = dnnl::memory::desc({s.seq_q, s.seq_kv}, type, tag::ab);
+    const auto v_d = dnnl::memory::desc({s.seq_kv, s.head_dim}, type, tag::ab);
+    const auto o_d = dnnl::memory::desc({s.seq_q, s.head_dim}, type, tag::ab);
     dnnl::primitive_attr qk_attr;
     qk_attr.set_output_scales(0, {scale});
     if (s.causal) {
@@ -50,9 +53,9 @@ class OnednnUnfused {
         for (std::int64_t j = 0; j < s.seq_kv; ++j)
           mask_[static_cast<std::size_t>(i * s.seq_kv + j)] = j <= i + s.seq_kv - s.seq_q ? 0.0f : -INFINITY;
       dnnl::post_ops ops;
-      ops.append_binary(dnnl::algorithm::binary_add, s_d);
+      ops.append_binary(dnnl::algorithm::binary_add, dnnl::memory::desc({s.seq_q, s.seq_kv}, dt::f32, tag::ab));
       qk_attr.set_post_ops(ops);
-      mask_mem_ = dnnl::memory(s_d, engine, mask_.data());
+      mask_mem_ = dnnl::memory(dnnl::memory::desc({s.seq_q, s.seq_kv}, dt::f32, tag::ab), engine, mask_.data());
     }
     qk_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(q_d, kt_d, s_d), qk_attr, engine));
     softmax_ = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
@@ -66,10 +69,10 @@ class OnednnUnfused {
     s_mem_ = dnnl::memory(s_d, engine, scores_.data());
   }
 
-  void run_head(const float* q, const float* k, const float* v, float* o) {
-    q_mem_.set_data_handle(const_cast<float*>(q));
-    k_mem_.set_data_handle(const_cast<float*>(k));
-    v_mem_.set_data_handle(const_cast<float*>(v));
+  void run_head(const void* q, const void* k, const void* v, void* o) {
+    q_mem_.set_data_handle(const_cast<void*>(q));
+    k_mem_.set_data_handle(const_cast<void*>(k));
+    v_mem_.set_data_handle(const_cast<void*>(v));
     o_mem_.set_data_handle(o);
     std::unordered_map<int, dnnl::memory> qk_args{
         {DNNL_ARG_SRC, q_mem_}, {DNNL_ARG_WEIGHTS, k_mem_}, {DNNL_ARG_DST, s_mem_}};
@@ -144,7 +147,9 @@ std::vector<AttentionShape> parse_attention_shapes(const std::string& list) {
 }
 
 nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes, const std::vector<int>& thread_counts,
-                                       int repeat, const Sampling& sampling, std::ostream& log) {
+                                       int repeat, const Sampling& sampling, DType dtype, std::ostream& log) {
+  const bool bf16 = dtype == DType::bf16;
+  const std::size_t element_bytes = bf16 ? 2 : 4;
   nlohmann::json rows = nlohmann::json::array();
   Runtime runtime;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -166,13 +171,22 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
         o(size(s.heads, s.seq_q)), o_peer(size(s.heads, s.seq_q));
     for (auto* x : {&q, &k, &v})
       for (float& e : *x) e = dist(rng);
-    const auto view = [&](std::vector<float>& data, std::int64_t heads, std::int64_t seq) {
+    // bf16: the same values rounded, in buffers of half the size; both contenders read and write those.
+    std::vector<std::uint16_t> q16, k16, v16, o16, o16_peer;
+    if (bf16) {
+      for (auto [from, to] : {std::pair{&q, &q16}, {&k, &k16}, {&v, &v16}, {&o, &o16}, {&o_peer, &o16_peer}})
+        for (float e : *from) to->push_back(to_bf16(e));
+    }
+    const auto data = [&](std::vector<float>& f32, std::vector<std::uint16_t>& half) -> void* {
+      return bf16 ? static_cast<void*>(half.data()) : f32.data();
+    };
+    const auto view = [&](void* at, std::int64_t heads, std::int64_t seq) {
       const std::int64_t d = s.head_dim;
-      return Tensor{data.data(), DType::f32, {s.batch, heads, seq, d}, {heads * seq * d, seq * d, d, 1}};
+      return Tensor{at, dtype, {s.batch, heads, seq, d}, {heads * seq * d, seq * d, d, 1}};
     };
     AttentionArgs args;
-    args.q = view(q, s.heads, s.seq_q), args.k = view(k, s.kv_heads, s.seq_kv), args.v = view(v, s.kv_heads, s.seq_kv);
-    args.o = view(o, s.heads, s.seq_q);
+    args.q = view(data(q, q16), s.heads, s.seq_q), args.k = view(data(k, k16), s.kv_heads, s.seq_kv);
+    args.v = view(data(v, v16), s.kv_heads, s.seq_kv), args.o = view(data(o, o16), s.heads, s.seq_q);
     args.causal = s.causal;
     const AttentionProblem problem = runtime.describe(args);
     const AttentionKernel kernel = runtime.compile(problem);
@@ -180,16 +194,18 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
     for (int threads : thread_counts) {
       args.threads = threads;
       omp_set_num_threads(threads);
-      OnednnUnfused peer(s, scale, engine);
+      OnednnUnfused peer(s, scale, bf16, engine);
       const auto unfused = [&] {
         omp_set_num_threads(threads);
         const std::int64_t group = s.heads / s.kv_heads;
         for (std::int64_t b = 0; b < s.batch; ++b)
           for (std::int64_t h = 0; h < s.heads; ++h) {
             const std::int64_t qh = b * s.heads + h, kh = b * s.kv_heads + h / group;
-            const auto q_at = static_cast<std::size_t>(qh * s.seq_q * s.head_dim);
-            const auto k_at = static_cast<std::size_t>(kh * s.seq_kv * s.head_dim);
-            peer.run_head(q.data() + q_at, k.data() + k_at, v.data() + k_at, o_peer.data() + q_at);
+            const auto q_at = qh * s.seq_q * s.head_dim * static_cast<std::int64_t>(element_bytes);
+            const auto k_at = kh * s.seq_kv * s.head_dim * static_cast<std::int64_t>(element_bytes);
+            const auto at = [](void* base, std::int64_t bytes) { return static_cast<std::byte*>(base) + bytes; };
+            peer.run_head(at(data(q, q16), q_at), at(data(k, k16), k_at), at(data(v, v16), k_at),
+                          at(data(o_peer, o16_peer), q_at));
           }
       };
       const auto fused = [&] { kernel.run(args); };
@@ -199,6 +215,8 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
         fused_ms.push_back(1e3 * sampling.sample(fused, fused_calls));
         unfused_ms.push_back(1e3 * sampling.sample(unfused, unfused_calls));
       }
+      if (bf16)
+        for (std::size_t i = 0; i < o.size(); ++i) o[i] = from_bf16(o16[i]), o_peer[i] = from_bf16(o16_peer[i]);
       double diff = 0, magnitude = 1e-30;
       for (std::size_t i = 0; i < o.size(); ++i) {
         diff = std::max(diff, static_cast<double>(std::fabs(o[i] - o_peer[i])));
@@ -207,9 +225,11 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
       const double ms = median(fused_ms), peer_ms = median(unfused_ms);
       const double gflops = problem.flops() / (ms * 1e6);
       // Bytes a call must move at least: Q, K, V read and O written once.
-      const double bytes = 4.0 * static_cast<double>(q.size() + k.size() + v.size() + o.size());
+      const double bytes =
+          static_cast<double>(element_bytes) * static_cast<double>(q.size() + k.size() + v.size() + o.size());
       const double gbps = bytes / (ms * 1e6);
       nlohmann::json row{{"shape", s.label()},
+                         {"dtype", dtype_name(dtype)},
                          {"batch", s.batch},
                          {"heads", s.heads},
                          {"kv_heads", s.kv_heads},
@@ -228,7 +248,8 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
                          {"gbps", gbps},
                          {"stream_read_gbps", stream[threads]},
                          {"fraction_of_stream_read", gbps / stream[threads]},
-                         {"agrees", diff / magnitude < 1e-4}};
+                         // bf16: the peer rounds the scores and P to bf16, tessera keeps them f32.
+                         {"agrees", diff / magnitude < (bf16 ? 3e-2 : 1e-4)}};
       log << fmt::format("{:<26} {:>3} {:>12.3f} {:>12.3f} {:>10.1f} {:>14.2f} {:>8.1f} {:>7.0f}%\n", s.label(),
                          threads, ms, peer_ms, gflops, row["speedup_over_unfused"].get<double>(), gbps,
                          100 * gbps / stream[threads]);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/sampling.hpp"
+#include "generator/core/dtype.hpp"
 
 namespace tessera::bench {
 
@@ -26,7 +27,8 @@ std::vector<AttentionShape> load_attention_suite(const std::string& path_or_name
 std::vector<AttentionShape> parse_attention_shapes(const std::string& list);
 
 // Prints its table to `log` as rows complete; returns the report (rows, command, host summary) as JSON.
+// `dtype` f32 or bf16: Q, K, V and O of both contenders.
 nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes, const std::vector<int>& threads,
-                                       int repeat, const Sampling& sampling, std::ostream& log);
+                                       int repeat, const Sampling& sampling, DType dtype, std::ostream& log);
 
 }  // namespace tessera::bench

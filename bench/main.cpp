@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
   attention->add_option("--threads", threads_text, "comma-separated thread counts");
   attention->add_option("--repeat", options.repeat, "samples per contender (median reported)");
   attention->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+  std::string attention_dtype = "f32";
+  attention->add_option("--dtype", attention_dtype, "element type of Q, K, V and O: f32 or bf16 (both contenders)");
   std::string sparse_suite, sparse_cases, sparse_peers = "eigen,librsb,openmp,dense";
   CLI::App* spmm = app.add_subcommand("spmm", "SpMM against Eigen, librsb, a plain OpenMP loop and dense oneDNN");
   CLI::App* sddmm = app.add_subcommand("sddmm", "SDDMM (acc * s) against a plain OpenMP loop");
@@ -185,8 +187,11 @@ int main(int argc, char** argv) {
           attention_suite.empty() ? parse_attention_shapes(attention_shapes) : load_attention_suite(attention_suite);
       std::string command = "tessera-bench";
       for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      if (attention_dtype != "f32" && attention_dtype != "bf16")
+        throw tessera::InvalidArgument("--dtype", "must be f32 or bf16");
       const auto rows =
           run_attention_benchmark(shapes, threads, options.repeat, Sampling{options.sample_ms, options.settle_ms},
+                                  attention_dtype == "bf16" ? tessera::DType::bf16 : tessera::DType::f32,
                                   json_path == "-" ? std::cerr : std::cout);
       write_json(nlohmann::json{{"command", command}, {"rows", rows}});
       for (const auto& row : rows)
