@@ -103,201 +103,32 @@ class CpuGemmEmitter : OutputTiles {
   llvm::Value* add_sums(llvm::Value* x, llvm::Value* y) { return int8_ ? b_.CreateAdd(x, y) : b_.CreateFAdd(x, y); }
   // Elements of one packed B row sliver per K step: bf16 and int8 pack K in groups, so a slab is padded to whole
   // groups.
-  llvm::Value* packed_depth(llvm::Value* kc) {
-    return group_ > 1 ? b_.CreateAnd(b_.CreateAdd(kc, i64c(group_ - 1)), i64c(-std::int64_t{group_})) : kc;
-  }
+  llvm::Value* packed_depth(llvm::Value* kc) { return grouped_depth(kc, group_); }
 
   llvm::Value* args_field(llvm::Value* args, unsigned field, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args, field));
   }
 
-  // bf16 and int8 B panel: per group q of G = k_group rows of B and sliver of NR columns, the G rows interleaved so
-  // that each 32-bit lane holds (B[Gq][n], ..., B[Gq+G-1][n]): dst[s·NR·depthG + q·G·NR + G·n + i], zero past the
-  // columns and past K.
+  // bf16 and int8 B panel: K in groups of k_group (PanelPacking::emit_pack_groups_*), from B's rows or columns.
   llvm::Function* emit_pack_b_groups() {
     llvm::Function* fn =
         make_function("pack_b", b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
     auto arg = fn->arg_begin();
-    llvm::Value *src = arg++, *n0 = arg++, *k0 = arg++, *ncols = arg++, *depth = arg++, *column_stride = arg++;
-    llvm::Value *ldb = arg++, *dst = arg++;
+    GroupPackArgs a;
+    a.src = arg++, a.n0 = arg++, a.k0 = arg++, a.ncols = arg++, a.depth = arg++;
+    llvm::Value* column_stride = arg++;
+    llvm::Value* ldb = arg++;
+    a.dst = arg++;
+    a.element = ab_elem_, a.R = cfg_.nr, a.G = group_;
     if (sig_.b.layout.kind() == LayoutKind::ColMajor) {
-      emit_pack_b_groups_from_columns(src, n0, k0, ncols, depth, column_stride, dst);
-      b_.CreateRetVoid();
-      return fn;
+      a.ld = column_stride;
+      emit_pack_groups_from_columns(a);
+    } else {
+      a.ld = ldb;
+      emit_pack_groups_from_rows(a);
     }
-    const int R = cfg_.nr, G = group_;
-    auto* row_ty = llvm::FixedVectorType::get(ab_elem_, lanes_);
-    llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
-    llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
-    llvm::Value* depth_g = packed_depth(depth);
-    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(ncols, i64c(R - 1)), i64c(R));
-    emit_for(
-        b_, i64c(0), groups, i64c(1),
-        [&](llvm::Value* q) {
-          llvm::Value* k = b_.CreateAdd(k0, b_.CreateMul(q, i64c(G)));
-          std::vector<llvm::Value*> has_row;  // rows of the group within K
-          for (int i = 0; i < G; ++i)
-            has_row.push_back(b_.CreateICmpSLT(b_.CreateAdd(b_.CreateMul(q, i64c(G)), i64c(i)), depth));
-          emit_for(
-              b_, i64c(0), slivers, i64c(1),
-              [&](llvm::Value* sl) {
-                llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
-                llvm::Value* out =
-                    gep_ab(dst, b_.CreateAdd(b_.CreateMul(first_col, depth_g), b_.CreateMul(q, i64c(G * R))));
-                for (int piece = 0; piece < R; piece += lanes_) {
-                  llvm::Value* mask = lane_mask(lanes_, b_.CreateSub(ncols, first_col), piece);
-                  llvm::Value* col = b_.CreateAdd(n0, b_.CreateAdd(first_col, i64c(piece)));
-                  std::vector<llvm::Value*> rows;
-                  for (int i = 0; i < G; ++i) {
-                    llvm::Value* row_mask =
-                        i == 0 ? mask : b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_row[i]));
-                    rows.push_back(b_.CreateMaskedLoad(
-                        row_ty, gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(i)), ldb), col)),
-                        llvm::Align(1), row_mask, zero));
-                  }
-                  b_.CreateAlignedStore(interleave_rows(rows), gep_ab(out, i64c(G * piece)), llvm::Align(1));
-                }
-              },
-              "pack.sliver");
-        },
-        "pack.group");
     b_.CreateRetVoid();
     return fn;
-  }
-
-  // B column-major (nn.Linear's weight: N rows of K): a group of G = k_group K steps (a bf16 pair, 4 int8 bytes) is
-  // G contiguous elements of a column, one 32-bit word of the panel. Per block of `lanes` groups and 8 columns: one
-  // vector load per column (elements past the slab's K masked off, so nothing past the matrix is read), the 8 rows of
-  // words transposed in registers, each group's 8 words stored into its row of the sliver; groups past the slab's are
-  // not stored.
-  void emit_pack_b_groups_from_columns(llvm::Value* src, llvm::Value* n0, llvm::Value* k0, llvm::Value* ncols,
-                                       llvm::Value* depth, llvm::Value* ldb, llvm::Value* dst) {
-    const int R = cfg_.nr, G = group_, block = lanes_, chunk = 8;  // block: groups (words) per vector load
-    auto* bytes_ty = llvm::FixedVectorType::get(ab_elem_, static_cast<unsigned>(G * block));
-    auto* words_ty = llvm::FixedVectorType::get(f32_, static_cast<unsigned>(block));  // the words' bits, as f32
-    llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
-    llvm::Value* depth_g = packed_depth(depth);
-    llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(ncols, i64c(R - 1)), i64c(R));
-    emit_for(
-        b_, i64c(0), groups, i64c(block),
-        [&](llvm::Value* q0) {
-          llvm::Value* k_first = b_.CreateMul(q0, i64c(G));  // the block's first K step within the slab
-          llvm::Value* in_k = lane_mask(G * block, b_.CreateSub(depth, k_first), 0);
-          emit_for(
-              b_, i64c(0), slivers, i64c(1),
-              [&](llvm::Value* sl) {
-                llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
-                llvm::Value* out = gep_ab(dst, b_.CreateMul(first_col, depth_g));
-                for (int c0 = 0; c0 < R; c0 += chunk) {
-                  std::vector<llvm::Value*> rows;
-                  for (int c = c0; c < c0 + chunk; ++c) {
-                    llvm::Value* col = b_.CreateAdd(first_col, i64c(c));
-                    llvm::Value* mask =
-                        b_.CreateAnd(in_k, b_.CreateVectorSplat(G * block, b_.CreateICmpSLT(col, ncols)));
-                    llvm::Value* at =
-                        gep_ab(src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(n0, col), ldb), b_.CreateAdd(k0, k_first)));
-                    rows.push_back(b_.CreateBitCast(b_.CreateMaskedLoad(bytes_ty, at, llvm::Align(G == 2 ? 2 : 1), mask,
-                                                                        llvm::Constant::getNullValue(bytes_ty)),
-                                                    words_ty));
-                  }
-                  llvm::Value* columns = transpose_rows(std::move(rows), chunk);  // [g·chunk + c]
-                  std::vector<int> piece(static_cast<std::size_t>(chunk));
-                  for (int g = 0; g < block; ++g) {
-                    for (int c = 0; c < chunk; ++c) piece[static_cast<std::size_t>(c)] = g * chunk + c;
-                    llvm::Value* q = b_.CreateAdd(q0, i64c(g));
-                    emit_if(
-                        b_, b_.CreateICmpSLT(q, groups),
-                        [&] {
-                          b_.CreateAlignedStore(b_.CreateShuffleVector(columns, piece),
-                                                gep_ab(out, b_.CreateAdd(b_.CreateMul(q, i64c(G * R)), i64c(G * c0))),
-                                                llvm::Align(4));
-                        },
-                        "pack.group");
-                  }
-                }
-              },
-              "pack.sliver");
-        },
-        "pack.block");
-  }
-
-  // Interleaves equal vectors element by element (r0[0], r1[0], ..., r0[1], r1[1], ...): pairs of vectors at a time,
-  // each level's pairs taken as elements twice as wide by the next.
-  llvm::Value* interleave_rows(std::vector<llvm::Value*> rows) {
-    while (rows.size() > 1) {
-      std::vector<llvm::Value*> next;
-      for (std::size_t i = 0; i < rows.size(); i += 2) {
-        auto* type = llvm::cast<llvm::FixedVectorType>(rows[i]->getType());
-        const int n = static_cast<int>(type->getNumElements());
-        std::vector<int> order;
-        for (int e = 0; e < n; ++e) order.insert(order.end(), {e, e + n});
-        llvm::Value* pair = b_.CreateShuffleVector(rows[i], rows[i + 1], order);
-        const unsigned wide_bits = 2 * type->getElementType()->getPrimitiveSizeInBits();
-        next.push_back(rows.size() == 2 ? pair
-                                        : b_.CreateBitCast(pair, llvm::FixedVectorType::get(b_.getIntNTy(wide_bits),
-                                                                                            static_cast<unsigned>(n))));
-      }
-      rows = std::move(next);
-    }
-    return rows[0];
-  }
-
-  // acc += A·B over kc with a dot-product instruction: per group of G = k_group K steps, A's G elements (adjacent in a
-  // row-major row) are broadcast as one 32-bit word against NR / lanes vectors of the packed B groups; vdpbf16ps
-  // (bf16 pairs, f32 sums) or vpdpbusd (u8×i8 quads, exact i32 sums). A last partial group reads only A's elements
-  // within K, and B's packed panel holds zeros beside them.
-  LoopValues emit_grouped_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp,
-                                 llvm::Value* kc) {
-    const int mr = cfg_.mr, nv = static_cast<int>(acc.size()) / mr, G = group_;
-    auto* b_vec = int8_ ? static_cast<llvm::FixedVectorType*>(acc_vec_)
-                        : llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * lanes_);
-    auto* a_group_ty = llvm::FixedVectorType::get(ab_elem_, static_cast<unsigned>(G));
-    const auto multiply = [&](llvm::Value* sum, llvm::Value* a, llvm::Value* b) {
-      if (!int8_) return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {sum, a, b});
-      return b_.CreateIntrinsic(
-          lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256, {},
-          {sum, a, b});
-    };
-    // `partial`: the mask of A's elements within K in a last, partial group.
-    const auto step = [&](llvm::Value* q, LoopValues values, llvm::Value* partial) {
-      llvm::Value* b_group_row = gep_ab(bp, b_.CreateMul(q, i64c(G * cfg_.nr)));
-      std::vector<llvm::Value*> bv;
-      for (int v = 0; v < nv; ++v)
-        bv.push_back(b_.CreateAlignedLoad(b_vec, gep_ab(b_group_row, i64c(G * v * lanes_)), llvm::Align(64)));
-      for (int r = 0; r < mr; ++r) {
-        llvm::Value* at = gep_ab(a_rows[r], b_.CreateMul(q, i64c(G)));
-        const llvm::Align align(ab_elem_->getPrimitiveSizeInBits() / 8);
-        llvm::Value* word = partial ? b_.CreateBitCast(b_.CreateMaskedLoad(a_group_ty, at, align, partial,
-                                                                           llvm::Constant::getNullValue(a_group_ty)),
-                                                       b_.getInt32Ty())
-                                    : b_.CreateAlignedLoad(b_.getInt32Ty(), at, align);
-        llvm::Value* a_vec = b_.CreateBitCast(b_.CreateVectorSplat(lanes_, word), b_vec);
-        for (int v = 0; v < nv; ++v) {
-          auto& slot = values[static_cast<std::size_t>(r * nv + v)];
-          slot = multiply(slot, a_vec, bv[v]);
-        }
-      }
-      return values;
-    };
-    const int unroll = cfg_.k_unroll;
-    llvm::Value* groups = b_.CreateLShr(kc, i64c(G == 2 ? 1 : 2));
-    llvm::Value* groups_main = b_.CreateAnd(groups, i64c(~static_cast<std::int64_t>(unroll - 1)));
-    acc = emit_for(
-        b_, i64c(0), groups_main, i64c(unroll), acc,
-        [&](llvm::Value* q, const LoopValues& carried) {
-          LoopValues values = carried;
-          for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(q, i64c(u)), values, nullptr);
-          return values;
-        },
-        "kgroup");
-    acc = emit_for(
-        b_, groups_main, groups, i64c(1), acc,
-        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, nullptr); }, "kgroup.tail");
-    // The last, partial group, if any: a loop of zero or one iteration.
-    llvm::Value* within = lane_mask(G, b_.CreateSub(kc, b_.CreateMul(groups, i64c(G))), 0);
-    return emit_for(
-        b_, groups, b_.CreateLShr(b_.CreateAdd(kc, i64c(G - 1)), i64c(G == 2 ? 1 : 2)), i64c(1), acc,
-        [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, within); }, "kgroup.partial");
   }
 
   // The MR×NR register tile: acc += A sliver ⊗ B sliver over kc, then either the partial sums go to the
@@ -402,7 +233,7 @@ class CpuGemmEmitter : OutputTiles {
       return values;
     };
     if (group_ > 1) {
-      acc = emit_grouped_k_loop(acc, a_rows, bp, kc);
+      acc = grouped_k_loop(acc, a_rows, bp, kc, cfg_.nr, int8_ ? DotInputs::U8I8 : DotInputs::BF16, cfg_.k_unroll);
     } else if (fixed_kc > 0 && fixed_kc * chains <= kFullUnrollFmas) {
       // A short constant K runs straight through, without the loop's counter and branch.
       for (int p = 0; p < fixed_kc; ++p)

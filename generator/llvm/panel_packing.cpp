@@ -161,4 +161,117 @@ llvm::Value* PanelPacking::gather_source(const PackArgs& a, llvm::FixedVectorTyp
   return widen_bf16(loaded);
 }
 
+llvm::Value* PanelPacking::grouped_depth(llvm::Value* depth, int G) {
+  return G > 1 ? b_.CreateAnd(b_.CreateAdd(depth, i64c(G - 1)), i64c(-std::int64_t{G})) : depth;
+}
+
+void PanelPacking::emit_pack_groups_from_rows(const GroupPackArgs& a) {
+  const int R = a.R, G = a.G;
+  const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(a.element, base, index); };
+  auto* row_ty = llvm::FixedVectorType::get(a.element, lanes_);
+  llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
+  llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(a.depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
+  llvm::Value* depth_g = grouped_depth(a.depth, G);
+  llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.ncols, i64c(R - 1)), i64c(R));
+  emit_for(
+      b_, i64c(0), groups, i64c(1),
+      [&](llvm::Value* q) {
+        llvm::Value* k = b_.CreateAdd(a.k0, b_.CreateMul(q, i64c(G)));
+        std::vector<llvm::Value*> has_row;  // rows of the group within depth
+        for (int i = 0; i < G; ++i)
+          has_row.push_back(b_.CreateICmpSLT(b_.CreateAdd(b_.CreateMul(q, i64c(G)), i64c(i)), a.depth));
+        emit_for(
+            b_, i64c(0), slivers, i64c(1),
+            [&](llvm::Value* sl) {
+              llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
+              llvm::Value* out =
+                  at(a.dst, b_.CreateAdd(b_.CreateMul(first_col, depth_g), b_.CreateMul(q, i64c(G * R))));
+              for (int piece = 0; piece < R; piece += lanes_) {
+                llvm::Value* mask = lane_mask(lanes_, b_.CreateSub(a.ncols, first_col), piece);
+                llvm::Value* col = b_.CreateAdd(a.n0, b_.CreateAdd(first_col, i64c(piece)));
+                std::vector<llvm::Value*> rows;
+                for (int i = 0; i < G; ++i) {
+                  llvm::Value* row_mask = i == 0 ? mask : b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_row[i]));
+                  rows.push_back(b_.CreateMaskedLoad(
+                      row_ty, at(a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(i)), a.ld), col)),
+                      llvm::Align(1), row_mask, zero));
+                }
+                b_.CreateAlignedStore(interleave_rows(rows), at(out, i64c(G * piece)), llvm::Align(1));
+              }
+            },
+            "pack.sliver");
+      },
+      "pack.group");
+}
+
+void PanelPacking::emit_pack_groups_from_columns(const GroupPackArgs& a) {
+  const int R = a.R, G = a.G, block = lanes_, chunk = 8;  // block: groups (words) per vector load
+  const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(a.element, base, index); };
+  auto* bytes_ty = llvm::FixedVectorType::get(a.element, static_cast<unsigned>(G * block));
+  auto* words_ty = llvm::FixedVectorType::get(f32_, static_cast<unsigned>(block));  // the words' bits, as f32
+  llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(a.depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
+  llvm::Value* depth_g = grouped_depth(a.depth, G);
+  llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.ncols, i64c(R - 1)), i64c(R));
+  emit_for(
+      b_, i64c(0), groups, i64c(block),
+      [&](llvm::Value* q0) {
+        llvm::Value* k_first = b_.CreateMul(q0, i64c(G));  // the block's first K step within depth
+        llvm::Value* in_k = lane_mask(G * block, b_.CreateSub(a.depth, k_first), 0);
+        emit_for(
+            b_, i64c(0), slivers, i64c(1),
+            [&](llvm::Value* sl) {
+              llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
+              llvm::Value* out = at(a.dst, b_.CreateMul(first_col, depth_g));
+              for (int c0 = 0; c0 < R; c0 += chunk) {
+                std::vector<llvm::Value*> rows;
+                for (int c = c0; c < c0 + chunk; ++c) {
+                  llvm::Value* col = b_.CreateAdd(first_col, i64c(c));
+                  llvm::Value* mask =
+                      b_.CreateAnd(in_k, b_.CreateVectorSplat(G * block, b_.CreateICmpSLT(col, a.ncols)));
+                  llvm::Value* src =
+                      at(a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(a.n0, col), a.ld), b_.CreateAdd(a.k0, k_first)));
+                  rows.push_back(b_.CreateBitCast(b_.CreateMaskedLoad(bytes_ty, src, llvm::Align(G == 2 ? 2 : 1), mask,
+                                                                      llvm::Constant::getNullValue(bytes_ty)),
+                                                  words_ty));
+                }
+                llvm::Value* columns = transpose_rows(std::move(rows), chunk);  // [g·chunk + c]
+                std::vector<int> piece(static_cast<std::size_t>(chunk));
+                for (int g = 0; g < block; ++g) {
+                  for (int c = 0; c < chunk; ++c) piece[static_cast<std::size_t>(c)] = g * chunk + c;
+                  llvm::Value* q = b_.CreateAdd(q0, i64c(g));
+                  emit_if(
+                      b_, b_.CreateICmpSLT(q, groups),
+                      [&] {
+                        b_.CreateAlignedStore(b_.CreateShuffleVector(columns, piece),
+                                              at(out, b_.CreateAdd(b_.CreateMul(q, i64c(G * R)), i64c(G * c0))),
+                                              llvm::Align(4));
+                      },
+                      "pack.group");
+                }
+              }
+            },
+            "pack.sliver");
+      },
+      "pack.block");
+}
+
+llvm::Value* PanelPacking::interleave_rows(std::vector<llvm::Value*> rows) {
+  while (rows.size() > 1) {
+    std::vector<llvm::Value*> next;
+    for (std::size_t i = 0; i < rows.size(); i += 2) {
+      auto* type = llvm::cast<llvm::FixedVectorType>(rows[i]->getType());
+      const int n = static_cast<int>(type->getNumElements());
+      std::vector<int> order;
+      for (int e = 0; e < n; ++e) order.insert(order.end(), {e, e + n});
+      llvm::Value* pair = b_.CreateShuffleVector(rows[i], rows[i + 1], order);
+      const unsigned wide_bits = 2 * type->getElementType()->getPrimitiveSizeInBits();
+      next.push_back(rows.size() == 2 ? pair
+                                      : b_.CreateBitCast(pair, llvm::FixedVectorType::get(b_.getIntNTy(wide_bits),
+                                                                                          static_cast<unsigned>(n))));
+    }
+    rows = std::move(next);
+  }
+  return rows[0];
+}
+
 }  // namespace tessera

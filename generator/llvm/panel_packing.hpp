@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "generator/llvm/ir_kit.hpp"
 
@@ -25,6 +26,28 @@ class PanelPacking : protected IrKit {
   // A bf16 source (`bf16_source`) is widened to f32 on the way: the panels, and every kernel reading them, are f32.
   llvm::Function* emit_pack(const std::string& name, int R, bool unit_row_stride, bool cs_is_one = false,
                             bool bf16_source = false);
+
+  // Panels whose K steps come in groups of G (a bf16 pair, four int8 bytes: what vdpbf16ps and vpdpbusd multiply per
+  // 32-bit lane). Per group q of G K steps and sliver of R columns, each 32-bit word holds the G elements of one
+  // column: dst[s·R·depthG + q·G·R + G·n + i] = source(k0 + Gq + i, n0 + sR + n), zero past ncols and past depth
+  // (depthG: depth rounded up to whole groups, grouped_depth).
+  struct GroupPackArgs {
+    llvm::Value *src = nullptr, *n0 = nullptr, *k0 = nullptr, *ncols = nullptr, *depth = nullptr, *ld = nullptr;
+    llvm::Value* dst = nullptr;
+    llvm::Type* element = nullptr;  // i16 (bf16) or i8
+    int R = 0, G = 2;
+  };
+  // The source's K steps are rows: element (k, n) at k·ld + n (GEMM's row-major B, attention's V).
+  void emit_pack_groups_from_rows(const GroupPackArgs& a);
+  // The source's K steps run along columns: element (k, n) at n·ld + k (nn.Linear's weight, attention's K). Per block
+  // of `lanes` groups and 8 columns: one vector load per column (K past depth masked off, so nothing past the source is
+  // read), the 8 rows of words transposed in registers, each group's 8 words stored into its row of the sliver.
+  void emit_pack_groups_from_columns(const GroupPackArgs& a);
+  // `depth` K steps rounded up to whole groups of G.
+  llvm::Value* grouped_depth(llvm::Value* depth, int G);
+  // Interleaves equal vectors element by element (r0[0], r1[0], ..., r0[1], r1[1], ...): pairs of vectors at a time,
+  // each level's pairs taken as elements twice as wide by the next.
+  llvm::Value* interleave_rows(std::vector<llvm::Value*> rows);
 
   // R rows × `lanes_` columns (from depth p) of a source with unit column stride, transposed in registers into
   // the sliver: per chunk of at most `lanes_` rows, one vector load per row and one shuffle; rows past nrows read

@@ -156,4 +156,60 @@ LoopValues RegisterTiles::dot_lane_sums(const LoopValues& acc, int rows, int col
   return sums;
 }
 
+LoopValues RegisterTiles::grouped_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp,
+                                         llvm::Value* kc, int nr, DotInputs inputs, int unroll) {
+  const bool int8 = inputs == DotInputs::U8I8;
+  const int rows = static_cast<int>(a_rows.size()), nv = static_cast<int>(acc.size()) / rows, G = int8 ? 4 : 2;
+  llvm::Type* element = int8 ? b_.getInt8Ty() : b_.getInt16Ty();
+  auto* b_vec = int8 ? llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes_))
+                     : llvm::FixedVectorType::get(b_.getBFloatTy(), static_cast<unsigned>(2 * lanes_));
+  auto* a_group_ty = llvm::FixedVectorType::get(element, static_cast<unsigned>(G));
+  const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(element, base, index); };
+  const auto multiply = [&](llvm::Value* sum, llvm::Value* a, llvm::Value* b) {
+    if (!int8) return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {sum, a, b});
+    return b_.CreateIntrinsic(
+        lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256, {},
+        {sum, a, b});
+  };
+  // `partial`: the mask of A's elements within K in a last, partial group.
+  const auto step = [&](llvm::Value* q, LoopValues values, llvm::Value* partial) {
+    llvm::Value* b_group_row = at(bp, b_.CreateMul(q, i64c(G * nr)));
+    std::vector<llvm::Value*> bv;
+    for (int v = 0; v < nv; ++v)
+      bv.push_back(b_.CreateAlignedLoad(b_vec, at(b_group_row, i64c(G * v * lanes_)), llvm::Align(64)));
+    for (int r = 0; r < rows; ++r) {
+      llvm::Value* a_at = at(a_rows[static_cast<std::size_t>(r)], b_.CreateMul(q, i64c(G)));
+      const llvm::Align align(int8 ? 1 : 2);
+      llvm::Value* word = partial ? b_.CreateBitCast(b_.CreateMaskedLoad(a_group_ty, a_at, align, partial,
+                                                                         llvm::Constant::getNullValue(a_group_ty)),
+                                                     b_.getInt32Ty())
+                                  : b_.CreateAlignedLoad(b_.getInt32Ty(), a_at, align);
+      llvm::Value* a_vec = b_.CreateBitCast(b_.CreateVectorSplat(lanes_, word), b_vec);
+      for (int v = 0; v < nv; ++v) {
+        auto& slot = values[static_cast<std::size_t>(r * nv + v)];
+        slot = multiply(slot, a_vec, bv[static_cast<std::size_t>(v)]);
+      }
+    }
+    return values;
+  };
+  llvm::Value* groups = b_.CreateLShr(kc, i64c(G == 2 ? 1 : 2));
+  llvm::Value* groups_main = b_.CreateAnd(groups, i64c(~static_cast<std::int64_t>(unroll - 1)));
+  acc = emit_for(
+      b_, i64c(0), groups_main, i64c(unroll), acc,
+      [&](llvm::Value* q, const LoopValues& carried) {
+        LoopValues values = carried;
+        for (int u = 0; u < unroll; ++u) values = step(b_.CreateAdd(q, i64c(u)), values, nullptr);
+        return values;
+      },
+      "kgroup");
+  acc = emit_for(
+      b_, groups_main, groups, i64c(1), acc,
+      [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, nullptr); }, "kgroup.tail");
+  // The last, partial group, if any: a loop of zero or one iteration.
+  llvm::Value* within = lane_mask(G, b_.CreateSub(kc, b_.CreateMul(groups, i64c(G))), 0);
+  return emit_for(
+      b_, groups, b_.CreateLShr(b_.CreateAdd(kc, i64c(G - 1)), i64c(G == 2 ? 1 : 2)), i64c(1), acc,
+      [&](llvm::Value* q, const LoopValues& carried) { return step(q, carried, within); }, "kgroup.partial");
+}
+
 }  // namespace tessera

@@ -38,6 +38,14 @@ class RegisterTiles : protected PanelPacking {
   LoopValues dot_k_loop(LoopValues acc, const std::vector<llvm::Value*>& rows, const std::vector<llvm::Value*>& cols,
                         llvm::Value* kc, int unroll, DotInputs inputs = DotInputs::F32);
 
+  // An outer-product tile whose K steps come in groups (inputs BF16: pairs by vdpbf16ps into f32 sums; U8I8: quads by
+  // vpdpbusd into exact i32 sums): acc[r·nv + v] += A row r · B over K = [0, kc), per group A's elements (adjacent in
+  // its row at a_rows[r]) broadcast as one 32-bit word against the nv = acc.size() / rows vectors of the packed
+  // groups at bp (emit_pack_groups_*: nr columns per sliver, 64-byte aligned). A last partial group reads only A's
+  // elements within kc, and the panel holds zeros beside them.
+  LoopValues grouped_k_loop(LoopValues acc, const std::vector<llvm::Value*>& a_rows, llvm::Value* bp, llvm::Value* kc,
+                            int nr, DotInputs inputs, int unroll);
+
   // A dot tile's sums across lanes: per row, one vector whose lane c is column c's dot product (cols ≤ lanes); i32
   // sums are added as integers.
   LoopValues dot_lane_sums(const LoopValues& acc, int rows, int cols);
