@@ -47,7 +47,7 @@ struct AttentionCommand {
     if (verify) reference = reference_attention(args);  // before the kernel: it also checks the modifier's reads
     const double ms = median_ms(repeat, [&] { kernel.run(args); });
     Comparison cmp;
-    if (verify) cmp = compare_attention(reference, args);
+    if (verify) cmp = compare_attention(reference, args, kernel.weight_rounding());
     const bool ok = !verify || cmp.ok();
     const double gflops = ms > 0 ? problem.flops() / (ms * 1e6) : 0;
     const AttentionSignature& s = problem.signature;

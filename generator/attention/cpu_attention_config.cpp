@@ -23,8 +23,9 @@ std::int64_t CpuAttentionConfig::workspace_bytes(const AttentionSignature& s, co
   const std::int64_t n = nr(target);
   const std::int64_t dqk = s.head_dim_qk, dv = round_up(s.head_dim_v, n);
   const std::int64_t floats = std::int64_t{block_q} * dqk + std::int64_t{block_kv} * dqk + std::int64_t{block_kv} * dv +
-                              std::int64_t{block_q} * block_kv + std::int64_t{block_q} * dv + 5 * std::int64_t{block_q};
-  return round_up(floats * 4, 64) + 64 * 9;  // each of the nine areas starts on a cache line
+                              std::int64_t{block_q} * block_kv * 3 / 2 + std::int64_t{block_q} * dv +
+                              5 * std::int64_t{block_q};
+  return round_up(floats * 4, 64) + 64 * 10;  // each of the ten areas starts on a cache line
 }
 
 CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& problem, const CpuTarget& target) {

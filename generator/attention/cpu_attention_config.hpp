@@ -29,6 +29,11 @@ struct CpuAttentionConfig {
   bool in_place = false;
 
   int nr(const CpuTarget& target) const { return nv * target.vector_lanes(); }
+  // Whether bf16 products run on vdpbf16ps: bf16 tensors with unit head-dimension strides, packed (not in place), on
+  // a target with avx512_bf16. K and V are then packed in bf16 pairs and P rounded to bf16; else bf16 is widened.
+  bool grouped(const AttentionSignature& s, const CpuTarget& target) const {
+    return s.dtype == DType::bf16 && target.avx512_bf16 && !in_place && s.q_unit_d && s.k_unit_d && s.v_unit_d;
+  }
   // Floats of one packed key block: K in slivers of nr keys, then V in slivers of nr head-dimension columns.
   std::int64_t packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const;
   // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator, three row arrays and

@@ -76,7 +76,8 @@ class CpuAttentionEmitter : RegisterTiles {
         dqk_(spec.signature.head_dim_qk),
         dv_(spec.signature.head_dim_v),
         dv_padded_(round_up(spec.signature.head_dim_v, spec.config.nr(spec.target))),
-        bf16_(spec.signature.dtype == DType::bf16) {
+        bf16_(spec.signature.dtype == DType::bf16),
+        grouped_(spec.config.grouped(spec.signature, spec.target)) {
     mod_tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_, i64_}, "tessera.ModifierTensorArg");
     std::vector<llvm::Type*> fields;
     for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
@@ -90,10 +91,14 @@ class CpuAttentionEmitter : RegisterTiles {
     // Q in slivers of mr rows along the head dimension (the tile's broadcast operand), K in slivers of nr keys (its
     // vector operand), V in slivers of nr head-dimension columns along the keys: GEMM's A and B panels.
     // bf16 tensors are widened to f32 as they are packed; everything after is f32.
+    // bf16 with avx512_bf16 (grouped_): K and V packed in bf16 pairs along their reduction dimension (d for K, the
+    // keys for V), Q read in place and P rounded to bf16, both products on vdpbf16ps into f32 sums.
     const bool bf16 = sig_.dtype == DType::bf16;
     llvm::Function* pack_q = emit_pack("pack_q", cfg_.mr, false, sig_.q_unit_d && !bf16, bf16);
-    llvm::Function* pack_k = emit_pack("pack_k", nr_, false, sig_.k_unit_d && !bf16, bf16);
-    llvm::Function* pack_v = emit_pack("pack_v", nr_, sig_.v_unit_d, false, bf16);
+    llvm::Function* pack_k =
+        grouped_ ? emit_group_pack("pack_k", true) : emit_pack("pack_k", nr_, false, sig_.k_unit_d && !bf16, bf16);
+    llvm::Function* pack_v =
+        grouped_ ? emit_group_pack("pack_v", false) : emit_pack("pack_v", nr_, sig_.v_unit_d, false, bf16);
     emit_pack_entry(pack_k, pack_v);
     llvm::Function* fn = make_function(spec_.name(), b_.getVoidTy(), {ptr_, ptr_}, true);
     args_ = fn->getArg(0);
@@ -143,6 +148,27 @@ class CpuAttentionEmitter : RegisterTiles {
     b_.CreateAlignedStore(value, gep(base, index), llvm::Align(4));
   }
 
+  // A pack function with emit_pack's arguments (src, r0, c0, nrows, depth, rs, cs, dst) that packs bf16 pairs along
+  // the reduction dimension: K's keys are the columns (r0, nrows) and d the depth, read along K's rows (rs); V's
+  // head-dimension columns (r0, nrows) and the keys the depth (c0), read along V's rows (cs).
+  llvm::Function* emit_group_pack(const std::string& name, bool from_columns) {
+    llvm::Function* fn = make_function(name, b_.getVoidTy(), {ptr_, i64_, i64_, i64_, i64_, i64_, i64_, ptr_}, false);
+    auto arg = fn->arg_begin();
+    GroupPackArgs a;
+    a.src = arg++, a.n0 = arg++, a.k0 = arg++, a.ncols = arg++, a.depth = arg++;
+    llvm::Value* rs = arg++;
+    llvm::Value* cs = arg++;
+    a.dst = arg++;
+    a.ld = from_columns ? rs : cs;
+    a.element = b_.getInt16Ty(), a.R = nr_, a.G = 2;
+    if (from_columns)
+      emit_pack_groups_from_columns(a);
+    else
+      emit_pack_groups_from_rows(a);
+    b_.CreateRetVoid();
+    return fn;
+  }
+
   // "<name>_pack"(args, block, dst): key block `block` of args' K and V packed into dst as emit_body reads it.
   void emit_pack_entry(llvm::Function* pack_k, llvm::Function* pack_v) {
     llvm::Function* fn = make_function(spec_.name() + "_pack", b_.getVoidTy(), {ptr_, i64_, ptr_}, true);
@@ -169,6 +195,7 @@ class CpuAttentionEmitter : RegisterTiles {
     v_pack_ = area(std::int64_t{cfg_.block_kv} * dv_padded_);
     scores_ = area(std::int64_t{cfg_.block_q} * cfg_.block_kv);
     out_ = area(std::int64_t{cfg_.block_q} * dv_padded_);
+    p16_ = area(std::int64_t{cfg_.block_q} * cfg_.block_kv / 2);
     row_max_ = area(cfg_.block_q);
     row_sum_ = area(cfg_.block_q);
     row_rescale_ = area(cfg_.block_q);
@@ -231,7 +258,7 @@ class CpuAttentionEmitter : RegisterTiles {
     diagonal_ = b_.CreateSub(seq_kv_, seq_q);
     groups_ = b_.CreateSDiv(b_.CreateAdd(rows_, i64c(cfg_.mr - 1)), i64c(cfg_.mr));
     llvm::Value* padded_rows = b_.CreateMul(groups_, i64c(cfg_.mr));
-    if (cfg_.in_place) {
+    if (cfg_.in_place || grouped_) {
       llvm::Value *q_rs = field(kQRs, i64_), *q_hs = field(kQHs, i64_);
       emit_for(
           b_, i64c(0), padded_rows, i64c(1),
@@ -241,7 +268,7 @@ class CpuAttentionEmitter : RegisterTiles {
           "q_rows");
     }
 
-    if (!cfg_.in_place) {
+    if (!cfg_.in_place && !grouped_) {
       llvm::Value *q = field(kQ, ptr_), *q_rs = field(kQRs, i64_), *q_ds = field(kQDs, i64_);
       emit_if_else(
           b_, b_.CreateICmpSGE(positions_, rows_),
@@ -374,6 +401,14 @@ class CpuAttentionEmitter : RegisterTiles {
   // S[g·mr + r][s·nr + c] = Σ_d Q[r][d]·K[c][d]: GEMM's micro-kernel over the head dimension.
   void emit_score_tile(llvm::Value* g, llvm::Value* s) {
     const int mr = cfg_.mr, nv = cfg_.nv;
+    if (grouped_) {
+      // Q's rows in place against the key sliver's d pairs.
+      LoopValues acc(static_cast<std::size_t>(mr * nv), llvm::Constant::getNullValue(vec_));
+      llvm::Value* k = b_.CreateGEP(b_.getInt16Ty(), k_block_, b_.CreateMul(s, i64c(nr_ * round_up(dqk_, 2))));
+      acc = grouped_k_loop(acc, q_rows(g), k, i64c(dqk_), nr_, DotInputs::BF16, 2);
+      store_score_tile(acc, g, s);
+      return;
+    }
     llvm::Value* q = gep(q_pack_, b_.CreateMul(g, i64c(std::int64_t{mr} * dqk_)));
     llvm::Value* k = gep(k_block_, b_.CreateMul(s, i64c(std::int64_t{nr_} * dqk_)));
     LoopValues acc(static_cast<std::size_t>(mr * nv), llvm::Constant::getNullValue(vec_));
@@ -394,12 +429,27 @@ class CpuAttentionEmitter : RegisterTiles {
         },
         "s.d");
     for (std::int64_t d = whole; d < dqk_; ++d) step(acc, i64c(d));
+    store_score_tile(acc, g, s);
+  }
+
+  // S[g·mr + r][s·nr + c] from a score tile's accumulators.
+  void store_score_tile(const LoopValues& acc, llvm::Value* g, llvm::Value* s) {
+    const int mr = cfg_.mr, nv = cfg_.nv;
     llvm::Value* row0 = b_.CreateMul(g, i64c(mr));
     for (int r = 0; r < mr; ++r)
       for (int v = 0; v < nv; ++v)
         store_vec(acc[static_cast<std::size_t>(r * nv + v)], scores_,
                   b_.CreateAdd(b_.CreateMul(b_.CreateAdd(row0, i64c(r)), i64c(cfg_.block_kv)),
                                b_.CreateAdd(b_.CreateMul(s, i64c(nr_)), i64c(v * lanes_))));
+  }
+
+  // Where the Q rows of row tile g start (rows past the block's read its last row).
+  std::vector<llvm::Value*> q_rows(llvm::Value* g) {
+    llvm::Value* q = field(kQ, ptr_);
+    std::vector<llvm::Value*> rows;
+    for (int r = 0; r < cfg_.mr; ++r)
+      rows.push_back(tensor_gep(q, load_i64(q_row_at_, b_.CreateAdd(b_.CreateMul(g, i64c(cfg_.mr)), i64c(r)))));
+    return rows;
   }
 
   // The score modifier on one vector of scores of row i, keys j (per lane); `valid` are the keys that exist.
@@ -502,6 +552,11 @@ class CpuAttentionEmitter : RegisterTiles {
             p = b_.CreateSelect(b_.CreateFCmpOEQ(t, neg_inf), llvm::Constant::getNullValue(vec_), p);
           }
           store_vec(p, row, c);
+          if (grouped_)
+            b_.CreateAlignedStore(
+                round_to_bf16(p),
+                b_.CreateGEP(b_.getInt16Ty(), p16_, b_.CreateAdd(b_.CreateMul(r, i64c(cfg_.block_kv)), c)),
+                llvm::Align(2));
           return LoopValues{b_.CreateFAdd(carried[0], p)};
         },
         "softmax.exp");
@@ -527,6 +582,18 @@ class CpuAttentionEmitter : RegisterTiles {
         out_index.push_back(b_.CreateAdd(b_.CreateMul(row, i64c(dv_padded_)), i64c(s * nr_ + v * lanes_)));
         acc.push_back(b_.CreateFMul(load_vec(out_, out_index.back()), rescale));
       }
+    }
+    if (grouped_) {
+      // P's rows (bf16) against the V sliver's key pairs.
+      std::vector<llvm::Value*> p_rows;
+      for (int r = 0; r < mr; ++r)
+        p_rows.push_back(
+            b_.CreateGEP(b_.getInt16Ty(), p16_, b_.CreateMul(b_.CreateAdd(row0, i64c(r)), i64c(cfg_.block_kv))));
+      llvm::Value* v_sliver =
+          b_.CreateGEP(b_.getInt16Ty(), v_block_, b_.CreateMul(grouped_depth(v_depth_, 2), i64c(s * nr_)));
+      acc = grouped_k_loop(acc, p_rows, v_sliver, kn, nr_, DotInputs::BF16, 2);
+      for (std::size_t t = 0; t < acc.size(); ++t) store_vec(acc[t], out_, out_index[t]);
+      return;
     }
     llvm::Value* p = gep(scores_, b_.CreateMul(row0, i64c(cfg_.block_kv)));
     // Read before the loop: its prefetches may touch memory as far as LLVM knows, so it would not hoist them.
@@ -661,12 +728,15 @@ class CpuAttentionEmitter : RegisterTiles {
   const CpuAttentionConfig& cfg_;
   const int nr_;
   const std::int64_t dqk_, dv_, dv_padded_;
-  const bool bf16_;  // Q, K, V and O hold bf16 (widened as packed or read in place; scores and sums stay f32)
+  const bool bf16_;     // Q, K, V and O hold bf16 (widened as packed or read in place; scores and sums stay f32)
+  const bool grouped_;  // bf16 products on vdpbf16ps from K and V packed in pairs (CpuAttentionConfig::grouped)
   llvm::StructType *args_ty_ = nullptr, *mod_tensor_ty_ = nullptr;
   llvm::Value* args_ = nullptr;
   llvm::Value *q_pack_ = nullptr, *k_pack_ = nullptr, *v_pack_ = nullptr, *scores_ = nullptr, *out_ = nullptr;
   llvm::Value *row_max_ = nullptr, *row_sum_ = nullptr, *row_rescale_ = nullptr;
-  llvm::Value* q_row_at_ = nullptr;  // in place: where each row of Q starts (row_offset), computed once
+  llvm::Value* q_row_at_ = nullptr;
+  llvm::Value* p16_ = nullptr;  // grouped_: P rounded to bf16, block_q rows of block_kv  // in place: where each row of
+                                // Q starts (row_offset), computed once
   llvm::Value *rows_ = nullptr, *seq_kv_ = nullptr, *i0_ = nullptr, *batch_index_ = nullptr, *head_ = nullptr;
   llvm::Value *scale_ = nullptr, *tensors_ = nullptr, *scalars_ = nullptr, *diagonal_ = nullptr, *groups_ = nullptr;
   llvm::Value* kv_end_ = nullptr;

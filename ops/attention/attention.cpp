@@ -18,6 +18,10 @@ AttentionKernel::AttentionKernel(std::shared_ptr<const Compiled> compiled, std::
 const CpuAttentionSpec& AttentionKernel::spec() const { return compiled_->spec; }
 double AttentionKernel::compile_ms() const { return compiled_->compile_ms; }
 const char* AttentionKernel::origin() const { return origin_name(compiled_->origin); }
+double AttentionKernel::weight_rounding() const {
+  const CpuAttentionSpec& spec = compiled_->spec;
+  return spec.config.grouped(spec.signature, spec.target) ? 1.0 / 256 : 0.0;
+}
 std::int64_t AttentionKernel::workspace_bytes() const {
   return compiled_->spec.config.workspace_bytes(compiled_->spec.signature, compiled_->spec.target);
 }

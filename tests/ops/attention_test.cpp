@@ -141,8 +141,9 @@ Runtime& runtime(const std::string& target = "cpu") {
 
 void expect_matches(Runtime& rt, const AttentionArgs& args, const std::string& what) {
   const AttentionReference ref = reference_attention(args);
-  rt.attention(args);
-  const Comparison c = compare_attention(ref, args);
+  const AttentionKernel kernel = rt.compile(rt.describe(args));
+  kernel.run(args);
+  const Comparison c = compare_attention(ref, args, kernel.weight_rounding());
   EXPECT_TRUE(c.ok()) << what << ": " << c.mismatches << " mismatches, first " << c.first_mismatch << " (max abs err "
                       << c.max_abs_err << ")";
 }
@@ -502,16 +503,19 @@ TEST(Attention, Bf16TensorsWithF32Softmax) {
       AttentionArgs args = t->args;
       args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
       expect_matches(runtime(target), args, std::string(target) + " bf16 " + describe(c));
-      // Decoding reads bf16 K and V in place (vdpbf16ps dot tiles where the target has avx512_bf16, else widened),
-      // every in-place variant.
+      // Decoding reads bf16 K and V in place (vdpbf16ps dot tiles where the target has avx512_bf16, else widened).
       const AttentionProblem problem = runtime(target).describe(args);
       const auto variants = cpu_attention_variants(problem, runtime(target).target());
       EXPECT_EQ(variants.front().in_place, sq <= 8) << describe(c);
       const AttentionReference ref = reference_attention(args);
+      // Every variant (of two cases): in place (decoding), packed (vdpbf16ps products on pairs where the target has
+      // avx512_bf16, widened otherwise).
       for (const CpuAttentionConfig& config : variants) {
-        if (!config.in_place) continue;
-        runtime(target).compile(problem, config).run(args);
-        const Comparison cmp = compare_attention(ref, args);
+        if (sq != 1 && sq != 100) break;
+        const AttentionKernel kernel = runtime(target).compile(problem, config);
+        EXPECT_EQ(kernel.weight_rounding() > 0, config.grouped(problem.signature, runtime(target).target()));
+        kernel.run(args);
+        const Comparison cmp = compare_attention(ref, args, kernel.weight_rounding());
         EXPECT_TRUE(cmp.ok()) << target << " bf16 " << describe(c) << " " << config.to_json().dump() << ": "
                               << cmp.first_mismatch;
       }

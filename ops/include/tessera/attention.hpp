@@ -59,6 +59,9 @@ class AttentionKernel {
   std::string name() const { return spec().name(); }
   double compile_ms() const;
   const char* origin() const;  // "built" or "disk", as GemmKernel::origin
+  // How the kernel rounds the softmax weights P before P·V, relative: 0 (f32), 2^-8 (bf16 products on vdpbf16ps).
+  // compare_attention takes it as its allowance.
+  double weight_rounding() const;
   // Scratch each thread uses, independent of the sequence lengths.
   std::int64_t workspace_bytes() const;
   // Memory a call of this problem on `threads` threads takes beyond its tensors, at most: the threads' scratch,
