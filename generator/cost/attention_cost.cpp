@@ -64,8 +64,11 @@ double attention_cycles(const AttentionProblem& p, const CpuAttentionConfig& c, 
       }
       // Bytes of K and V from memory: read in place once; packed, read, written and read again (once per head when
       // its blocks share the packing).
-      const double kv_bytes = 4.0 * static_cast<double>(keys) * static_cast<double>(s.head_dim_qk + s.head_dim_v);
+      const double kv_bytes = static_cast<double>(dtype_bytes(s.dtype)) * static_cast<double>(keys) *
+                              static_cast<double>(s.head_dim_qk + s.head_dim_v);
       const double memory = (c.in_place ? kv_bytes : 3 * kv_bytes / static_cast<double>(blocks)) / kMemoryBytesPerCycle;
+      // bf16 pairs on vdpbf16ps: two products per lane per instruction.
+      if (c.grouped(s, target)) fmas /= 2;
       cycles += static_cast<double>(heads) * std::max(fmas / fma_rate + other / 2, memory);
     }
   }
