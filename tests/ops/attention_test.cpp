@@ -383,6 +383,11 @@ TEST(Attention, GroupedQueryDecodingStacksHeads) {
     }
   // Variable lengths with an empty sequence: one query or none per sequence still stacks.
   expect_matches(runtime(), Varlen({0, 1, 1, 2}, {0, 300, 310, 900}, 8, 2, 9).args, "varlen stacked");
+  // Sequences of 3, 0 and 2 queries: each batch item's blocks stack its own number of positions per head.
+  Varlen mixed({0, 3, 3, 5}, {0, 400, 410, 1000}, 8, 2, 4);
+  mixed.args.causal = true;
+  EXPECT_TRUE(stacks_query_heads(runtime().describe(mixed.args), 12));
+  expect_matches(runtime(), mixed.args, "varlen stacked, 3/0/2 queries, causal");
 }
 
 // Flash-decoding: a call with fewer blocks than two per thread, or with its heads' key rows a page apart (BSHD), runs
