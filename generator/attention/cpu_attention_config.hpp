@@ -36,8 +36,8 @@ struct CpuAttentionConfig {
   }
   // Floats of one packed key block: K in slivers of nr keys, then V in slivers of nr head-dimension columns.
   std::int64_t packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const;
-  // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator, three row arrays and
-  // the rows' offsets in Q.
+  // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator, P in bf16 (grouped),
+  // three row arrays and the rows' offsets in Q.
   std::int64_t workspace_bytes(const AttentionSignature& s, const CpuTarget& target) const;
 
   // The config the rules pick for a problem; the variant space's first element.
