@@ -18,11 +18,20 @@ void RegisterTiles::outer_product_step(LoopValues& acc, std::size_t first, int r
   }
 }
 
+llvm::Value* RegisterTiles::group_multiply_add(DotInputs inputs, llvm::Value* sum, llvm::Value* a, llvm::Value* b) {
+  const auto dot = inputs == DotInputs::BF16 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+                   : lanes_ == 16            ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                             : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+  return b_.CreateIntrinsic(dot, {}, {sum, a, b});
+}
+
 LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value*>& rows,
                                    const std::vector<llvm::Value*>& cols, llvm::Value* p, llvm::Value* mask,
                                    DotInputs inputs) {
   const std::size_t nr = cols.size();
-  if (inputs != DotInputs::F32 && inputs != DotInputs::BF16Widened) {
+  std::function<llvm::Value*(llvm::Value*)> load;
+  std::function<llvm::Value*(llvm::Value*, llvm::Value*, llvm::Value*)> multiply_add;
+  if (inputs == DotInputs::BF16 || inputs == DotInputs::U8I8) {
     // 64 bytes of K per step (32 bf16 or 64 int8 bytes on AVX-512), read as the instruction's operand type.
     const bool int8 = inputs == DotInputs::U8I8;
     llvm::Type* element = int8 ? b_.getInt8Ty() : b_.getInt16Ty();
@@ -30,38 +39,32 @@ LoopValues RegisterTiles::dot_step(LoopValues acc, const std::vector<llvm::Value
     auto* words = int8 ? llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes_))
                        : llvm::FixedVectorType::get(b_.getBFloatTy(), static_cast<unsigned>(2 * lanes_));
     const llvm::Align align(int8 ? 1 : 2);
-    const auto load = [&](llvm::Value* base) {
+    load = [=, this](llvm::Value* base) {
       llvm::Value* at = b_.CreateGEP(element, base, p);
       llvm::Value* v = all_true(mask)
                            ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(bytes, at, align))
                            : b_.CreateMaskedLoad(bytes, at, align, mask, llvm::Constant::getNullValue(bytes));
       return b_.CreateBitCast(v, words);
     };
-    const auto dot = !int8          ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
-                     : lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
-                                    : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
-    std::vector<llvm::Value*> av;
-    for (llvm::Value* row : rows) av.push_back(load(row));
-    for (std::size_t c = 0; c < nr; ++c) {
-      llvm::Value* bv = load(cols[c]);
-      for (std::size_t r = 0; r < rows.size(); ++r) {
-        auto& slot = acc[r * nr + c];
-        slot = b_.CreateIntrinsic(dot, {}, {slot, av[r], bv});
-      }
-    }
-    return acc;
+    multiply_add = [=, this](llvm::Value* sum, llvm::Value* a, llvm::Value* b) {
+      return group_multiply_add(inputs, sum, a, b);
+    };
+  } else {
+    load = [=, this](llvm::Value* base) {
+      return inputs == DotInputs::BF16Widened ? load_masked_bf16(b_.CreateGEP(b_.getInt16Ty(), base, p), mask)
+                                              : load_masked(gep(base, p), mask);
+    };
+    multiply_add = [this](llvm::Value* sum, llvm::Value* a, llvm::Value* b) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {a, b, sum});
+    };
   }
-  const auto load = [&](llvm::Value* base) {
-    return inputs == DotInputs::BF16Widened ? load_masked_bf16(b_.CreateGEP(b_.getInt16Ty(), base, p), mask)
-                                            : load_masked(gep(base, p), mask);
-  };
   std::vector<llvm::Value*> av;
   for (llvm::Value* row : rows) av.push_back(load(row));
   for (std::size_t c = 0; c < nr; ++c) {
     llvm::Value* bv = load(cols[c]);
     for (std::size_t r = 0; r < rows.size(); ++r) {
       auto& slot = acc[r * nr + c];
-      slot = b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {av[r], bv, slot});
+      slot = multiply_add(slot, av[r], bv);
     }
   }
   return acc;
@@ -165,12 +168,6 @@ LoopValues RegisterTiles::grouped_k_loop(LoopValues acc, const std::vector<llvm:
                      : llvm::FixedVectorType::get(b_.getBFloatTy(), static_cast<unsigned>(2 * lanes_));
   auto* a_group_ty = llvm::FixedVectorType::get(element, static_cast<unsigned>(G));
   const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(element, base, index); };
-  const auto multiply = [&](llvm::Value* sum, llvm::Value* a, llvm::Value* b) {
-    if (!int8) return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512, {}, {sum, a, b});
-    return b_.CreateIntrinsic(
-        lanes_ == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256, {},
-        {sum, a, b});
-  };
   // `partial`: the mask of A's elements within K in a last, partial group.
   const auto step = [&](llvm::Value* q, LoopValues values, llvm::Value* partial) {
     llvm::Value* b_group_row = at(bp, b_.CreateMul(q, i64c(G * nr)));
@@ -187,7 +184,7 @@ LoopValues RegisterTiles::grouped_k_loop(LoopValues acc, const std::vector<llvm:
       llvm::Value* a_vec = b_.CreateBitCast(b_.CreateVectorSplat(lanes_, word), b_vec);
       for (int v = 0; v < nv; ++v) {
         auto& slot = values[static_cast<std::size_t>(r * nv + v)];
-        slot = multiply(slot, a_vec, bv[static_cast<std::size_t>(v)]);
+        slot = group_multiply_add(inputs, slot, a_vec, bv[static_cast<std::size_t>(v)]);
       }
     }
     return values;

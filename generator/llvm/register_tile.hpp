@@ -28,6 +28,9 @@ class RegisterTiles : protected PanelPacking {
   void outer_product_step(LoopValues& acc, std::size_t first, int rows, const std::vector<llvm::Value*>& b,
                           const std::function<llvm::Value*(int r)>& a);
 
+  // sum + a·b by the group instruction of `inputs` (BF16: vdpbf16ps; U8I8: vpdpbusd of the target's width).
+  llvm::Value* group_multiply_add(DotInputs inputs, llvm::Value* sum, llvm::Value* a, llvm::Value* b);
+
   // One K vector of a dot tile: acc[r·cols.size() + c] += A row r · B column c over the lanes of `mask` at K
   // offset p, the rows and columns given by their first element.
   LoopValues dot_step(LoopValues acc, const std::vector<llvm::Value*>& rows, const std::vector<llvm::Value*>& cols,
