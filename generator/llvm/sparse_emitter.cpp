@@ -19,7 +19,8 @@ namespace tessera {
 namespace {
 
 static_assert(offsetof(SpmmKernelArgs, b) == 56 && offsetof(SpmmKernelArgs, inputs) == 152 &&
-              offsetof(SpmmKernelArgs, accumulate) == 168 && sizeof(SpmmKernelArgs) == 176);
+              offsetof(SpmmKernelArgs, accumulate) == 168 && offsetof(SpmmKernelArgs, n_begin) == 176 &&
+              sizeof(SpmmKernelArgs) == 192);
 static_assert(offsetof(SddmmKernelArgs, a) == 56 && offsetof(SddmmKernelArgs, out) == 120 &&
               sizeof(SddmmKernelArgs) == 144);
 
@@ -92,7 +93,9 @@ enum SpmmField : unsigned {
   kSpmmAlpha,
   kSpmmBeta,
   kSpmmAccumulate,
-  kSpmmFinish
+  kSpmmFinish,
+  kSpmmNBegin,
+  kSpmmNEnd
 };
 
 class CpuSpmmEmitter : SparseKernelEmitter {
@@ -106,7 +109,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
         cols_(spec.signature.a.block_cols) {
     std::vector<llvm::Type*> fields{i64_, i64_, i64_, i64_, ptr_, ptr_, ptr_};
     fields.insert(fields.end(),
-                  {tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_, b_.getInt32Ty(), b_.getInt32Ty()});
+                  {tensor_ty_, tensor_ty_, tensor_ty_, ptr_, f32_, f32_, b_.getInt32Ty(), b_.getInt32Ty(), i64_, i64_});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.SpmmKernelArgs");
   }
 
@@ -129,7 +132,10 @@ class CpuSpmmEmitter : SparseKernelEmitter {
     finish_ = b_.CreateICmpNE(field(kSpmmFinish, b_.getInt32Ty()), b_.getInt32(0));
 
     const std::int64_t width = std::int64_t{cfg_.nv} * lanes_;
-    llvm::Value* n_full = b_.CreateMul(b_.CreateSDiv(n_, i64c(width)), i64c(width));
+    llvm::Value* n_begin = field(kSpmmNBegin, i64_);
+    n_end_ = field(kSpmmNEnd, i64_);
+    llvm::Value* n_full =
+        b_.CreateAdd(n_begin, b_.CreateMul(b_.CreateSDiv(b_.CreateSub(n_end_, n_begin), i64c(width)), i64c(width)));
     emit_for(
         b_, fn->getArg(1), fn->getArg(2), i64c(1),
         [&](llvm::Value* block_row) {
@@ -138,10 +144,10 @@ class CpuSpmmEmitter : SparseKernelEmitter {
           llvm::Value* row0 = b_.CreateMul(block_row, i64c(rows_));
           llvm::Value* rows = smin(i64c(rows_), b_.CreateSub(m_, row0));
           emit_for(
-              b_, i64c(0), n_full, i64c(width), [&](llvm::Value* n0) { emit_tile(first, end, row0, rows, n0, false); },
+              b_, n_begin, n_full, i64c(width), [&](llvm::Value* n0) { emit_tile(first, end, row0, rows, n0, false); },
               "n.tiles");
           emit_if(
-              b_, b_.CreateICmpSLT(n_full, n_), [&] { emit_tile(first, end, row0, rows, n_full, true); }, "n.edge");
+              b_, b_.CreateICmpSLT(n_full, n_end_), [&] { emit_tile(first, end, row0, rows, n_full, true); }, "n.edge");
         },
         "block.rows");
     b_.CreateRetVoid();
@@ -154,7 +160,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
                  bool edge) {
     const int nv = cfg_.nv, chains = cfg_.chains;
     const std::size_t tile = static_cast<std::size_t>(rows_ * nv);
-    llvm::Value* cols = b_.CreateSub(n_, n0);
+    llvm::Value* cols = b_.CreateSub(n_end_, n0);
     std::vector<llvm::Value*> masks;
     for (int v = 0; v < nv; ++v)
       masks.push_back(edge ? lane_mask(lanes_, cols, std::int64_t{v} * lanes_)
@@ -287,6 +293,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
   TensorFields b_tensor_{};
   EpilogueOperands operands_{};
   llvm::Value* last_entry_ = nullptr;
+  llvm::Value* n_end_ = nullptr;
   llvm::Value *accumulate_ = nullptr, *finish_ = nullptr;
 };
 

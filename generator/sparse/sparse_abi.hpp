@@ -21,6 +21,8 @@ struct SpmmKernelArgs {
   // partial sums (accumulate) and either end in the epilogue (finish) or are stored raw for the next panel. D is then
   // row-major. A whole call has accumulate = 0, finish = 1.
   std::int32_t accumulate = 0, finish = 1;
+  // The columns of D this call computes (N tiled so that B's column panel stays in the L2); a whole call: [0, n).
+  std::int64_t n_begin = 0, n_end = 0;
 };
 
 // Computes the block rows [row_begin, row_end) of D; disjoint ranges may run concurrently.

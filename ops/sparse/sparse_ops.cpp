@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "generator/llvm/sparse_emitter.hpp"
 #include "ops/runtime_impl.hpp"
@@ -29,23 +30,55 @@ void run_plan(ThreadPool& pool, int participants, const SparsePlan& plan, const 
   });
 }
 
-// SpMM over A whole, or over its column panels one after another (partial sums kept in D between them).
-void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, SpmmKernelFn fn) {
+// B's columns [n0, n0 + width) copied into contiguous rows of `width` elements in `scratch`; the returned B is aimed
+// so that the kernel's address of column n0 is the copy's first. A column panel read in place from B rows a power
+// of two apart would fall into a few of the L2's sets.
+TensorArg pack_column_panel(ThreadPool& pool, int participants, const TensorArg& b, std::int64_t rows, std::int64_t n0,
+                            std::int64_t width, std::size_t element, std::vector<std::byte>& scratch) {
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * element;
+  scratch.resize(static_cast<std::size_t>(rows) * row_bytes);
+  constexpr std::int64_t kRowsPerTask = 256;
+  const auto* source = static_cast<const std::byte*>(b.data);
+  run_tasks(pool, participants, ceil_div(rows, kRowsPerTask), 0, [&](std::int64_t t, void*) {
+    for (std::int64_t r = t * kRowsPerTask; r < std::min(rows, (t + 1) * kRowsPerTask); ++r)
+      std::memcpy(scratch.data() + static_cast<std::size_t>(r) * row_bytes,
+                  source + static_cast<std::size_t>((r * b.rs + n0)) * element, row_bytes);
+  });
+  TensorArg packed = b;
+  packed.rs = width;
+  packed.data = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(scratch.data()) -
+                                              static_cast<std::uintptr_t>(n0) * element);
+  return packed;
+}
+
+// SpMM over D's column panels one after another (or all columns at once), each over A whole or over A's column
+// panels one after another (partial sums kept in D between them).
+void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, const CpuSpmmSpec& spec, SpmmKernelFn fn) {
   SpmmKernelArgs k = bound.kernel_args();
-  if (!bound.panels) {
-    run_plan(pool, participants, *bound.plan, k, fn);
-    return;
-  }
-  const auto& panels = *bound.panels;
-  for (std::size_t t = 0; t < panels.size(); ++t) {
-    const SparseMatrix panel = panels[t].view();
-    k.row_offsets = panel.row_offsets;
-    k.col_indices = panel.col_indices;
-    k.values = panel.values;
-    k.entries = panel.entries;
-    k.accumulate = t > 0;
-    k.finish = t + 1 == panels.size();
-    run_plan(pool, participants, *bound.plan, k, fn);
+  const std::int64_t tile = std::int64_t{spec.config.nv} * spec.target.vector_lanes();
+  const std::int64_t width =
+      bound.column_panel > 0 ? ceil_div(bound.column_panel, tile) * tile : std::max<std::int64_t>(k.n, 1);
+  thread_local std::vector<std::byte> b_panel;
+  const std::size_t element = bound.problem.signature.dense.b.dtype == DType::bf16 ? 2 : 4;
+  for (std::int64_t n0 = 0; n0 < k.n; n0 += width) {
+    k.n_begin = n0;
+    k.n_end = std::min(k.n, n0 + width);
+    if (width < k.n) k.b = pack_column_panel(pool, participants, bound.args.b, k.k, n0, k.n_end - n0, element, b_panel);
+    if (!bound.panels) {
+      run_plan(pool, participants, *bound.plan, k, fn);
+      continue;
+    }
+    const auto& panels = *bound.panels;
+    for (std::size_t t = 0; t < panels.size(); ++t) {
+      const SparseMatrix panel = panels[t].view();
+      k.row_offsets = panel.row_offsets;
+      k.col_indices = panel.col_indices;
+      k.values = panel.values;
+      k.entries = panel.entries;
+      k.accumulate = t > 0;
+      k.finish = t + 1 == panels.size();
+      run_plan(pool, participants, *bound.plan, k, fn);
+    }
   }
 }
 
@@ -83,7 +116,7 @@ void SpmmKernel::run(const SpmmArgs& args) const {
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
   const SpmmBinding bound = bind_spmm(args, impl.participants(args.threads));
   check_signature(compiled_->spec.signature, bound.problem.signature);
-  run_spmm(impl.pool, impl.participants(args.threads), bound, compiled_->fn);
+  run_spmm(impl.pool, impl.participants(args.threads), bound, compiled_->spec, compiled_->fn);
 }
 
 SddmmKernel::SddmmKernel(std::shared_ptr<const Compiled> compiled, std::shared_ptr<void> runtime)
@@ -168,7 +201,7 @@ void Runtime::spmm(const SpmmArgs& args) {
                           config, [&] { return tune_spmm(*this, bound.problem, a, options); });
   }
   const SpmmKernel kernel = compile(bound.problem, config);
-  run_spmm(impl_->pool, threads, bound, kernel.compiled_->fn);
+  run_spmm(impl_->pool, threads, bound, kernel.compiled_->spec, kernel.compiled_->fn);
 }
 
 CpuSddmmConfig Runtime::choose_config(const SddmmProblem& problem) {

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "ops/sparse/sparse_binding.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
 #include "tessera/tuner.hpp"
@@ -220,6 +221,38 @@ TEST(Spmm, ColumnPanels) {
   for (const auto& p : *panels) total += p.view().entries;
   EXPECT_EQ(total, a.view().entries);
   EXPECT_EQ(plan.column_panels(a.view(), 1000), panels);
+}
+
+// B wide and large with rows read many times: N is tiled too, into column panels of B packed side by side, each
+// over all of A or over A's K panels; the last column panel is narrower than the others (N not a multiple of 256).
+TEST(Spmm, ColumnPanelsOfD) {
+  for (const char* e : {"alpha*acc + beta*c", "relu(acc + bias[n]) * scale[m]"})
+    for (int threads : {1, 2}) {
+      SpmmCase whole_k{600, 400, 600, 0.2};      // column panels over all of A
+      SpmmCase panelled_k{300, 1200, 520, 0.3};  // and over A's K panels
+      for (SpmmCase* t : {&whole_k, &panelled_k}) {
+        t->epilogue = e;
+        t->beta = 0.5f;
+        t->threads = threads;
+        check_spmm(*t);
+      }
+    }
+  SpmmCase t{320, 1000, 700, 0.25};
+  t.b_dtype = DType::bf16;
+  check_spmm(t);
+  // The binding really tiles N (and K in the second shape).
+  for (const auto& [m, k, n, density, k_panels] :
+       {std::tuple{600L, 400L, 600L, 0.2, false}, std::tuple{300L, 1200L, 520L, 0.3, true}}) {
+    const SparseMatrixData a = SparseMatrixData::csr(random_coo(m, k, density, 3));
+    std::vector<float> b(static_cast<std::size_t>(k * n)), d(static_cast<std::size_t>(m * n));
+    SpmmArgs args;
+    args.a = a.view();
+    args.b = Tensor::matrix(b.data(), k, n);
+    args.d = Tensor::matrix(d.data(), m, n);
+    const SpmmBinding bound = bind_spmm(args, 1);
+    EXPECT_EQ(bound.column_panel, 256) << m << "x" << k << "x" << n;
+    EXPECT_EQ(bound.panels != nullptr, k_panels) << m << "x" << k << "x" << n;
+  }
 }
 
 // In place (D is C): the partial sums must not go through D, so the call runs unpanelled and still matches.
@@ -474,7 +507,7 @@ TEST(SparseKernels, NeverTouchOutsideTheirOperands) {
     for (const auto& [pattern, n, block] :
          {std::tuple{"uniform:37,53,0.2,1", 33L, 1}, std::tuple{"uniform:37,53,0.2,1", 1L, 1},
           std::tuple{"blocks:37,53,0.4,1,4", 17L, 4}, std::tuple{"uniform:300,3000,0.05,1", 130L, 1},
-          std::tuple{"blocks:45,70,0.3,2,16", 70L, 16}}) {
+          std::tuple{"uniform:300,1200,0.3,1", 520L, 1}, std::tuple{"blocks:45,70,0.3,2,16", 70L, 16}}) {
       SCOPED_TRACE(fmt::format("{} N={} block {} {}", pattern, n, block, at_start ? "start" : "end"));
       const CooMatrix coo = generate_pattern(pattern);
       const SparseMatrixData a = block == 1 ? SparseMatrixData::csr(coo) : SparseMatrixData::bsr(coo, block, block);
