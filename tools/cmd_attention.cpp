@@ -106,6 +106,7 @@ struct AttentionCommand {
     const std::size_t o_copy = device.add(device_args.o, host.o16);
     const std::size_t lse_copy = host.lse.empty() ? 0 : device.add(device_args.lse, host.lse);
     const AttentionProblem problem = describe_attention(device_args);
+    const CudaAttentionLaunchPlan plan = runtime.attention_plan(device_args);
     AttentionReference reference;
     if (verify) reference = reference_attention(host.args);
     const double ms = runtime.attention_ms(device_args, repeat);
@@ -127,8 +128,10 @@ struct AttentionCommand {
                        {"seq_kv", problem.seq_kv},
                        {"head_dim", problem.signature.head_dim_qk},
                        {"causal", problem.signature.causal},
-                       // Device memory beyond the tensors: the offsets a varlen call copies to the device.
-                       {"workspace_bytes", problem.varlen() ? 2 * (problem.batch + 1) * 8 : 0},
+                       {"name", plan.kernel},
+                       {"kv_splits", plan.kv_splits},
+                       // Device memory beyond the tensors: varlen offsets, split keys' partial rows.
+                       {"workspace_bytes", plan.workspace_bytes},
                        {"median_ms", ms},
                        {"gflops", gflops},
                        {"verified", verify},
@@ -137,9 +140,10 @@ struct AttentionCommand {
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format(
-          "flash attention on {}\n  B {} H {}/{} Sq {} Skv {} d {}{}  run {:.3f} ms  {:.1f} GFLOP/s\n",
+          "{} on {}\n  B {} H {}/{} Sq {} Skv {} d {}{}{}  run {:.3f} ms  {:.1f} GFLOP/s\n", plan.kernel,
           runtime.device_name(), problem.batch, problem.heads, problem.kv_heads, problem.seq_q, problem.seq_kv,
-          problem.signature.head_dim_qk, problem.signature.causal ? " causal" : "", ms, gflops);
+          problem.signature.head_dim_qk, problem.signature.causal ? " causal" : "",
+          plan.kv_splits > 1 ? fmt::format(", keys in {} splits", plan.kv_splits) : "", ms, gflops);
       if (verify)
         std::cout << fmt::format("  verify: {}  max abs err {:.3g}{}\n", ok ? "ok" : "FAILED", cmp.max_abs_err,
                                  ok ? "" : "  first: " + cmp.first_mismatch);

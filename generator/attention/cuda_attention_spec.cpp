@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 
 namespace tessera {
@@ -16,8 +19,37 @@ CudaAttentionConfig CudaAttentionConfig::default_for(const AttentionProblem& pro
   return c;
 }
 
+int CudaAttentionConfig::key_splits(const AttentionProblem& p, const CudaTarget& target) const {
+  constexpr int kMaxSplits = 128, kMinSplitBlocks = 4;
+  const std::int64_t key_blocks = ceil_div(std::max<std::int64_t>(p.seq_kv, 1), block_kv);
+  if (kv_splits > 0) return static_cast<int>(std::min<std::int64_t>(kv_splits, key_blocks));
+  const std::int64_t blocks = ceil_div(p.seq_q, block_q()) * p.heads * p.batch;
+  const std::int64_t sms = std::max(1, target.sm_count);
+  const std::int64_t most = std::min<std::int64_t>(kMaxSplits, key_blocks / kMinSplitBlocks);
+  if (blocks <= 0 || blocks * 5 >= sms * 4 || most < 2) return 1;
+  const auto fill = [&](std::int64_t s) {
+    const std::int64_t n = blocks * s;
+    return static_cast<double>(n) / static_cast<double>(ceil_div(n, sms) * sms);
+  };
+  // Splits that give some split as many key blocks as one fewer would do no good.
+  const auto useful = [&](std::int64_t s) { return s == 1 || ceil_div(key_blocks, s) != ceil_div(key_blocks, s - 1); };
+  double best = 0;
+  for (std::int64_t s = 1; s <= most; ++s)
+    if (useful(s)) best = std::max(best, fill(s));
+  for (std::int64_t s = 1; s <= most; ++s)
+    if (useful(s) && fill(s) >= 0.85 * best) return static_cast<int>(s);
+  return 1;
+}
+
+std::int64_t CudaAttentionConfig::split_keys(const AttentionProblem& p, int splits) const {
+  const std::int64_t key_blocks = ceil_div(std::max<std::int64_t>(p.seq_kv, 1), block_kv);
+  return ceil_div(key_blocks, std::max(splits, 1)) * block_kv;
+}
+
 nlohmann::json CudaAttentionConfig::to_json() const {
-  return {{"block_kv", block_kv}, {"warps", warps}, {"align", align}};
+  nlohmann::json j{{"block_kv", block_kv}, {"warps", warps}, {"align", align}};
+  if (kv_splits > 0) j["kv_splits"] = kv_splits;
+  return j;
 }
 
 void validate(const AttentionSignature& s, const CudaAttentionConfig& c, const CudaTarget& target) {
@@ -35,6 +67,8 @@ void validate(const AttentionSignature& s, const CudaAttentionConfig& c, const C
   if (c.block_kv < 16 || c.block_kv % 16 != 0 || c.block_kv > 128)
     throw ConfigError(fmt::format("block_kv = {} must be a multiple of 16 in [16, 128]", c.block_kv));
   if (c.warps < 1 || c.warps > 8) throw ConfigError(fmt::format("warps = {} must be in [1, 8]", c.warps));
+  if (c.kv_splits < 0 || c.kv_splits > 1024)
+    throw ConfigError(fmt::format("kv_splits = {} must be in [0, 1024] (0: chosen by the grid)", c.kv_splits));
   if (c.align != 1 && c.align != 2 && c.align != 4 && c.align != 8)
     throw ConfigError(fmt::format("align = {} must be 1, 2, 4 or 8", c.align));
   // Each thread copies whole 16-byte chunks of every tile.
@@ -46,7 +80,9 @@ void validate(const AttentionSignature& s, const CudaAttentionConfig& c, const C
 }
 
 KernelSpec CudaAttentionSpec::generic() const {
-  return {"attention", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  CudaAttentionConfig code = config;
+  code.kv_splits = 0;  // the same code for any split
+  return {"attention", kSpecVersion, signature.to_json(), code.to_json(), target.str()};
 }
 
 std::string CudaAttentionSpec::name() const {

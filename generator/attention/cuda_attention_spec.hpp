@@ -16,6 +16,9 @@ struct CudaAttentionConfig {
   int block_kv = 64;  // keys per block in shared memory (a multiple of 16)
   int warps = 4;      // each owns 16 query rows
   int align = 8;      // elements the rows of Q, K and V are aligned to (8: 16-byte cp.async)
+  // Copies of each query block over disjoint key ranges, merged afterwards (flash-decoding): 0 chooses by the grid's
+  // fill of the target's SMs. A launch choice, not code: the spec's hash leaves it out.
+  int kv_splits = 0;
 
   int block_q() const { return 16 * warps; }
   int threads() const { return 32 * warps; }
@@ -25,7 +28,13 @@ struct CudaAttentionConfig {
   }
   // 64 keys per block up to d = 64, 32 above (d = 128 with 64 keys spilled on sm_90).
   static CudaAttentionConfig default_for(const AttentionProblem& problem, const CudaTarget& target);
-  nlohmann::json to_json() const;
+  // The key splits a launch of `problem` runs: kv_splits when given (at most one per key block), else 1 when the
+  // query blocks fill the SMs, else the fewest splits, each of at least kMinSplitBlocks key blocks, whose waves are
+  // within 85% of the best fill (FlashAttention's heuristic).
+  int key_splits(const AttentionProblem& problem, const CudaTarget& target) const;
+  // Keys per split for `splits` (a multiple of block_kv).
+  std::int64_t split_keys(const AttentionProblem& problem, int splits) const;
+  nlohmann::json to_json() const;  // with kv_splits when given
   friend bool operator==(const CudaAttentionConfig&, const CudaAttentionConfig&) = default;
 };
 
@@ -42,6 +51,8 @@ struct CudaAttentionSpec {
   Hash128 hash() const { return generic().hash(); }
   // A valid C symbol, e.g. flash_attention_f16_d128_causal_bc32_w4_a8_sm80_1a2b3c4d.
   std::string name() const;
+  // The entry that merges split keys' partial rows: name() + "_combine".
+  std::string combine_name() const { return name() + "_combine"; }
 };
 
 }  // namespace tessera

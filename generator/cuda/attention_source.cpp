@@ -42,6 +42,7 @@ CudaAttentionSource emit_cuda_attention(const CudaAttentionSpec& spec) {
   validate(spec.signature, spec.config, spec.target);
   CudaAttentionSource out;
   out.kernel = spec.name();
+  out.combine_kernel = spec.combine_name();
   out.threads = spec.config.threads();
   out.shared_bytes = spec.config.shared_bytes(spec.signature);
   const bool bf16 = spec.signature.dtype == DType::bf16;
@@ -61,8 +62,13 @@ struct Config {{
 extern "C" __global__ void __launch_bounds__({threads}) {kernel}(const tessera::AttentionParams p) {{
   tessera::flash_forward<Config>(p);
 }}
+
+extern "C" __global__ void __launch_bounds__({threads}) {combine}(const tessera::AttentionParams p) {{
+  tessera::flash_combine<Config>(p);
+}}
 )",
-      fmt::arg("kernel", out.kernel), fmt::arg("modifier", score_mod_source(spec.signature.score_mod)),
+      fmt::arg("kernel", out.kernel), fmt::arg("combine", out.combine_kernel),
+      fmt::arg("modifier", score_mod_source(spec.signature.score_mod)),
       fmt::arg("element", bf16 ? "bfloat16_t" : "half_t"), fmt::arg("input", bf16 ? "kInputBf16" : "kInputF16"),
       fmt::arg("d", spec.signature.head_dim_qk), fmt::arg("bc", spec.config.block_kv),
       fmt::arg("warps", spec.config.warps), fmt::arg("align", spec.config.align),

@@ -1,5 +1,6 @@
 // The CUDA source of an attention spec: the FlashAttention-2 template instantiated with the spec's types, head
-// dimension, key block, warps, alignment and masking, behind one extern "C" entry.
+// dimension, key block, warps, alignment and masking, behind one extern "C" entry, and the entry that merges split
+// keys' partial rows (flash-decoding).
 #pragma once
 
 #include <string>
@@ -9,7 +10,7 @@
 namespace tessera {
 
 struct CudaAttentionSource {
-  std::string code, kernel;
+  std::string code, kernel, combine_kernel;
   int threads = 0, shared_bytes = 0;
 };
 

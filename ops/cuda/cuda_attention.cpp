@@ -1,5 +1,5 @@
 // Fused attention on a CUDA backend: the arguments bound as on the CPU, the FlashAttention-2 kernel built once per
-// spec, one block per (query block, head) and batch item.
+// spec, one block per (query block, head, key split) and batch item, then (split keys) the merge of the splits.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,12 +37,39 @@ EmuMemoryRange extent_of(const Tensor& t) {
   return {t.data, static_cast<std::size_t>((last + 1) * dtype_bytes(t.dtype))};
 }
 
+// The config a launch uses, its key splits and the device memory it needs beyond the tensors.
+struct Footprint {
+  CudaAttentionConfig config;
+  int splits = 1;
+  std::int64_t rows = 0;  // rows of the partial buffers: batch·seq_q, or the packed rows of a varlen batch
+  std::size_t offsets_bytes = 0, o_partial_bytes = 0, lse_partial_bytes = 0;
+};
+
+Footprint footprint(const AttentionBinding& bound, const AttentionArgs& args, const CudaTarget& target,
+                    std::optional<CudaAttentionConfig> asked) {
+  const AttentionProblem& p = bound.problem;
+  Footprint f;
+  f.config = asked ? *asked : CudaAttentionConfig::default_for(p, target);
+  f.config.align = std::min(f.config.align, allowed_alignment(bound));
+  if (p.varlen()) f.offsets_bytes = (args.seq_offsets_q.size() + args.seq_offsets_kv.size()) * sizeof(std::int64_t);
+  f.splits = f.config.key_splits(p, target);
+  if (f.splits > 1) {
+    f.rows = p.varlen() ? args.seq_offsets_q.back() : p.batch * p.seq_q;
+    const auto row_count = static_cast<std::size_t>(f.splits * p.heads * f.rows);
+    f.o_partial_bytes = row_count * static_cast<std::size_t>(p.signature.head_dim_v) * sizeof(float);
+    f.lse_partial_bytes = row_count * sizeof(float);
+  }
+  return f;
+}
+
 struct AttentionLaunch {
   std::shared_ptr<const CudaProgram> program;
-  std::shared_ptr<void> offsets;  // varlen: the offsets in device memory, freed after the device is done with them
-  std::string kernel;
+  std::shared_ptr<void> offsets;   // varlen: the offsets in device memory, freed after the device is done with them
+  std::shared_ptr<void> partials;  // split keys: the splits' rows (f32 O, then the LSE) in device memory
+  std::string kernel, combine_kernel;
   AttentionParams params{};
   unsigned grid_x = 0, grid_z = 0, block = 0, shared_bytes = 0;
+  unsigned splits = 1;
   std::vector<EmuMemoryRange> extents;
 };
 
@@ -51,8 +78,8 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   const AttentionBinding bound = bind_attention(args);
   const AttentionProblem& p = bound.problem;
   const CudaTarget& target = backend.target();
-  CudaAttentionConfig config = asked ? *asked : CudaAttentionConfig::default_for(p, target);
-  config.align = std::min(config.align, allowed_alignment(bound));
+  const Footprint needs = footprint(bound, args, target, asked);
+  const CudaAttentionConfig& config = needs.config;
   const CudaAttentionSpec spec{p.signature, config, target};
   try {
     validate(spec.signature, spec.config, spec.target);
@@ -61,6 +88,7 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   }
   AttentionLaunch launch;
   launch.kernel = spec.name();
+  launch.combine_kernel = spec.combine_name();
   launch.program = programs.get_or_build(spec.hash(), [&] {
     const CudaAttentionSource source = emit_cuda_attention(spec);
     return backend.load_source(source.code, source.kernel);
@@ -77,17 +105,21 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   const std::int64_t limit = (std::int64_t{1} << 31) - 1;
   if (p.seq_q > limit || p.seq_kv > limit || p.heads > limit)
     throw InvalidArgument("q", "CUDA kernels take sequences and heads below 2^31");
-  if (p.varlen()) {
-    // Both offset lists in one device buffer, freed once the device is done with every launch of this plan.
-    std::vector<std::int64_t> offsets = args.seq_offsets_q;
-    offsets.insert(offsets.end(), args.seq_offsets_kv.begin(), args.seq_offsets_kv.end());
-    const std::size_t bytes = offsets.size() * sizeof(std::int64_t);
+  // Device memory freed once the device is done with every launch of this plan.
+  const auto device_buffer = [&backend](std::size_t bytes) {
     const std::uint64_t address = backend.allocate(bytes);
-    backend.copy_to_device(address, offsets.data(), bytes);
-    launch.offsets = std::shared_ptr<void>(reinterpret_cast<void*>(address), [&backend](void* memory) {
+    return std::shared_ptr<void>(reinterpret_cast<void*>(address), [&backend](void* memory) {
       backend.synchronize();
       backend.free(reinterpret_cast<std::uint64_t>(memory));
     });
+  };
+  if (p.varlen()) {
+    // Both offset lists in one device buffer.
+    std::vector<std::int64_t> offsets = args.seq_offsets_q;
+    offsets.insert(offsets.end(), args.seq_offsets_kv.begin(), args.seq_offsets_kv.end());
+    const std::size_t bytes = needs.offsets_bytes;
+    launch.offsets = device_buffer(bytes);
+    backend.copy_to_device(reinterpret_cast<std::uint64_t>(launch.offsets.get()), offsets.data(), bytes);
     k.q_offsets = static_cast<const i64*>(launch.offsets.get());
     k.kv_offsets = k.q_offsets + args.seq_offsets_q.size();
     launch.extents.push_back({launch.offsets.get(), bytes});
@@ -106,6 +138,21 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   if (p.batch > 65535) throw InvalidArgument("q", "batch exceeds the grid's 65535 z-blocks");
   launch.grid_x = static_cast<unsigned>(grid_x);
   launch.grid_z = static_cast<unsigned>(p.batch);
+  // Split keys: every split's rows as f32 O and LSE, [split][head][row] with a row's index b·seq_q + i (varlen: its
+  // packed row).
+  launch.splits = static_cast<unsigned>(needs.splits);
+  if (launch.splits > 1) {
+    if (grid_x * launch.splits > limit) throw InvalidArgument("q", "too many query blocks and key splits for one grid");
+    const std::size_t bytes = needs.o_partial_bytes + needs.lse_partial_bytes;
+    launch.partials = device_buffer(bytes);
+    k.o_partial = static_cast<float*>(launch.partials.get());
+    k.lse_partial = k.o_partial + needs.o_partial_bytes / sizeof(float);
+    k.partial_bs = p.varlen() ? 0 : p.seq_q;
+    k.partial_rows = needs.rows;
+    k.kv_splits = needs.splits;
+    k.kv_chunk = static_cast<int>(config.split_keys(p, needs.splits));
+    launch.extents.push_back({launch.partials.get(), bytes});
+  }
   launch.block = static_cast<unsigned>(config.threads());
   launch.shared_bytes = static_cast<unsigned>(config.shared_bytes(p.signature));
   for (const Tensor* t : {&args.q, &args.k, &args.v, &args.o}) launch.extents.push_back(extent_of(*t));
@@ -116,14 +163,32 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
 
 void run(const AttentionLaunch& launch) {
   if (launch.grid_x == 0 || launch.grid_z == 0) return;
-  launch.program->launch(launch.kernel, launch.grid_x, launch.grid_z, launch.block, launch.shared_bytes,
-                         std::as_bytes(std::span(&launch.params, 1)), launch.extents);
+  const auto params = std::as_bytes(std::span(&launch.params, 1));
+  launch.program->launch(launch.kernel, launch.grid_x * launch.splits, launch.grid_z, launch.block, launch.shared_bytes,
+                         params, launch.extents);
+  if (launch.splits > 1)
+    launch.program->launch(launch.combine_kernel, launch.grid_x, launch.grid_z, launch.block, 0, params,
+                           launch.extents);
 }
 
 }  // namespace
 
 void CudaRuntime::attention(const AttentionArgs& device_args, std::optional<CudaAttentionConfig> config) {
   run(plan(*impl_->backend, impl_->programs, device_args, config));
+}
+
+CudaAttentionLaunchPlan CudaRuntime::attention_plan(const AttentionArgs& device_args,
+                                                    std::optional<CudaAttentionConfig> config) const {
+  const AttentionBinding bound = bind_attention(device_args);
+  const CudaTarget& target = impl_->backend->target();
+  const Footprint needs = footprint(bound, device_args, target, config);
+  try {
+    validate(bound.problem.signature, needs.config, target);
+  } catch (const ConfigError& e) {
+    throw InvalidArgument("args", e.what());
+  }
+  return {CudaAttentionSpec{bound.problem.signature, needs.config, target}.name(), needs.config, needs.splits,
+          static_cast<std::int64_t>(needs.offsets_bytes + needs.o_partial_bytes + needs.lse_partial_bytes)};
 }
 
 double CudaRuntime::attention_ms(const AttentionArgs& device_args, int repeat,

@@ -1,6 +1,7 @@
 // The CUDA FlashAttention-2 kernel (templates/tessera/attention/flash_forward.cuh), before the runtime launches it:
 // NVRTC compiles each configuration for sm_80 and sm_90 without spills and with the mma.sync, ldmatrix and cp.async it
-// claims; the SIMT emulator runs it against the double-precision reference (f16 and bf16, causal or not, GQA, edges).
+// claims; the SIMT emulator runs it against the double-precision reference (f16 and bf16, causal or not, GQA, edges,
+// keys split across blocks and merged by the combine kernel).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -46,9 +47,12 @@ struct Config {{
 extern "C" __global__ void __launch_bounds__({}) {}(const tessera::AttentionParams p) {{
   tessera::flash_forward<Config>(p);
 }}
+extern "C" __global__ void __launch_bounds__({}) {}_combine(const tessera::AttentionParams p) {{
+  tessera::flash_combine<Config>(p);
+}}
 )",
                        kernel, bf16 ? "bfloat16_t" : "half_t", bf16 ? "kInputBf16" : "kInputF16", d, bc, warps,
-                       causal ? "true" : "false", 32 * warps, name());
+                       causal ? "true" : "false", 32 * warps, name(), 32 * warps, name());
   }
 };
 
@@ -64,9 +68,11 @@ TEST(FlashAttentionCuda, CompilesWithoutSpillsForAmpereAndHopper) {
   for (const FlashConfig& c : configs())
     for (const char* arch : {"cuda:sm_80", "cuda:sm_90"}) {
       const CudaBinary binary = Nvrtc::instance().compile(c.source(), c.name(), CudaTarget::parse(arch), true);
-      const KernelResources& r = binary.resources.at(c.name());
-      EXPECT_EQ(r.spill_store_bytes + r.spill_load_bytes, 0) << c.name() << " " << arch;
-      EXPECT_LE(r.registers, 255) << c.name() << " " << arch;
+      for (const std::string& kernel : {c.name(), c.name() + "_combine"}) {
+        const KernelResources& r = binary.resources.at(kernel);
+        EXPECT_EQ(r.spill_store_bytes + r.spill_load_bytes, 0) << kernel << " " << arch;
+        EXPECT_LE(r.registers, 255) << kernel << " " << arch;
+      }
       const PtxCounts ptx = count_ptx(binary.ptx);
       EXPECT_GT(ptx.mma, 0) << c.name();
       EXPECT_GT(ptx.ldmatrix, 0) << c.name();
@@ -78,6 +84,7 @@ TEST(FlashAttentionCuda, CompilesWithoutSpillsForAmpereAndHopper) {
 // Q, K, V in 16-bit storage (BHSD, dense) with f32 copies of the same values for the reference.
 struct Problem {
   int batch = 1, heads = 2, kv_heads = 1, seq_q = 37, seq_kv = 70;
+  int splits = 1;  // key splits merged by the combine kernel
 };
 
 // Runs the kernel and returns how many outputs miss the reference (with the first in `first`).
@@ -120,7 +127,26 @@ std::size_t mismatches(const FlashConfig& c, const Problem& pr, const EmuModule&
                    {v16.data(), v16.size() * 2},
                    {o16.data(), o16.size() * 2},
                    {lse.data(), lse.size() * 4}};
+  // Split keys: each split's rows in f32 (NaN until written), keys in chunks of whole key blocks.
+  const std::size_t partial_rows = static_cast<std::size_t>(pr.splits * pr.heads * pr.batch * pr.seq_q);
+  std::vector<float> o_partial(partial_rows * static_cast<std::size_t>(d), NAN), lse_partial(partial_rows, NAN);
+  if (pr.splits > 1) {
+    p.o_partial = o_partial.data(), p.lse_partial = lse_partial.data();
+    p.partial_bs = pr.seq_q, p.partial_rows = pr.batch * pr.seq_q;
+    p.kv_splits = pr.splits;
+    p.kv_chunk = ((pr.seq_kv + c.bc - 1) / c.bc + pr.splits - 1) / pr.splits * c.bc;
+    launch.grid_x *= static_cast<unsigned>(pr.splits);
+    launch.global.push_back({o_partial.data(), o_partial.size() * 4});
+    launch.global.push_back({lse_partial.data(), lse_partial.size() * 4});
+    const auto with_splits = std::as_bytes(std::span(&p, 1));
+    launch.params.assign(with_splits.begin(), with_splits.end());
+  }
   module.launch(launch);
+  if (pr.splits > 1) {
+    launch.kernel = c.name() + "_combine";
+    launch.grid_x /= static_cast<unsigned>(pr.splits);
+    module.launch(launch);
+  }
   for (std::size_t i = 0; i < o.size(); ++i) o[i] = c.bf16 ? from_bf16(o16[i]) : from_f16(o16[i]);
 
   // The reference on the same (rounded) values, through the CPU API's views.
@@ -155,12 +181,14 @@ TEST(FlashAttentionCuda, EmulatorMatchesTheReference) {
   for (const FlashConfig& c : configs()) {
     const auto module = EmuModule::compile(c.source(), c.name());
     // Edges of both blocks, GQA, seq_q < seq_kv and seq_q > seq_kv (causal rows that see no key), one key.
+    // Split keys: decoding rows, splits past a causal end (they see no key), more splits than a short row's blocks.
     for (const Problem& pr :
-         {Problem{1, 2, 1, 37, 70}, Problem{2, 2, 2, 64, 64}, Problem{1, 1, 1, 70, 33}, Problem{1, 1, 1, 5, 1}}) {
+         {Problem{1, 2, 1, 37, 70}, Problem{2, 2, 2, 64, 64}, Problem{1, 1, 1, 70, 33}, Problem{1, 1, 1, 5, 1},
+          Problem{1, 4, 2, 1, 300, 3}, Problem{2, 2, 1, 37, 150, 2}, Problem{1, 1, 1, 70, 33, 4}}) {
       std::string first;
       EXPECT_EQ(mismatches(c, pr, *module, first), 0u)
           << c.name() << " B" << pr.batch << " H" << pr.heads << "/" << pr.kv_heads << " Sq" << pr.seq_q << " Skv"
-          << pr.seq_kv << ": first " << first;
+          << pr.seq_kv << " splits " << pr.splits << ": first " << first;
     }
   }
 }
@@ -184,6 +212,9 @@ TEST(FlashAttentionCuda, SeededBugsAreCaught) {
        "visible = visible && j < row[r] + diagonal;"},
       {"next K/V tile read before its cp.async wait", "    cp_async_wait<0>();\n    __syncthreads();\n  }",
        "    __syncthreads();\n  }"},
+      {"split key ranges overlapping", "block_begin + chunk_blocks ? block_end : block_begin + chunk_blocks;",
+       "block_begin + chunk_blocks + 1 ? block_end : block_begin + chunk_blocks + 1;"},
+      {"splits merged without their weights", "acc += w * ld_global", "acc += ld_global"},
   };
   for (const Bug& bug : bugs) {
     std::string mutated = text;
@@ -198,7 +229,7 @@ TEST(FlashAttentionCuda, SeededBugsAreCaught) {
     bool caught = false;
     try {
       const auto module = EmuModule::compile(c.source(mutated), c.name());
-      for (const Problem& pr : {Problem{1, 2, 1, 37, 150}, Problem{1, 1, 1, 70, 200}}) {
+      for (const Problem& pr : {Problem{1, 2, 1, 37, 150}, Problem{1, 1, 1, 70, 200}, Problem{1, 2, 1, 3, 300, 3}}) {
         std::string first;
         caught = caught || mismatches(c, pr, *module, first) > 0;
       }
@@ -207,6 +238,38 @@ TEST(FlashAttentionCuda, SeededBugsAreCaught) {
     }
     EXPECT_EQ(caught, !control) << bug.what << (control ? " failed" : " was not caught");
   }
+}
+
+// How many key splits a launch runs: none where the query blocks fill the SMs, several for decoding, each split at
+// least four key blocks, a forced count clamped to the key blocks.
+TEST(FlashAttentionCuda, KeySplitsFillTheSms) {
+  const CudaTarget a100 = CudaTarget::parse("cuda:sm_80");
+  const auto problem = [](std::int64_t batch, std::int64_t heads, std::int64_t sq, std::int64_t skv) {
+    AttentionProblem p;
+    p.batch = batch, p.heads = heads, p.kv_heads = heads, p.seq_q = sq, p.seq_kv = skv;
+    p.signature.dtype = DType::f16, p.signature.head_dim_qk = p.signature.head_dim_v = 128;
+    return p;
+  };
+  CudaAttentionConfig c;
+  c.block_kv = 32;
+  EXPECT_EQ(c.key_splits(problem(1, 32, 2048, 2048), a100), 1);  // 1024 query blocks
+  EXPECT_EQ(c.key_splits(problem(4, 32, 1, 4096), a100), 1);     // 128 blocks: over 80% of 108 SMs
+  const int decode = c.key_splits(problem(1, 32, 1, 32768), a100);
+  EXPECT_GT(decode, 1);
+  EXPECT_GE(32 * decode, 0.85 * 108);                       // the grid fills most of a wave
+  EXPECT_EQ(c.key_splits(problem(1, 1, 1, 100), a100), 1);  // 4 key blocks: too few to split
+  const int one_head = c.key_splits(problem(1, 1, 1, 1 << 20), a100);
+  EXPECT_GT(one_head, 64);
+  EXPECT_LE(one_head, 128);
+  c.kv_splits = 50;
+  EXPECT_EQ(c.key_splits(problem(1, 1, 1, 100), a100), 4);  // clamped to the key blocks
+  EXPECT_EQ(c.split_keys(problem(1, 1, 1, 100), 4), 32);
+  EXPECT_EQ(c.split_keys(problem(1, 1, 1, 1000), 3), 352);  // 32 blocks: 11 a split
+  // The split count is a launch choice: the same code and spec hash for every count.
+  CudaAttentionConfig d = c;
+  d.kv_splits = 0;
+  const AttentionProblem p = problem(1, 1, 1, 100);
+  EXPECT_EQ((CudaAttentionSpec{p.signature, c, a100}.hash()), (CudaAttentionSpec{p.signature, d, a100}.hash()));
 }
 
 // Through the public API: CudaRuntime::attention in the emulator, BSHD views with GQA, causal and the LSE, checked by
@@ -285,6 +348,51 @@ TEST(FlashAttentionCuda, RuntimeRunsItInTheEmulator) {
     rt.attention(args);
     const Comparison c = compare_attention(ref, args, 1.0 / 2048);
     EXPECT_TRUE(c.ok()) << "varlen" << (causal ? " causal" : "") << ": " << c.first_mismatch;
+  }
+
+  // Decoding through the runtime with split keys: chosen by the grid (2 heads fill few SMs) or forced, GQA, the LSE,
+  // causal queries below a longer key sequence, and a varlen batch whose second item has no keys.
+  for (const auto& [causal, splits, varlen] : {std::tuple{false, 0, false}, std::tuple{true, 3, false},
+                                               std::tuple{false, 5, true}, std::tuple{true, 0, true}}) {
+    const int heads = 4, kv_heads = 2, sq = 3, skv = 700, d = 64;
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    const auto bhsd = [&](std::vector<std::uint16_t>& bits, int h, int seq) {
+      bits.resize(static_cast<std::size_t>(h * seq * d));
+      for (auto& x : bits) x = to_f16(dist(rng));
+      return Tensor{bits.data(), DType::f16, {1, h, seq, d}, {h * seq * d, seq * d, d, 1}};
+    };
+    const auto packed = [&](std::vector<std::uint16_t>& bits, std::int64_t total, int h) {
+      bits.resize(static_cast<std::size_t>(total * h * d));
+      for (auto& x : bits) x = to_f16(dist(rng));
+      return Tensor{bits.data(), DType::f16, {total, h, d}, {h * d, d, 1}};
+    };
+    const std::vector<std::int64_t> q_offsets{0, 2, 4, 5}, kv_offsets{0, 500, 500, 900};
+    std::vector<std::uint16_t> q, k, v, o;
+    std::vector<float> lse;
+    AttentionArgs args;
+    if (varlen) {
+      args.q = packed(q, 5, heads), args.k = packed(k, 900, kv_heads), args.v = packed(v, 900, kv_heads);
+      args.o = packed(o, 5, heads);
+      lse.resize(heads * 5);
+      args.lse = Tensor{lse.data(), DType::f32, {heads, 5}, {5, 1}};
+      args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets;
+    } else {
+      args.q = bhsd(q, heads, sq), args.k = bhsd(k, kv_heads, skv), args.v = bhsd(v, kv_heads, skv);
+      args.o = bhsd(o, heads, sq);
+      lse.resize(heads * sq);
+      args.lse = Tensor{lse.data(), DType::f32, {1, heads, sq}, {heads * sq, sq, 1}};
+    }
+    args.causal = causal;
+    const AttentionProblem problem = describe_attention(args);
+    CudaAttentionConfig config = CudaAttentionConfig::default_for(problem, CudaTarget::parse("cuda:sm_80"));
+    config.kv_splits = splits;
+    EXPECT_GT(config.key_splits(problem, CudaTarget::parse("cuda:sm_80")), 1) << splits;
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args, config);
+    const Comparison c = compare_attention(ref, args, 1.0 / 2048);
+    EXPECT_TRUE(c.ok()) << "decoding, splits " << splits << (causal ? " causal" : "") << (varlen ? " varlen" : "")
+                        << ": " << c.first_mismatch;
   }
 
   // What the kernel cannot do is refused before anything runs.

@@ -68,6 +68,14 @@ class CudaGemmKernel {
   std::shared_ptr<const CudaBackend> backend_;
 };
 
+// What CudaRuntime::attention launches for some arguments.
+struct CudaAttentionLaunchPlan {
+  std::string kernel;
+  CudaAttentionConfig config;
+  int kv_splits = 1;                 // copies of each query block over disjoint keys, merged by a second kernel
+  std::int64_t workspace_bytes = 0;  // device memory beyond the tensors: varlen offsets, split keys' partial rows
+};
+
 class CudaRuntime {
  public:
   // "cuda" (the device's own architecture) or "cuda:sm_80" etc. Throws Unavailable with the reason when there is
@@ -91,6 +99,9 @@ class CudaRuntime {
   // head-dimension strides, head_dim 32, 64, 96 or 128, GQA, variable lengths, causal, LSE, score modifiers.
   // Validates like the CPU path; asynchronous on the default stream.
   void attention(const AttentionArgs& device_args, std::optional<CudaAttentionConfig> config = std::nullopt);
+  // The kernel, config, key splits and device workspace attention(device_args, config) would launch with.
+  CudaAttentionLaunchPlan attention_plan(const AttentionArgs& device_args,
+                                         std::optional<CudaAttentionConfig> config = std::nullopt) const;
   // Milliseconds of `repeat` attention calls (median), after a warm-up call.
   double attention_ms(const AttentionArgs& device_args, int repeat,
                       std::optional<CudaAttentionConfig> config = std::nullopt);

@@ -31,6 +31,14 @@ struct AttentionParams {
   const float* mod_data[kMaxModifierTensors];
   i64 mod_strides[kMaxModifierTensors][4];
   float mod_scalars[kMaxModifierScalars];
+  // Split keys (flash-decoding): with kv_splits > 1 the grid holds kv_splits copies of every query block, copy s
+  // attending to keys [s·kv_chunk, (s+1)·kv_chunk) (kv_chunk a multiple of the key block) and writing its rows'
+  // normalised O in f32 to o_partial[s][h][row][d] and their log-sum-exp to lse_partial[s][h][row]; then the combine
+  // kernel weighs the splits by exp(lse) into O and the LSE. A row's index there is b·partial_bs + its packed row.
+  float* o_partial;
+  float* lse_partial;
+  i64 partial_bs, partial_rows;
+  int kv_splits, kv_chunk;
 };
 
 }  // namespace tessera

@@ -3,7 +3,8 @@
 // XOR-swizzled tiles. S = Q·Kᵀ by mma.sync m16n8k16 from ldmatrix'd fragments (Q's kept in registers for the whole
 // loop); the online softmax runs on the accumulators, rows reduced across each quad by shuffles; P stays in registers
 // as the A operand of O += P·V (V through ldmatrix.trans). Causal blocks past the last row's bound are never loaded.
-// Grid: x = query block + blocks × head, z = batch item.
+// Grid: x = query block + blocks × (head + heads × key split), z = batch item. With split keys, flash_combine merges
+// the splits' partial rows into O.
 #pragma once
 
 #include "tessera/arch.cuh"
@@ -63,7 +64,8 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
   // The grid covers the longest sequence; with variable lengths, each batch item's rows start at its offset and a
   // block past its own length has nothing to do (the whole block leaves before any barrier).
   const int q_blocks = (p.seq_q + kBR - 1) / kBR;
-  const int qb = static_cast<int>(blockIdx.x) % q_blocks, h = static_cast<int>(blockIdx.x) / q_blocks;
+  const int qb = static_cast<int>(blockIdx.x) % q_blocks, head_split = static_cast<int>(blockIdx.x) / q_blocks;
+  const int h = head_split % p.heads, split = head_split / p.heads;
   const int b = static_cast<int>(blockIdx.z);
   const i64 q_start = p.q_offsets ? ld_global(p.q_offsets + b) : 0;
   const i64 kv_start = p.kv_offsets ? ld_global(p.kv_offsets + b) : 0;
@@ -78,7 +80,13 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     const int last = q0 + kBR - 1 + diagonal + 1;
     kv_end = last < 0 ? 0 : (last < seq_kv ? last : seq_kv);
   }
-  const int kv_blocks = (kv_end + BC - 1) / BC;
+  // This block's keys: all of them, or its split's (none where the split lies past a causal end).
+  int block_begin = 0, block_end = (kv_end + BC - 1) / BC;
+  if (p.kv_splits > 1) {
+    const int chunk_blocks = p.kv_chunk / BC;
+    block_begin = split * chunk_blocks;
+    block_end = block_end < block_begin + chunk_blocks ? block_end : block_begin + chunk_blocks;
+  }
 
   const E* q = static_cast<const E*>(p.q) + b * p.q_bs + h * p.q_hs + (q_start + q0) * p.q_ss;
   const E* k = static_cast<const E*>(p.k) + b * p.k_bs + kv_head * p.k_hs + kv_start * p.k_ss;
@@ -94,7 +102,7 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
   };
 
   TileLoader<E, kBR, T::D, S::kThreads, T::Align, typename S::Tile>::load(kQTile, q, p.q_ss, seq_q - q0, T::D, tid);
-  if (kv_blocks > 0) load_kv(0, 0);
+  if (block_begin < block_end) load_kv(0, block_begin);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
@@ -110,10 +118,10 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
   float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // rows g and g + 8; sums per thread
   const int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
 
-  for (int block = 0; block < kv_blocks; ++block) {
-    const int stage = block & 1;
+  for (int block = block_begin; block < block_end; ++block) {
+    const int stage = (block - block_begin) & 1;
     // The next block streams in while this one is computed; its slot was last read before the previous barrier.
-    if (block + 1 < kv_blocks) load_kv(stage ^ 1, block + 1);
+    if (block + 1 < block_end) load_kv(stage ^ 1, block + 1);
     cp_async_commit();
 
     float s[S::kSTiles][4];
@@ -192,15 +200,58 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     sum += shfl_xor(0xffffffffu, sum, 2);
     if (row[r] >= seq_q) continue;
     const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float lse = sum > 0.0f ? row_max[r] * 0.69314718055994531f + logf(sum) : kNegInf;
+    if (p.kv_splits > 1) {  // this split's share of the row, merged by flash_combine
+      const i64 partial =
+          (static_cast<i64>(split) * p.heads + h) * p.partial_rows + b * p.partial_bs + q_start + row[r];
+#pragma unroll
+      for (int i = 0; i < S::kOTiles; ++i) {
+        st_global(p.o_partial + partial * T::D + i * 8 + 2 * t, o[i][2 * r] * inverse);
+        st_global(p.o_partial + partial * T::D + i * 8 + 2 * t + 1, o[i][2 * r + 1] * inverse);
+      }
+      if (t == 0) st_global(p.lse_partial + partial, lse);
+      continue;
+    }
     const i64 out = b * p.o_bs + h * p.o_hs + (q_start + row[r]) * p.o_ss;
 #pragma unroll
     for (int i = 0; i < S::kOTiles; ++i) {
       store_element<T>(p.o, out + i * 8 + 2 * t, o[i][2 * r] * inverse);
       store_element<T>(p.o, out + i * 8 + 2 * t + 1, o[i][2 * r + 1] * inverse);
     }
-    if (p.lse != nullptr && t == 0)
-      st_global(p.lse + b * p.lse_bs + h * p.lse_hs + q_start + row[r],
-                sum > 0.0f ? row_max[r] * 0.69314718055994531f + logf(sum) : kNegInf);
+    if (p.lse != nullptr && t == 0) st_global(p.lse + b * p.lse_bs + h * p.lse_hs + q_start + row[r], lse);
+  }
+}
+
+// The split keys' partial rows merged: O = Σ_s exp(lse_s − m)·O_s / Σ_s exp(lse_s − m) with m the largest lse_s, and
+// LSE = m + log Σ_s exp(lse_s − m) (a row no split saw a key for: zeros and −inf). The grid of flash_forward without
+// the splits; each thread computes elements of the block's rows.
+template <class T>
+TESSERA_DEVICE void flash_combine(const AttentionParams& p) {
+  const float kNegInf = negative_infinity();
+  constexpr int kBR = FlashShape<T>::kBR, kThreads = FlashShape<T>::kThreads;
+  const int q_blocks = (p.seq_q + kBR - 1) / kBR;
+  const int qb = static_cast<int>(blockIdx.x) % q_blocks, h = static_cast<int>(blockIdx.x) / q_blocks;
+  const int b = static_cast<int>(blockIdx.z);
+  const i64 q_start = p.q_offsets ? ld_global(p.q_offsets + b) : 0;
+  const int seq_q = p.q_offsets ? static_cast<int>(ld_global(p.q_offsets + b + 1) - q_start) : p.seq_q;
+  const i64 split_stride = static_cast<i64>(p.heads) * p.partial_rows;
+  for (int e = static_cast<int>(threadIdx.x); e < kBR * T::D; e += kThreads) {
+    const int i = qb * kBR + e / T::D, x = e % T::D;
+    if (i >= seq_q) break;  // e only grows
+    const i64 row = h * p.partial_rows + b * p.partial_bs + q_start + i;
+    float m = kNegInf;
+    for (int s = 0; s < p.kv_splits; ++s) m = fmaxf(m, ld_global(p.lse_partial + s * split_stride + row));
+    float sum = 0.0f, acc = 0.0f;
+    if (m != kNegInf)
+      for (int s = 0; s < p.kv_splits; ++s) {
+        const float lse = ld_global(p.lse_partial + s * split_stride + row);
+        const float w = lse == kNegInf ? 0.0f : expf(lse - m);
+        sum += w;
+        acc += w * ld_global(p.o_partial + (s * split_stride + row) * T::D + x);
+      }
+    store_element<T>(p.o, b * p.o_bs + h * p.o_hs + (q_start + i) * p.o_ss + x, sum > 0.0f ? acc / sum : 0.0f);
+    if (p.lse != nullptr && x == 0)
+      st_global(p.lse + b * p.lse_bs + h * p.lse_hs + q_start + i, sum > 0.0f ? m + logf(sum) : kNegInf);
   }
 }
 
