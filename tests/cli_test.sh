@@ -374,7 +374,8 @@ done
 out=$("$bin" attention 1 8 1 64 --kv-heads 2 --seq-kv 1500 --lse --dtype bf16 --target cuda-emu:sm_80 --repeat 1 \
   --verify --json)
 if [[ $out == *'"ok":true'* && $out =~ \"kv_splits\":([0-9]+) && ${BASH_REMATCH[1]} -gt 1 &&
-  $out != *'"workspace_bytes":0,'* ]]; then ok; else bad "CUDA decoding with split keys: $out"; fi
+  $out != *'"workspace_bytes":0,'* && $out == *'"stacked_heads":true'* ]]; then ok; else
+  bad "CUDA decoding with split keys and stacked heads: $out"; fi
 out=$("$bin" emit attention 1 8 4096 128 --causal --dtype f16 --target cuda:sm_90 --json)
 for field in registers shared_bytes spill_store_bytes mma_count ldmatrix_count cp_async_count local_access_count; do
   if [[ $out == *"\"$field\":"* ]]; then ok; else bad "emit attention --json lacks $field: $out"; fi

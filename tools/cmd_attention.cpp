@@ -130,6 +130,7 @@ struct AttentionCommand {
                        {"causal", problem.signature.causal},
                        {"name", plan.kernel},
                        {"kv_splits", plan.kv_splits},
+                       {"stacked_heads", plan.stacked_heads},
                        // Device memory beyond the tensors: varlen offsets, split keys' partial rows.
                        {"workspace_bytes", plan.workspace_bytes},
                        {"median_ms", ms},
@@ -143,7 +144,9 @@ struct AttentionCommand {
           "{} on {}\n  B {} H {}/{} Sq {} Skv {} d {}{}{}  run {:.3f} ms  {:.1f} GFLOP/s\n", plan.kernel,
           runtime.device_name(), problem.batch, problem.heads, problem.kv_heads, problem.seq_q, problem.seq_kv,
           problem.signature.head_dim_qk, problem.signature.causal ? " causal" : "",
-          plan.kv_splits > 1 ? fmt::format(", keys in {} splits", plan.kv_splits) : "", ms, gflops);
+          fmt::format("{}{}", plan.stacked_heads ? ", query heads stacked per KV head" : "",
+                      plan.kv_splits > 1 ? fmt::format(", keys in {} splits", plan.kv_splits) : ""),
+          ms, gflops);
       if (verify)
         std::cout << fmt::format("  verify: {}  max abs err {:.3g}{}\n", ok ? "ok" : "FAILED", cmp.max_abs_err,
                                  ok ? "" : "  first: " + cmp.first_mismatch);

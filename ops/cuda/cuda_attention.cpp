@@ -37,6 +37,27 @@ EmuMemoryRange extent_of(const Tensor& t) {
   return {t.data, static_cast<std::size_t>((last + 1) * dtype_bytes(t.dtype))};
 }
 
+// Decoding with grouped query heads: one query a head, so the G query heads that share a KV head are launched as one
+// sequence of G rows (row g at the head stride), and each block of K and V is read once per group instead of once
+// per head (MQA: once instead of H times). Only where nothing tells those rows apart from positions: no varlen, no
+// score modifier (it may read i or h), the LSE contiguous across heads; one query sees every key, so causal masks
+// nothing and the stacked launch runs unmasked.
+bool stacks_query_heads(const AttentionBinding& bound) {
+  const AttentionProblem& p = bound.problem;
+  return p.seq_q == 1 && !p.varlen() && p.heads > p.kv_heads && p.signature.score_mod.is_identity() &&
+         (!bound.lse || bound.lse_head == 1);
+}
+
+// The problem the kernel is launched for: the call's, or its query heads stacked per KV head.
+AttentionProblem launched_problem(const AttentionBinding& bound) {
+  AttentionProblem p = bound.problem;
+  if (!stacks_query_heads(bound)) return p;
+  p.seq_q = p.heads / p.kv_heads;
+  p.heads = p.kv_heads;
+  p.signature.causal = false;
+  return p;
+}
+
 // The config a launch uses, its key splits and the device memory it needs beyond the tensors.
 struct Footprint {
   CudaAttentionConfig config;
@@ -45,9 +66,8 @@ struct Footprint {
   std::size_t offsets_bytes = 0, o_partial_bytes = 0, lse_partial_bytes = 0;
 };
 
-Footprint footprint(const AttentionBinding& bound, const AttentionArgs& args, const CudaTarget& target,
-                    std::optional<CudaAttentionConfig> asked) {
-  const AttentionProblem& p = bound.problem;
+Footprint footprint(const AttentionBinding& bound, const AttentionProblem& p, const AttentionArgs& args,
+                    const CudaTarget& target, std::optional<CudaAttentionConfig> asked) {
   Footprint f;
   f.config = asked ? *asked : CudaAttentionConfig::default_for(p, target);
   f.config.align = std::min(f.config.align, allowed_alignment(bound));
@@ -76,9 +96,9 @@ struct AttentionLaunch {
 AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& programs, const AttentionArgs& args,
                      std::optional<CudaAttentionConfig> asked) {
   const AttentionBinding bound = bind_attention(args);
-  const AttentionProblem& p = bound.problem;
+  const AttentionProblem p = launched_problem(bound);
   const CudaTarget& target = backend.target();
-  const Footprint needs = footprint(bound, args, target, asked);
+  const Footprint needs = footprint(bound, p, args, target, asked);
   const CudaAttentionConfig& config = needs.config;
   const CudaAttentionSpec spec{p.signature, config, target};
   try {
@@ -102,6 +122,12 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   k.o_bs = bound.o.batch, k.o_hs = bound.o.head, k.o_ss = bound.o.seq;
   k.lse_bs = bound.lse_batch, k.lse_hs = bound.lse_head;
   if (bound.lse && bound.lse_seq != 1) throw InvalidArgument("lse", "the CUDA kernel writes a contiguous row per head");
+  if (p.heads != bound.problem.heads) {  // query heads stacked: a group's heads are its rows
+    const std::int64_t group = p.seq_q;
+    k.q_ss = bound.q.head, k.q_hs = group * bound.q.head;
+    k.o_ss = bound.o.head, k.o_hs = group * bound.o.head;
+    k.lse_hs = group * bound.lse_head;
+  }
   const std::int64_t limit = (std::int64_t{1} << 31) - 1;
   if (p.seq_q > limit || p.seq_kv > limit || p.heads > limit)
     throw InvalidArgument("q", "CUDA kernels take sequences and heads below 2^31");
@@ -180,15 +206,17 @@ void CudaRuntime::attention(const AttentionArgs& device_args, std::optional<Cuda
 CudaAttentionLaunchPlan CudaRuntime::attention_plan(const AttentionArgs& device_args,
                                                     std::optional<CudaAttentionConfig> config) const {
   const AttentionBinding bound = bind_attention(device_args);
+  const AttentionProblem p = launched_problem(bound);
   const CudaTarget& target = impl_->backend->target();
-  const Footprint needs = footprint(bound, device_args, target, config);
+  const Footprint needs = footprint(bound, p, device_args, target, config);
   try {
-    validate(bound.problem.signature, needs.config, target);
+    validate(p.signature, needs.config, target);
   } catch (const ConfigError& e) {
     throw InvalidArgument("args", e.what());
   }
-  return {CudaAttentionSpec{bound.problem.signature, needs.config, target}.name(), needs.config, needs.splits,
-          static_cast<std::int64_t>(needs.offsets_bytes + needs.o_partial_bytes + needs.lse_partial_bytes)};
+  return {CudaAttentionSpec{p.signature, needs.config, target}.name(), needs.config, needs.splits,
+          static_cast<std::int64_t>(needs.offsets_bytes + needs.o_partial_bytes + needs.lse_partial_bytes),
+          p.heads != bound.problem.heads};
 }
 
 double CudaRuntime::attention_ms(const AttentionArgs& device_args, int repeat,

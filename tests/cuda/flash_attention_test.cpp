@@ -395,6 +395,47 @@ TEST(FlashAttentionCuda, RuntimeRunsItInTheEmulator) {
                         << ": " << c.first_mismatch;
   }
 
+  // One query a head with grouped heads (GQA 4:1 and MQA 8:1): a KV head's query heads run as one block's rows, with
+  // or without split keys; causal, the LSE, BSHD and BHSD. A score modifier (it may read h or i) keeps them apart.
+  for (const auto& [heads, kv_heads, causal, bshd, modifier] :
+       {std::tuple{8, 2, true, false, ""}, std::tuple{8, 1, false, true, ""}, std::tuple{8, 2, false, true, "s*t"},
+        std::tuple{4, 4, true, false, ""}}) {
+    const int batch = 2, skv = 333, d = 64;
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    const auto view = [&](std::vector<std::uint16_t>& bits, int h, int seq) {
+      bits.resize(static_cast<std::size_t>(batch * h * seq * d));
+      for (auto& x : bits) x = to_f16(dist(rng));
+      return bshd ? Tensor{bits.data(), DType::f16, {batch, h, seq, d}, {seq * h * d, d, h * d, 1}}
+                  : Tensor{bits.data(), DType::f16, {batch, h, seq, d}, {h * seq * d, seq * d, d, 1}};
+    };
+    std::vector<std::uint16_t> q, k, v, o;
+    std::vector<float> lse(static_cast<std::size_t>(batch * heads));
+    AttentionArgs args;
+    args.q = view(q, heads, 1), args.k = view(k, kv_heads, skv), args.v = view(v, kv_heads, skv);
+    args.o = view(o, heads, 1);
+    args.lse = Tensor{lse.data(), DType::f32, {batch, heads, 1}, {heads, 1, 1}};
+    args.causal = causal;
+    if (*modifier) {
+      args.set_score_mod(modifier);
+      args.scalars["t"] = 0.5f;
+    }
+    const CudaAttentionLaunchPlan plan = rt.attention_plan(args);
+    EXPECT_EQ(plan.stacked_heads, heads > kv_heads && !*modifier) << heads << "/" << kv_heads << " " << modifier;
+    for (int splits : {0, 1, 3}) {
+      CudaAttentionConfig config = plan.config;
+      config.kv_splits = splits;
+      std::fill(o.begin(), o.end(), std::uint16_t{0x7e00});
+      std::fill(lse.begin(), lse.end(), NAN);
+      const AttentionReference ref = reference_attention(args);
+      rt.attention(args, config);
+      const Comparison c = compare_attention(ref, args, 1.0 / 2048);
+      EXPECT_TRUE(c.ok()) << "decoding " << heads << "/" << kv_heads << (causal ? " causal" : "")
+                          << (bshd ? " bshd" : " bhsd") << " '" << modifier << "' splits " << splits << ": "
+                          << c.first_mismatch;
+    }
+  }
+
   // What the kernel cannot do is refused before anything runs.
   AttentionArgs bad;
   std::vector<std::uint16_t> x(4 * 8 * 80);

@@ -74,6 +74,9 @@ struct CudaAttentionLaunchPlan {
   CudaAttentionConfig config;
   int kv_splits = 1;                 // copies of each query block over disjoint keys, merged by a second kernel
   std::int64_t workspace_bytes = 0;  // device memory beyond the tensors: varlen offsets, split keys' partial rows
+  // Decoding (one query a head) with grouped heads: a KV head's query heads run as the rows of one block, which
+  // reads K and V once for all of them.
+  bool stacked_heads = false;
 };
 
 class CudaRuntime {
