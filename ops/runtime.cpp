@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "generator/llvm/gemm_emitter.hpp"
 #include "jit/disk_cache.hpp"
 #include "ops/gemm/gemm_binding.hpp"
+#include "ops/gemm/grid_plan.hpp"
 #include "ops/runtime_impl.hpp"
 #include "tessera/cost_models.hpp"
 #include "tessera/tuner.hpp"
@@ -124,6 +126,21 @@ GemmProblem thread_share(GemmProblem p, int threads) {
   if (threads > 1 && p.batch >= threads) p.batch = (p.batch + threads - 1) / threads;
   return p;
 }
+
+// The model's scores (one thread's records) for the runtime's `threads`: each config's time scaled, on the model's
+// log scale, by the share of one thread's time the grid planner expects its busiest thread to take (tiles that split
+// unevenly, B packed per tile, a B read in place split by columns). The runtime's threads, not a call's: a call's
+// thread count never changes which kernel, and so which bits, it gets.
+std::vector<double> thread_scores(const GemmProblem& whole, const GemmProblem& share,
+                                  const std::vector<CpuGemmConfig>& space, const CpuCostModel& model,
+                                  const CpuTarget& target, int threads) {
+  std::vector<double> scores = model.score(share, space, target);
+  const double unit = model.score_per_doubling();
+  if (threads <= 1 || unit <= 0) return scores;
+  for (std::size_t i = 0; i < space.size(); ++i)
+    scores[i] += unit * std::log2(plan_grid(whole.m, whole.n, whole.k, whole.batch, space[i], threads).time_share);
+  return scores;
+}
 }  // namespace
 
 CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) { return impl_->choose(*this, asked).config; }
@@ -160,7 +177,7 @@ Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProb
   } else {
     const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
     choice = space.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold}
-                           : GemmChoice{space[rank_by_score(cost_model->score(share, space, target))[0]],
+                           : GemmChoice{space[rank_by_score(thread_scores(problem, share, space, *cost_model, target, threads))[0]],
                                         "model:" + cost_model->name(), ranked.b_cold};
   }
   std::lock_guard lock(choices_mutex);

@@ -24,6 +24,9 @@ class CpuCostModel {
   // Whether the model's choices can be trusted for this problem on this target (a learned model only near what it
   // was trained on).
   virtual bool covers(const GemmProblem&, const CpuTarget&) const { return true; }
+  // What a doubling of the predicted time adds to a score, where scores are on that scale (0: they are not), so that
+  // a caller can add what the model does not see (how evenly a config's tiles split over threads).
+  virtual double score_per_doubling() const { return 0; }
 };
 
 class AnalyticCpuModel : public CpuCostModel {

@@ -89,6 +89,8 @@ class LearnedCpuModel : public CpuCostModel {
   // 9.0 against 16.9), so callers fall back. A host whose AVX-512 FMA rate differs is not covered either: a model
   // trained on a Zen 4 chose 8×16 tiles for 256³ on a core with two full-width units, 81 GFLOP/s against 8×32's 152.
   bool covers(const GemmProblem& problem, const CpuTarget& target) const override;
+  // The slowdown forest predicts log2 slowdowns, over slowdown_scale in the score.
+  double score_per_doubling() const override { return slowdown_scale_ > 0 ? 1.0 / slowdown_scale_ : 0.0; }
 
  private:
   LearnedCpuModel() = default;

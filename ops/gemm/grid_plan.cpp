@@ -115,12 +115,14 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
     const bool halves = batch < threads && c.fixed_row_parts > 1 && batch * m * n * depth >= kPerThread;
     const std::int64_t tiles = batch * (halves ? c.fixed_row_parts : 1);
     const int p = static_cast<int>(std::min<std::int64_t>(threads, tiles));
-    return {halves ? c.fixed_part_rows : c.mc, c.nc, tiles, batch * m * n * depth < kPerThread ? 1 : p};
+    const int used = batch * m * n * depth < kPerThread ? 1 : p;
+    return {halves ? c.fixed_part_rows : c.mc, c.nc, tiles, used,
+            static_cast<double>(ceil_div(tiles, used)) / static_cast<double>(tiles)};
   }
   const TileSizes tms = tile_sizes(m, c.mc, c.mr, threads), tns = tile_sizes(n, c.nc, c.nr, threads);
   if (threads <= 1) {
     // One thread: the largest tiles (fewest B panels packed); nothing to balance.
-    return {tms[0], tns[0], TileGrid{m, n, tms[0], tns[0], batch}.count(), 1};
+    return {tms[0], tns[0], TileGrid{m, n, tms[0], tns[0], batch}.count(), 1, 1.0};
   }
   // Between equal estimates: a B read in place from the caches by many rows (not streamed into a few, as by the
   // skinny kernels, mc <= 32) is best kept whole per thread and the rows split (256³ on 2 threads, interleaved
@@ -137,6 +139,7 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   double costs[kMaxPlayedOutTiles];  // per tile, reused across candidates
   GridPlan balanced;                 // the best plan with at least steal_tiles tiles, if there is one
   double best_cost = 0, balanced_cost = 0;
+  double alone = 0;  // one thread's estimate with the largest tiles
   for (std::size_t i = 0; i < (rows_first ? tns.count : tms.count); ++i)
     for (std::size_t j = 0; j < (rows_first ? tms.count : tns.count); ++j) {
       const std::int64_t tm = rows_first ? tms[j] : tms[i], tn = rows_first ? tns[i] : tns[j];
@@ -170,6 +173,15 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
                   tile_cost(static_cast<double>(m) / static_cast<double>(grid.rows()),
                             static_cast<double>(n) / static_cast<double>(grid.cols()));
       }
+      if (i == 0 && j == 0) {  // the largest tiles: one thread's plan (its per-tile costs, no thread to wake)
+        alone = tiles > kMaxPlayedOutTiles ? static_cast<double>(tiles) *
+                                                 tile_cost(static_cast<double>(m) / static_cast<double>(grid.rows()),
+                                                           static_cast<double>(n) / static_cast<double>(grid.cols()))
+                                           : 0.0;
+        for (std::int64_t t = 0; t < tiles && tiles <= kMaxPlayedOutTiles; ++t)
+          alone += tile_cost(static_cast<double>(std::min(tm, m - (t / grid.cols()) % grid.rows() * tm)),
+                             static_cast<double>(std::min(tn, n - t % grid.cols() * tn)));
+      }
       const bool splits_b = rows_first && tn < round_up(n, c.nr);
       const double cost = (busiest + kPerThread * (p - 1)) * (splits_b ? kSplitInPlaceB : 1.0);
       if (best.tiles == 0 || cost < best_cost) {
@@ -182,7 +194,10 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
         balanced_cost = cost;
       }
     }
-  return best.tiles < steal_tiles && balanced.tiles ? balanced : best;
+  const bool steals = best.tiles < steal_tiles && balanced.tiles;
+  GridPlan chosen = steals ? balanced : best;
+  chosen.time_share = alone > 0 ? std::min(1.0, (steals ? balanced_cost : best_cost) / alone) : 1.0;
+  return chosen;
 }
 
 }  // namespace tessera

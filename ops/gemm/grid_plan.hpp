@@ -11,6 +11,9 @@ struct GridPlan {
   std::int64_t tile_m = 0, tile_n = 0;  // multiples of MR / NR, at most MC / NC
   std::int64_t tiles = 0;
   int participants = 1;
+  // The busiest thread's estimated time as a share of one thread's computing the largest tiles alone (what the cost
+  // model's one-thread records time): about 1/threads when the tiles divide evenly, 1 when one thread gets them all.
+  double time_share = 1;
 };
 
 // What the planner needs of a config (CpuGemmConfig): register tile, cache blocks, packing, fixed sizes.

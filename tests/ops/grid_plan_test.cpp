@@ -92,6 +92,28 @@ TEST(GridPlan, LargeProblemsUseEveryThreadAndSmallOnesOne) {
   EXPECT_EQ(plan_grid(8, 8, 8, 0, c, 2).tiles, 0);
 }
 
+// What the runtime's two-thread choice adds to the cost model's one-thread scores: the busiest thread's share of one
+// thread's time. About half where the tiles split evenly, more where the register tile leaves an odd count of them
+// (48 columns of 16-wide tiles: 32 for one thread, 16 for the other), 1 for one thread or a problem too small to
+// split; fixed-size kernels by whole matrices (3 over 2 threads: 2 for one).
+TEST(GridPlan, TimeShareOfTheBusiestThread) {
+  const CpuGemmConfig c = blocks(8, 16, 1024, 1024);
+  const GridPlan odd = plan_grid(8, 48, 50000, 1, c, 2), even = plan_grid(8, 64, 50000, 1, c, 2);
+  EXPECT_GT(odd.time_share, 0.6);
+  EXPECT_LT(odd.time_share, 0.75);
+  EXPECT_GT(even.time_share, 0.45);
+  EXPECT_LT(even.time_share, 0.55);
+  EXPECT_EQ(plan_grid(1024, 1024, 1024, 1, c, 1).time_share, 1.0);
+  EXPECT_EQ(plan_grid(8, 8, 8, 1, c, 2).time_share, 1.0);
+  const GridPlan big = plan_grid(2048, 2048, 512, 1, blocks(8, 32, 256, 512), 2);
+  EXPECT_GT(big.time_share, 0.45);
+  EXPECT_LT(big.time_share, 0.6);
+  CpuGemmConfig fixed = blocks(8, 32, 64, 64);
+  fixed.fixed_m = fixed.fixed_n = fixed.fixed_k = 64;
+  EXPECT_NEAR(plan_grid(64, 64, 64, 3, fixed, 2).time_share, 2.0 / 3, 1e-9);
+  EXPECT_NEAR(plan_grid(64, 64, 64, 4, fixed, 2).time_share, 0.5, 1e-9);
+}
+
 // Large problems get several tiles a thread (so a thread that finishes early takes a late one's), none narrower
 // than 256 unless the extent is; small ones and B streamed into a few rows keep the fewest tiles.
 TEST(GridPlan, LargeProblemsGiveEachThreadSeveralWideTiles) {
