@@ -176,9 +176,11 @@ Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProb
                                 : GemmChoice{r.measured[r.best].config, "tuner", ranked.b_cold};
   } else {
     const std::vector<CpuGemmConfig> space = cpu_variants(problem, target);
-    choice = space.empty() ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold}
-                           : GemmChoice{space[rank_by_score(thread_scores(problem, share, space, *cost_model, target, threads))[0]],
-                                        "model:" + cost_model->name(), ranked.b_cold};
+    choice =
+        space.empty()
+            ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold}
+            : GemmChoice{space[rank_by_score(thread_scores(problem, share, space, *cost_model, target, threads))[0]],
+                         "model:" + cost_model->name(), ranked.b_cold};
   }
   std::lock_guard lock(choices_mutex);
   return choices.emplace(key, choice).first->second;
