@@ -1,5 +1,4 @@
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -10,7 +9,6 @@
 #include "generator/llvm/gemm_emitter.hpp"
 #include "jit/disk_cache.hpp"
 #include "ops/gemm/gemm_binding.hpp"
-#include "ops/gemm/grid_plan.hpp"
 #include "ops/runtime_impl.hpp"
 #include "tessera/cost_models.hpp"
 #include "tessera/tuner.hpp"
@@ -127,20 +125,6 @@ GemmProblem thread_share(GemmProblem p, int threads) {
   return p;
 }
 
-// The model's scores (one thread's records) for the runtime's `threads`: each config's time scaled, on the model's
-// log scale, by the share of one thread's time the grid planner expects its busiest thread to take (tiles that split
-// unevenly, B packed per tile, a B read in place split by columns). The runtime's threads, not a call's: a call's
-// thread count never changes which kernel, and so which bits, it gets.
-std::vector<double> thread_scores(const GemmProblem& whole, const GemmProblem& share,
-                                  const std::vector<CpuGemmConfig>& space, const CpuCostModel& model,
-                                  const CpuTarget& target, int threads) {
-  std::vector<double> scores = model.score(share, space, target);
-  const double unit = model.score_per_doubling();
-  if (threads <= 1 || unit <= 0) return scores;
-  for (std::size_t i = 0; i < space.size(); ++i)
-    scores[i] += unit * std::log2(plan_grid(whole.m, whole.n, whole.k, whole.batch, space[i], threads).time_share);
-  return scores;
-}
 }  // namespace
 
 CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) { return impl_->choose(*this, asked).config; }
@@ -152,6 +136,8 @@ Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProb
   GemmProblem ranked = problem;
   ranked.b_cold = problem.b_cold || b_arrives_cold(problem, target);
   const GemmProblem share = thread_share(ranked, problem.threads > 0 ? std::min(problem.threads, threads) : threads);
+  // The split over threads is ranked for the runtime's threads, not a call's: a call's thread count never changes
+  // which kernel, and so which bits, it gets.
   if (!cost_model || !cost_model->covers(ranked, target))
     return {CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold};
   // What makes two problems the same shape: operand types and layouts, the epilogue and its tensors, the sizes
@@ -179,7 +165,7 @@ Runtime::Impl::GemmChoice Runtime::Impl::choose(Runtime& runtime, const GemmProb
     choice =
         space.empty()
             ? GemmChoice{CpuGemmConfig::default_for(problem, target), "rules", ranked.b_cold}
-            : GemmChoice{space[rank_by_score(thread_scores(problem, share, space, *cost_model, target, threads))[0]],
+            : GemmChoice{space[rank_by_score(score_on_threads(*cost_model, problem, share, space, target, threads))[0]],
                          "model:" + cost_model->name(), ranked.b_cold};
   }
   std::lock_guard lock(choices_mutex);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -9,6 +10,7 @@
 
 #include "generator/core/error.hpp"
 #include "generator/cost/learned_model.hpp"
+#include "ops/gemm/grid_plan.hpp"
 
 namespace tessera {
 
@@ -48,6 +50,16 @@ LoadedCostModel load_cpu_cost_model(const std::string& which, const CpuTarget& t
     return {model, fmt::format("trained on a core issuing {} vector FMAs per cycle, used on one issuing {}",
                                model->vector_fmas_per_cycle(), target.vector_fmas_per_cycle)};
   return {model, ""};
+}
+
+std::vector<double> score_on_threads(const CpuCostModel& model, const GemmProblem& whole, const GemmProblem& ranked,
+                                     const std::vector<CpuGemmConfig>& space, const CpuTarget& target, int threads) {
+  std::vector<double> scores = model.score(ranked, space, target);
+  const double unit = model.score_per_doubling();
+  if (threads <= 1 || unit <= 0) return scores;
+  for (std::size_t i = 0; i < space.size(); ++i)
+    scores[i] += unit * std::log2(plan_grid(whole.m, whole.n, whole.k, whole.batch, space[i], threads).time_share);
+  return scores;
 }
 
 }  // namespace tessera

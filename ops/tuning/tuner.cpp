@@ -15,6 +15,7 @@
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "ops/tuning/ranked_measurement.hpp"
+#include "tessera/cost_models.hpp"
 
 namespace tessera {
 
@@ -114,7 +115,9 @@ TuneResult Tuner::tune(const GemmProblem& asked, const std::string& family,
   // The model ranks the problems it covers; others (an int8 GEMM for a model of f32 records) the analytic model.
   const AnalyticCpuModel analytic;
   const CpuCostModel& ranker = model_->covers(ranked, target) ? *model_ : analytic;
-  const std::vector<std::size_t> order = rank_by_score(ranker.score(ranked, space, target));
+  // Ranked for the threads the variants are timed on.
+  const std::vector<std::size_t> order =
+      rank_by_score(score_on_threads(ranker, problem, ranked, space, target, runtime_.threads()));
   const std::size_t take = options_.exhaustive ? space.size() : std::min<std::size_t>(options_.top_k, space.size());
   std::vector<CpuGemmConfig> chosen;
   for (std::size_t i = 0; i < take; ++i) chosen.push_back(space[order[i]]);

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "generator/cost/cost_model.hpp"
 
@@ -16,6 +17,13 @@ struct LoadedCostModel {
 };
 
 LoadedCostModel load_cpu_cost_model(const std::string& which, const CpuTarget& target);
+
+// A model's scores (one thread's records) for a GEMM run on `threads`: each config's time scaled, on the model's log
+// scale (CpuCostModel::score_per_doubling), by the share of one thread's time the grid planner expects the busiest
+// thread to take with that config (tiles that split unevenly, B packed per tile, a cached B split by columns).
+// `ranked` is what the model sees (a thread's share of a batch, B cold or warm), `whole` what the planner splits.
+std::vector<double> score_on_threads(const CpuCostModel& model, const GemmProblem& whole, const GemmProblem& ranked,
+                                     const std::vector<CpuGemmConfig>& space, const CpuTarget& target, int threads);
 
 // The learned models compiled into tessera (models/*.json at build time): model text for a target, or empty.
 const std::string& shipped_model_text(const std::string& target);
