@@ -58,6 +58,8 @@ void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, cons
   const std::int64_t tile = std::int64_t{spec.config.nv} * spec.target.vector_lanes();
   const std::int64_t width =
       bound.column_panel > 0 ? ceil_div(bound.column_panel, tile) * tile : std::max<std::int64_t>(k.n, 1);
+  // Kept for the caller's next call (a panel is K·1 KiB), unless it is large.
+  constexpr std::size_t kKeptPanelBytes = std::size_t{64} << 20;
   thread_local std::vector<std::byte> b_panel;
   const std::size_t element = bound.problem.signature.dense.b.dtype == DType::bf16 ? 2 : 4;
   for (std::int64_t n0 = 0; n0 < k.n; n0 += width) {
@@ -80,6 +82,7 @@ void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, cons
       run_plan(pool, participants, *bound.plan, k, fn);
     }
   }
+  if (b_panel.capacity() > kKeptPanelBytes) std::vector<std::byte>().swap(b_panel);
 }
 
 // A sparse problem in a verbose line: "MxKxN" (SpMM; SDDMM: MxNxK), the format tag, the stored entries, the epilogue.
