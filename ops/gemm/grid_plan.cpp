@@ -174,13 +174,13 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
                             static_cast<double>(n) / static_cast<double>(grid.cols()));
       }
       if (i == 0 && j == 0) {  // the largest tiles: one thread's plan (its per-tile costs, no thread to wake)
-        alone = tiles > kMaxPlayedOutTiles
-                    ? static_cast<double>(tiles) * tile_cost(static_cast<double>(m) / static_cast<double>(grid.rows()),
-                                                             static_cast<double>(n) / static_cast<double>(grid.cols()))
-                    : 0.0;
-        for (std::int64_t t = 0; t < tiles && tiles <= kMaxPlayedOutTiles; ++t)
-          alone += tile_cost(static_cast<double>(std::min(tm, m - (t / grid.cols()) % grid.rows() * tm)),
-                             static_cast<double>(std::min(tn, n - t % grid.cols() * tn)));
+        if (tiles > kMaxPlayedOutTiles)
+          alone = static_cast<double>(tiles) * tile_cost(static_cast<double>(m) / static_cast<double>(grid.rows()),
+                                                         static_cast<double>(n) / static_cast<double>(grid.cols()));
+        else
+          for (std::int64_t t = 0; t < tiles; ++t)
+            alone += tile_cost(static_cast<double>(std::min(tm, m - (t / grid.cols()) % grid.rows() * tm)),
+                               static_cast<double>(std::min(tn, n - t % grid.cols() * tn)));
       }
       const bool splits_b = rows_first && tn < round_up(n, c.nr);
       const double cost = (busiest + kPerThread * (p - 1)) * (splits_b ? kSplitInPlaceB : 1.0);
