@@ -84,8 +84,9 @@ Footprint footprint(const AttentionBinding& bound, const AttentionProblem& p, co
 
 struct AttentionLaunch {
   std::shared_ptr<const CudaProgram> program;
-  std::shared_ptr<void> offsets;   // varlen: the offsets in device memory, freed after the device is done with them
-  std::shared_ptr<void> partials;  // split keys: the splits' rows (f32 O, then the LSE) in device memory
+  std::shared_ptr<void> offsets;     // varlen: the offsets in device memory, freed after the device is done with them
+  DeviceScratch* scratch = nullptr;  // split keys: the splits' rows (f32 O, then the LSE) go there at launch
+  std::size_t o_partial_bytes = 0, partial_bytes = 0;
   std::string kernel, combine_kernel;
   AttentionParams params{};
   unsigned grid_x = 0, grid_z = 0, block = 0, shared_bytes = 0;
@@ -93,8 +94,8 @@ struct AttentionLaunch {
   std::vector<EmuMemoryRange> extents;
 };
 
-AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& programs, const AttentionArgs& args,
-                     std::optional<CudaAttentionConfig> asked) {
+AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& programs, DeviceScratch& scratch,
+                     const AttentionArgs& args, std::optional<CudaAttentionConfig> asked) {
   const AttentionBinding bound = bind_attention(args);
   const AttentionProblem p = launched_problem(bound);
   const CudaTarget& target = backend.target();
@@ -131,21 +132,17 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   const std::int64_t limit = (std::int64_t{1} << 31) - 1;
   if (p.seq_q > limit || p.seq_kv > limit || p.heads > limit)
     throw InvalidArgument("q", "CUDA kernels take sequences and heads below 2^31");
-  // Device memory freed once the device is done with every launch of this plan.
-  const auto device_buffer = [&backend](std::size_t bytes) {
-    const std::uint64_t address = backend.allocate(bytes);
-    return std::shared_ptr<void>(reinterpret_cast<void*>(address), [&backend](void* memory) {
-      backend.synchronize();
-      backend.free(reinterpret_cast<std::uint64_t>(memory));
-    });
-  };
   if (p.varlen()) {
-    // Both offset lists in one device buffer.
+    // Both offset lists in one device buffer, freed once the device is done with every launch of this plan.
     std::vector<std::int64_t> offsets = args.seq_offsets_q;
     offsets.insert(offsets.end(), args.seq_offsets_kv.begin(), args.seq_offsets_kv.end());
     const std::size_t bytes = needs.offsets_bytes;
-    launch.offsets = device_buffer(bytes);
-    backend.copy_to_device(reinterpret_cast<std::uint64_t>(launch.offsets.get()), offsets.data(), bytes);
+    const std::uint64_t address = backend.allocate(bytes);
+    backend.copy_to_device(address, offsets.data(), bytes);
+    launch.offsets = std::shared_ptr<void>(reinterpret_cast<void*>(address), [&backend](void* memory) {
+      backend.synchronize();
+      backend.free(reinterpret_cast<std::uint64_t>(memory));
+    });
     k.q_offsets = static_cast<const i64*>(launch.offsets.get());
     k.kv_offsets = k.q_offsets + args.seq_offsets_q.size();
     launch.extents.push_back({launch.offsets.get(), bytes});
@@ -169,15 +166,13 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   launch.splits = static_cast<unsigned>(needs.splits);
   if (launch.splits > 1) {
     if (grid_x * launch.splits > limit) throw InvalidArgument("q", "too many query blocks and key splits for one grid");
-    const std::size_t bytes = needs.o_partial_bytes + needs.lse_partial_bytes;
-    launch.partials = device_buffer(bytes);
-    k.o_partial = static_cast<float*>(launch.partials.get());
-    k.lse_partial = k.o_partial + needs.o_partial_bytes / sizeof(float);
+    launch.scratch = &scratch;
+    launch.o_partial_bytes = needs.o_partial_bytes;
+    launch.partial_bytes = needs.o_partial_bytes + needs.lse_partial_bytes;
     k.partial_bs = p.varlen() ? 0 : p.seq_q;
     k.partial_rows = needs.rows;
     k.kv_splits = needs.splits;
     k.kv_chunk = static_cast<int>(config.split_keys(p, needs.splits));
-    launch.extents.push_back({launch.partials.get(), bytes});
   }
   launch.block = static_cast<unsigned>(config.threads());
   launch.shared_bytes = static_cast<unsigned>(config.shared_bytes(p.signature));
@@ -187,20 +182,31 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
   return launch;
 }
 
-void run(const AttentionLaunch& launch) {
+void run(const CudaBackend& backend, const AttentionLaunch& launch) {
   if (launch.grid_x == 0 || launch.grid_z == 0) return;
-  const auto params = std::as_bytes(std::span(&launch.params, 1));
+  if (launch.splits <= 1) {
+    launch.program->launch(launch.kernel, launch.grid_x, launch.grid_z, launch.block, launch.shared_bytes,
+                           std::as_bytes(std::span(&launch.params, 1)), launch.extents);
+    return;
+  }
+  // The splits' rows in the runtime's scratch, held until the merge that reads them is launched.
+  std::lock_guard lock(launch.scratch->mutex);
+  void* partials = launch.scratch->reserve(backend, launch.partial_bytes);
+  AttentionParams k = launch.params;
+  k.o_partial = static_cast<float*>(partials);
+  k.lse_partial = k.o_partial + launch.o_partial_bytes / sizeof(float);
+  std::vector<EmuMemoryRange> extents = launch.extents;
+  extents.push_back({partials, launch.partial_bytes});
+  const auto params = std::as_bytes(std::span(&k, 1));
   launch.program->launch(launch.kernel, launch.grid_x * launch.splits, launch.grid_z, launch.block, launch.shared_bytes,
-                         params, launch.extents);
-  if (launch.splits > 1)
-    launch.program->launch(launch.combine_kernel, launch.grid_x, launch.grid_z, launch.block, 0, params,
-                           launch.extents);
+                         params, extents);
+  launch.program->launch(launch.combine_kernel, launch.grid_x, launch.grid_z, launch.block, 0, params, extents);
 }
 
 }  // namespace
 
 void CudaRuntime::attention(const AttentionArgs& device_args, std::optional<CudaAttentionConfig> config) {
-  run(plan(*impl_->backend, impl_->programs, device_args, config));
+  run(*impl_->backend, plan(*impl_->backend, impl_->programs, impl_->scratch, device_args, config));
 }
 
 CudaAttentionLaunchPlan CudaRuntime::attention_plan(const AttentionArgs& device_args,
@@ -221,10 +227,11 @@ CudaAttentionLaunchPlan CudaRuntime::attention_plan(const AttentionArgs& device_
 
 double CudaRuntime::attention_ms(const AttentionArgs& device_args, int repeat,
                                  std::optional<CudaAttentionConfig> config) {
-  const AttentionLaunch launch = plan(*impl_->backend, impl_->programs, device_args, config);
-  run(launch);
+  const AttentionLaunch launch = plan(*impl_->backend, impl_->programs, impl_->scratch, device_args, config);
+  run(*impl_->backend, launch);
   std::vector<double> times;
-  for (int i = 0; i < std::max(1, repeat); ++i) times.push_back(impl_->backend->time_ms([&] { run(launch); }));
+  for (int i = 0; i < std::max(1, repeat); ++i)
+    times.push_back(impl_->backend->time_ms([&] { run(*impl_->backend, launch); }));
   return median(std::move(times));
 }
 
