@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include "bench/stream_read.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"

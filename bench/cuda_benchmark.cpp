@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include <nlohmann/json.hpp>
 #include "bench/peers/cublas_peer.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"

@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
 #include "generator/core/arith.hpp"
 #include "tessera/tessera.hpp"
 

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <random>
 
+#include <nlohmann/json.hpp>
 #include "tessera/tessera.hpp"
 
 namespace tessera::bench {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
 #include "ops/library/library_builder.hpp"
 #include "tessera/tessera.hpp"
 

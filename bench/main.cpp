@@ -16,6 +16,7 @@
 #include "bench/suite.hpp"
 #include "generator/core/cuda_target.hpp"
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
 #include "generator/core/error.hpp"
 
 namespace tessera::bench {

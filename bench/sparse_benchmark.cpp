@@ -14,6 +14,7 @@
 #include "bench/stream_read.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
+#include "generator/sparse/sparse_json.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera::bench {
@@ -251,7 +252,7 @@ nlohmann::json run_spmm_benchmark(const std::vector<SparseCase>& cases, const st
           {"k", k},
           {"n", n},
           {"nnz", peer_a.nnz},
-          {"stats", problem.pattern.to_json()},
+          {"stats", to_json(problem.pattern)},
           {"threads", threads},
           {"kernel", kernel.name()},
           {"tessera_ms", ms},
@@ -340,7 +341,7 @@ nlohmann::json run_sddmm_benchmark(const std::vector<SparseCase>& cases, const s
                       {"n", n},
                       {"k", k},
                       {"nnz", v.entries},
-                      {"stats", problem.pattern.to_json()},
+                      {"stats", to_json(problem.pattern)},
                       {"threads", threads},
                       {"kernel", kernel.name()},
                       {"tessera_ms", ms},

@@ -1,4 +1,5 @@
 #include "jit/cuda_gemm_build.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 
@@ -18,7 +19,7 @@ CudaGemmBuild build_cuda_gemm(const CudaGemmSpec& spec, bool cubin) {
 
 nlohmann::json CudaGemmBuild::report() const {
   nlohmann::json j = kernel_report(source.kernel, spec.target, source.threads, source.shared_bytes, binary);
-  j["config"] = spec.config.to_json();
+  j["config"] = to_json(spec.config);
   j["spec_hash"] = spec.hash().hex();
   if (!source.reduce_kernel.empty())
     j["reduce"] = {{"name", source.reduce_kernel},

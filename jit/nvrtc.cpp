@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
 #include "generator/core/error.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/embedded_templates.hpp"

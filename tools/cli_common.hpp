@@ -14,6 +14,7 @@
 
 #include <iostream>
 
+#include "generator/gemm/gemm_json.hpp"
 #include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
@@ -112,7 +113,7 @@ int print_tune_result(const Result& r, double flops, bool json) {
   if (json) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& m : r.measured)
-      rows.push_back({{"config", m.config.to_json()},
+      rows.push_back({{"config", to_json(m.config)},
                       {"spec_hash", m.spec_hash},
                       {"median_ns", m.median_ns},
                       {"spread", m.spread},
@@ -129,7 +130,7 @@ int print_tune_result(const Result& r, double flops, bool json) {
   for (std::size_t i = 0; i < r.measured.size(); ++i) {
     const auto& m = r.measured[i];
     std::cout << fmt::format("{} {:<60} {:>10.1f} us {:>7.1f} GFLOP/s  {}\n", i == r.best ? "*" : " ",
-                             m.config.to_json().dump(), m.median_ns / 1e3, flops / m.median_ns,
+                             to_json(m.config).dump(), m.median_ns / 1e3, flops / m.median_ns,
                              m.from_records ? "on record" : fmt::format("spread {:.3f}", m.spread));
   }
   return kOk;

@@ -9,6 +9,7 @@
 #include "attention_request.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "generator/attention/attention_json.hpp"
 #include "generator/cuda/attention_source.hpp"
 #include "tessera/cuda.hpp"
 #include "tessera/tuner.hpp"
@@ -56,7 +57,7 @@ struct AttentionCommand {
       nlohmann::json j{
           {"name", kernel.name()},
           {"spec_hash", kernel.spec().hash().hex()},
-          {"spec", kernel.spec().to_json()},
+          {"spec", to_json(kernel.spec())},
           {"batch", problem.batch},
           {"heads", problem.heads},
           {"kv_heads", problem.kv_heads},
@@ -173,7 +174,7 @@ struct EmitAttentionCommand {
       return kOk;
     }
     const CudaCode code = generate_cuda_attention(spec, resources || json);
-    const nlohmann::json& r = code.report;
+    const nlohmann::json r = nlohmann::json::parse(code.report);
     if (json)
       std::cout << r.dump() << "\n";
     else if (ptx)

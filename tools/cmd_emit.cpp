@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include <nlohmann/json.hpp>
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "generator/cuda/gemm_source.hpp"
@@ -50,11 +51,11 @@ struct EmitCommand {
     }
     const CudaCode code = generate_cuda_gemm(spec, resources || json);
     if (json) {
-      std::cout << code.report.dump() << "\n";
+      std::cout << code.report << "\n";
     } else if (ptx) {
       std::cout << code.ptx;
     } else {
-      const nlohmann::json& r = code.report;
+      const nlohmann::json r = nlohmann::json::parse(code.report);
       std::cout << fmt::format(
           "{}\n  {} threads, {} registers, {} bytes shared ({} dynamic), {} bytes stack, spills {} / {} bytes "
           "(store / load)\n  PTX: {} mma.sync, {} ldmatrix, {} cp.async, {} cp.async.wait_group, {} local accesses\n"

@@ -6,6 +6,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "tessera/cuda.hpp"
 
 namespace tessera::cli {
@@ -29,7 +30,7 @@ struct GemmCommand {
       const auto error = [&](double e) { return verify ? nlohmann::json(e) : nlohmann::json(); };
       nlohmann::json j{{"name", r.spec.name()},
                        {"spec_hash", r.spec.hash().hex()},
-                       {"spec", r.spec.to_json()},
+                       {"spec", to_json(r.spec)},
                        {"m", p.m},
                        {"n", p.n},
                        {"k", p.k},
@@ -93,7 +94,7 @@ struct GemmCommand {
     const bool ok = !verify || cmp.ok();
     if (json) {
       nlohmann::json j{{"name", kernel.name()},
-                       {"spec", kernel.spec().to_json()},
+                       {"spec", to_json(kernel.spec())},
                        {"target", runtime.target().str()},
                        {"device", runtime.device_name()},
                        {"m", problem.m},

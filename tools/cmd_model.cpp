@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "generator/gemm/cpu_gemm_spec.hpp"

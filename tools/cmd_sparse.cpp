@@ -10,6 +10,8 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "generator/cuda/sparse_source.hpp"
+#include "generator/gemm/gemm_json.hpp"
+#include "generator/sparse/sparse_json.hpp"
 #include "tessera/tuner.hpp"
 
 namespace tessera::cli {
@@ -177,7 +179,7 @@ struct SparseCommand {
       if (verify) cmp = compare_gemm(ref, args.d);
       name = kernel.name(), hash = kernel.spec().hash().hex(), compile_ms = kernel.compile_ms();
       min_bytes = problem.min_bytes();
-      stats = problem.pattern.to_json();
+      stats = to_json(problem.pattern);
     } else {
       SddmmArgs args;
       args.pattern = a;
@@ -208,7 +210,7 @@ struct SparseCommand {
       if (verify) cmp = compare_sddmm(ref, args.out);
       name = kernel.name(), hash = kernel.spec().hash().hex(), compile_ms = kernel.compile_ms();
       min_bytes = problem.min_bytes();
-      stats = problem.pattern.to_json();
+      stats = to_json(problem.pattern);
     }
     const bool ok = !verify || cmp.ok();
     const double flops = 2.0 * static_cast<double>(pattern.nonzeros) * static_cast<double>(request.dense);
@@ -414,7 +416,7 @@ struct EmitSparseCommand {
       }
       code = generate_cuda_sddmm(spec, resources || json);
     }
-    const nlohmann::json& r = code.report;
+    const nlohmann::json r = nlohmann::json::parse(code.report);
     if (json)
       std::cout << r.dump() << "\n";
     else if (ptx)

@@ -1,5 +1,6 @@
 #include "generator/attention/attention_problem.hpp"
 
+#include "generator/attention/attention_json.hpp"
 #include "generator/core/error.hpp"
 
 namespace tessera {
@@ -11,17 +12,18 @@ void AttentionSignature::check() const {
   if (head_dim_v < 1 || head_dim_v > 512) throw InvalidArgument("head_dim_v", "must be in [1, 512]");
 }
 
-nlohmann::json AttentionSignature::to_json() const {
-  return {{"dtype", dtype_name(dtype)},
-          {"head_dim_qk", head_dim_qk},
-          {"head_dim_v", head_dim_v},
-          {"unit_d", {q_unit_d, k_unit_d, v_unit_d, o_unit_d}},
-          {"causal", causal},
-          {"lse", lse},
-          {"score_mod", score_mod.text()}};
+nlohmann::json to_json(const AttentionSignature& signature) {
+  return {{"dtype", dtype_name(signature.dtype)},
+          {"head_dim_qk", signature.head_dim_qk},
+          {"head_dim_v", signature.head_dim_v},
+          {"unit_d", {signature.q_unit_d, signature.k_unit_d, signature.v_unit_d, signature.o_unit_d}},
+          {"causal", signature.causal},
+          {"lse", signature.lse},
+          {"score_mod", signature.score_mod.text()}};
 }
 
-AttentionSignature AttentionSignature::from_json(const nlohmann::json& j) {
+template <>
+AttentionSignature from_json<AttentionSignature>(const nlohmann::json& j) {
   AttentionSignature s;
   const auto dtype = parse_dtype(j.at("dtype").get<std::string>());
   if (!dtype) throw InvalidArgument("dtype", "unknown type " + j.at("dtype").get<std::string>());
@@ -39,7 +41,7 @@ AttentionSignature AttentionSignature::from_json(const nlohmann::json& j) {
   return s;
 }
 
-bool operator==(const AttentionSignature& x, const AttentionSignature& y) { return x.to_json() == y.to_json(); }
+bool operator==(const AttentionSignature& x, const AttentionSignature& y) { return to_json(x) == to_json(y); }
 
 double AttentionProblem::score_pairs() const {
   double pairs = 0;

@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/attention/score_modifier.hpp"
 #include "generator/core/dtype.hpp"
 #include "generator/core/strided_layout.hpp"
@@ -26,8 +24,6 @@ struct AttentionSignature {
 
   // Throws InvalidArgument naming the field that breaks a rule.
   void check() const;
-  nlohmann::json to_json() const;
-  static AttentionSignature from_json(const nlohmann::json& j);
   friend bool operator==(const AttentionSignature& x, const AttentionSignature& y);
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "generator/attention/attention_json.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
@@ -93,11 +94,16 @@ CpuAttentionConfig CpuAttentionConfig::with_overrides(const std::string& text) c
   return c;
 }
 
-nlohmann::json CpuAttentionConfig::to_json() const {
-  return {{"block_q", block_q}, {"block_kv", block_kv}, {"mr", mr}, {"nv", nv}, {"in_place", in_place}};
+nlohmann::json to_json(const CpuAttentionConfig& config) {
+  return {{"block_q", config.block_q},
+          {"block_kv", config.block_kv},
+          {"mr", config.mr},
+          {"nv", config.nv},
+          {"in_place", config.in_place}};
 }
 
-CpuAttentionConfig CpuAttentionConfig::from_json(const nlohmann::json& j) {
+template <>
+CpuAttentionConfig from_json<CpuAttentionConfig>(const nlohmann::json& j) {
   CpuAttentionConfig c;
   c.block_q = j.at("block_q").get<int>();
   c.block_kv = j.at("block_kv").get<int>();

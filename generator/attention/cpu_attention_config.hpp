@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/attention/attention_problem.hpp"
 #include "generator/core/cpu_target.hpp"
 
@@ -44,8 +42,6 @@ struct CpuAttentionConfig {
   static CpuAttentionConfig default_for(const AttentionProblem& problem, const CpuTarget& target);
   // "block_q=96,block_kv=256,mr=6,nv=4" applied to this config; throws InvalidArgument for an unknown key.
   CpuAttentionConfig with_overrides(const std::string& text) const;
-  nlohmann::json to_json() const;
-  static CpuAttentionConfig from_json(const nlohmann::json& j);
   friend bool operator==(const CpuAttentionConfig&, const CpuAttentionConfig&) = default;
 };
 

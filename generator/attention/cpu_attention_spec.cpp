@@ -1,4 +1,5 @@
 #include "generator/attention/cpu_attention_spec.hpp"
+#include "generator/attention/attention_json.hpp"
 
 #include <fmt/format.h>
 
@@ -9,14 +10,19 @@ constexpr int kSpecVersion = 1;
 }  // namespace
 
 KernelSpec CpuAttentionSpec::generic() const {
-  return {"attention", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  return {"attention", kSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
-CpuAttentionSpec CpuAttentionSpec::from_json(const nlohmann::json& j) {
+nlohmann::json to_json(const CpuAttentionSpec& spec) { return to_json(spec.generic()); }
+Hash128 CpuAttentionSpec::hash() const { return generic().hash(); }
+std::string CpuAttentionSpec::canonical_json() const { return generic().canonical_json(); }
+
+template <>
+CpuAttentionSpec from_json<CpuAttentionSpec>(const nlohmann::json& j) {
   const KernelSpec generic = KernelSpec::from_json(j, "attention", kSpecVersion);
   CpuAttentionSpec spec = parse_spec_part([&] {
-    return CpuAttentionSpec{AttentionSignature::from_json(generic.signature),
-                            CpuAttentionConfig::from_json(generic.config), CpuTarget::parse(generic.target)};
+    return CpuAttentionSpec{from_json<AttentionSignature>(generic.signature),
+                            from_json<CpuAttentionConfig>(generic.config), CpuTarget::parse(generic.target)};
   });
   validate(spec.signature, spec.config, spec.target);
   return spec;

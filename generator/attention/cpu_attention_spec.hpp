@@ -4,14 +4,14 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/attention/attention_problem.hpp"
 #include "generator/attention/cpu_attention_config.hpp"
 #include "generator/core/cpu_target.hpp"
-#include "generator/core/kernel_spec.hpp"
+#include "generator/core/hash.hpp"
 
 namespace tessera {
+
+struct KernelSpec;  // generator/core/kernel_spec.hpp
 
 struct CpuAttentionSpec {
   AttentionSignature signature;
@@ -19,11 +19,8 @@ struct CpuAttentionSpec {
   CpuTarget target;
 
   KernelSpec generic() const;
-  nlohmann::json to_json() const { return generic().to_json(); }
-  std::string canonical_json() const { return generic().canonical_json(); }
-  // Parses and validates; throws InvalidArgument (malformed) or ConfigError (invalid combination).
-  static CpuAttentionSpec from_json(const nlohmann::json& j);
-  Hash128 hash() const { return generic().hash(); }
+  std::string canonical_json() const;
+  Hash128 hash() const;
   // A valid C symbol, e.g. attention_f32_d128_causal_48x128_6x4_avx512_1a2b3c4d.
   std::string name() const;
 };

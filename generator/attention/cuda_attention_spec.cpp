@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "generator/attention/attention_json.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 
@@ -46,9 +47,9 @@ std::int64_t CudaAttentionConfig::split_keys(const AttentionProblem& p, int spli
   return ceil_div(key_blocks, std::max(splits, 1)) * block_kv;
 }
 
-nlohmann::json CudaAttentionConfig::to_json() const {
-  nlohmann::json j{{"block_kv", block_kv}, {"warps", warps}, {"align", align}};
-  if (kv_splits > 0) j["kv_splits"] = kv_splits;
+nlohmann::json to_json(const CudaAttentionConfig& config) {
+  nlohmann::json j{{"block_kv", config.block_kv}, {"warps", config.warps}, {"align", config.align}};
+  if (config.kv_splits > 0) j["kv_splits"] = config.kv_splits;
   return j;
 }
 
@@ -82,8 +83,11 @@ void validate(const AttentionSignature& s, const CudaAttentionConfig& c, const C
 KernelSpec CudaAttentionSpec::generic() const {
   CudaAttentionConfig code = config;
   code.kv_splits = 0;  // the same code for any split
-  return {"attention", kSpecVersion, signature.to_json(), code.to_json(), target.str()};
+  return {"attention", kSpecVersion, to_json(signature), to_json(code), target.str()};
 }
+
+nlohmann::json to_json(const CudaAttentionSpec& spec) { return to_json(spec.generic()); }
+Hash128 CudaAttentionSpec::hash() const { return generic().hash(); }
 
 std::string CudaAttentionSpec::name() const {
   return fmt::format("flash_attention_{}_d{}{}{}_bc{}_w{}_a{}_{}_{}", dtype_name(signature.dtype),

@@ -4,13 +4,13 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/attention/attention_problem.hpp"
 #include "generator/core/cuda_target.hpp"
-#include "generator/core/kernel_spec.hpp"
+#include "generator/core/hash.hpp"
 
 namespace tessera {
+
+struct KernelSpec;  // generator/core/kernel_spec.hpp
 
 struct CudaAttentionConfig {
   int block_kv = 64;  // keys per block in shared memory (a multiple of 16)
@@ -34,7 +34,6 @@ struct CudaAttentionConfig {
   int key_splits(const AttentionProblem& problem, const CudaTarget& target) const;
   // Keys per split for `splits` (a multiple of block_kv).
   std::int64_t split_keys(const AttentionProblem& problem, int splits) const;
-  nlohmann::json to_json() const;  // with kv_splits when given
   friend bool operator==(const CudaAttentionConfig&, const CudaAttentionConfig&) = default;
 };
 
@@ -48,7 +47,7 @@ struct CudaAttentionSpec {
   CudaTarget target;
 
   KernelSpec generic() const;
-  Hash128 hash() const { return generic().hash(); }
+  Hash128 hash() const;
   // A valid C symbol, e.g. flash_attention_f16_d128_causal_bc32_w4_a8_sm80_1a2b3c4d.
   std::string name() const;
   // The entry that merges split keys' partial rows: name() + "_combine".

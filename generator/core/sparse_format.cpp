@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "generator/core/error.hpp"
+#include "generator/sparse/sparse_json.hpp"
 
 namespace tessera {
 
@@ -27,14 +28,15 @@ std::string SparseSignature::tag() const {
   return fmt::format("{}_i{}_{}", shape, index_bits, dtype_name(value));
 }
 
-nlohmann::json SparseSignature::to_json() const {
-  return {{"format", format == SparseFormat::Csr ? "csr" : "bsr"},
-          {"block", {block_rows, block_cols}},
-          {"index", fmt::format("i{}", index_bits)},
-          {"value", std::string(dtype_name(value))}};
+nlohmann::json to_json(const SparseSignature& signature) {
+  return {{"format", signature.format == SparseFormat::Csr ? "csr" : "bsr"},
+          {"block", {signature.block_rows, signature.block_cols}},
+          {"index", fmt::format("i{}", signature.index_bits)},
+          {"value", std::string(dtype_name(signature.value))}};
 }
 
-SparseSignature SparseSignature::from_json(const nlohmann::json& j) {
+template <>
+SparseSignature from_json<SparseSignature>(const nlohmann::json& j) {
   SparseSignature s;
   try {
     const std::string format = j.at("format").get<std::string>();

@@ -6,8 +6,6 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/dtype.hpp"
 
 namespace tessera {
@@ -24,8 +22,6 @@ struct SparseSignature {
   void check() const;
   // "csr_i32_f32", "bsr4x4_i64_bf16": a symbol-safe tag for kernel names.
   std::string tag() const;
-  nlohmann::json to_json() const;
-  static SparseSignature from_json(const nlohmann::json& j);
   friend bool operator==(const SparseSignature&, const SparseSignature&) = default;
 };
 

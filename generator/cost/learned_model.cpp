@@ -10,6 +10,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_features.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 
@@ -67,7 +68,8 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
     model->read_forests(j);
     // Optional: models trained before 2026-11-26 have no table.
     for (const auto& entry : j.value("measured_best", nlohmann::json::array()))
-      model->measured_best_[entry.at("problem").get<std::string>()] = CpuGemmConfig::from_json(entry.at("config"));
+      model->measured_best_[entry.at("problem").get<std::string>()] =
+          tessera::from_json<CpuGemmConfig>(entry.at("config"));
     model->document_ = text;
     return model;
   } catch (const nlohmann::json::exception& e) {

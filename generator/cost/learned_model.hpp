@@ -15,6 +15,7 @@
 
 #include "generator/cost/cost_model.hpp"
 #include "generator/cost/tree_ensemble.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 

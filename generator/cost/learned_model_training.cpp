@@ -157,7 +157,7 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::train(const TrainingSet&
   };
   nlohmann::json measured = nlohmann::json::array();
   for (const auto& [key, config] : set.measured_best)
-    measured.push_back({{"problem", key}, {"config", config.to_json()}});
+    measured.push_back({{"problem", key}, {"config", tessera::to_json(config)}});
   const nlohmann::json document{{"format", "tessera-cost-model"},
                                 {"version", kVersion},
                                 {"target", target.str()},

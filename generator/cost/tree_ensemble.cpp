@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include <nlohmann/json.hpp>
 #include "generator/core/error.hpp"
 #include "generator/cost/base64.hpp"
 

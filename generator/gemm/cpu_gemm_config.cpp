@@ -8,6 +8,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 
@@ -315,19 +316,20 @@ CpuGemmConfig CpuGemmConfig::with_overrides(const std::string& text) const {
   return c;
 }
 
-nlohmann::json CpuGemmConfig::to_json() const {
-  nlohmann::json j = {{"mr", mr},           {"nr", nr},          {"kc", kc},
-                      {"mc", mc},           {"nc", nc},          {"k_unroll", k_unroll},
-                      {"pack_a", pack_a},   {"pack_b", pack_b},  {"fixed_m", fixed_m},
-                      {"fixed_n", fixed_n}, {"fixed_k", fixed_k}};
+nlohmann::json to_json(const CpuGemmConfig& config) {
+  nlohmann::json j = {{"mr", config.mr},           {"nr", config.nr},          {"kc", config.kc},
+                      {"mc", config.mc},           {"nc", config.nc},          {"k_unroll", config.k_unroll},
+                      {"pack_a", config.pack_a},   {"pack_b", config.pack_b},  {"fixed_m", config.fixed_m},
+                      {"fixed_n", config.fixed_n}, {"fixed_k", config.fixed_k}};
   // Only when set: the configs (and so the spec hashes of tuning records and cached kernels) from before dot
   // kernels existed stay what they were.
-  if (dot) j["dot"] = true;
-  if (transpose) j["transpose"] = true;
+  if (config.dot) j["dot"] = true;
+  if (config.transpose) j["transpose"] = true;
   return j;
 }
 
-CpuGemmConfig CpuGemmConfig::from_json(const nlohmann::json& j) {
+template <>
+CpuGemmConfig from_json<CpuGemmConfig>(const nlohmann::json& j) {
   CpuGemmConfig c;
   c.mr = j.at("mr").get<int>();
   c.nr = j.at("nr").get<int>();

@@ -3,8 +3,6 @@
 
 #include <cstdint>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/cpu_target.hpp"
 #include "generator/gemm/gemm_problem.hpp"
 
@@ -52,8 +50,6 @@ struct CpuGemmConfig {
   static CpuGemmConfig default_for(const GemmProblem& problem, const CpuTarget& target);
   // Applies "mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,pack_a=0,pack_b=1,transpose=1" (any subset) to this config.
   CpuGemmConfig with_overrides(const std::string& text) const;
-  nlohmann::json to_json() const;
-  static CpuGemmConfig from_json(const nlohmann::json& j);
   // Bytes of per-thread scratch: packed A and B panels and the partial-sum tile for K > KC.
   std::int64_t workspace_bytes() const;
   // Columns of the partial-sum tile: NC, and one micro-tile more when B is read in place, whose first micro-tile

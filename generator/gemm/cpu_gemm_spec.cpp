@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_naming.hpp"
 
 namespace tessera {
@@ -18,13 +19,18 @@ std::string_view CpuGemmSpec::required_extension() const {
 }
 
 KernelSpec CpuGemmSpec::generic() const {
-  return {"gemm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  return {"gemm", kSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
-CpuGemmSpec CpuGemmSpec::from_json(const nlohmann::json& j) {
+nlohmann::json to_json(const CpuGemmSpec& spec) { return to_json(spec.generic()); }
+Hash128 CpuGemmSpec::hash() const { return generic().hash(); }
+std::string CpuGemmSpec::canonical_json() const { return generic().canonical_json(); }
+
+template <>
+CpuGemmSpec from_json<CpuGemmSpec>(const nlohmann::json& j) {
   const KernelSpec generic = KernelSpec::from_json(j, "gemm", kSpecVersion);
   CpuGemmSpec spec = parse_spec_part([&] {
-    return CpuGemmSpec{GemmSignature::from_json(generic.signature), CpuGemmConfig::from_json(generic.config),
+    return CpuGemmSpec{from_json<GemmSignature>(generic.signature), from_json<CpuGemmConfig>(generic.config),
                        CpuTarget::parse(generic.target)};
   });
   validate(spec.signature, spec.config, spec.target);

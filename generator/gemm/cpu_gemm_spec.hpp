@@ -4,14 +4,14 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/cpu_target.hpp"
-#include "generator/core/kernel_spec.hpp"
+#include "generator/core/hash.hpp"
 #include "generator/gemm/cpu_gemm_config.hpp"
 #include "generator/gemm/gemm_problem.hpp"
 
 namespace tessera {
+
+struct KernelSpec;  // generator/core/kernel_spec.hpp
 
 struct CpuGemmSpec {
   GemmSignature signature;
@@ -20,12 +20,9 @@ struct CpuGemmSpec {
 
   // The op-tagged spec that serialises and hashes it.
   KernelSpec generic() const;
-  nlohmann::json to_json() const { return generic().to_json(); }
-  std::string canonical_json() const { return generic().canonical_json(); }
-  // Parses and validates; throws InvalidArgument (malformed) or ConfigError (invalid combination).
-  static CpuGemmSpec from_json(const nlohmann::json& j);
+  std::string canonical_json() const;
   // XXH3-128 of the canonical JSON.
-  Hash128 hash() const { return generic().hash(); }
+  Hash128 hash() const;
   // A procedural name that is a valid C symbol, e.g. gemm_f32_rrzr_8x32x192_ab_avx512_1a2b3c4d.
   std::string name() const;
   // The instruction-set extension the kernel's multiplies need beyond its ISA, as LLVM names it ("" for none):

@@ -8,6 +8,7 @@
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
 #include "generator/core/tile_grid.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 
@@ -131,22 +132,23 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
   return c;
 }
 
-nlohmann::json CudaGemmConfig::to_json() const {
-  return {{"math", cuda_math_name(math)},
-          {"block_m", block_m},
-          {"block_n", block_n},
-          {"block_k", block_k},
-          {"warp_m", warp_m},
-          {"warp_n", warp_n},
-          {"stages", stages},
-          {"split_k", split_k},
-          {"swizzle", swizzle},
-          {"align_a", align_a},
-          {"align_b", align_b},
-          {"align_c", align_c}};
+nlohmann::json to_json(const CudaGemmConfig& config) {
+  return {{"math", cuda_math_name(config.math)},
+          {"block_m", config.block_m},
+          {"block_n", config.block_n},
+          {"block_k", config.block_k},
+          {"warp_m", config.warp_m},
+          {"warp_n", config.warp_n},
+          {"stages", config.stages},
+          {"split_k", config.split_k},
+          {"swizzle", config.swizzle},
+          {"align_a", config.align_a},
+          {"align_b", config.align_b},
+          {"align_c", config.align_c}};
 }
 
-CudaGemmConfig CudaGemmConfig::from_json(const nlohmann::json& j) {
+template <>
+CudaGemmConfig from_json<CudaGemmConfig>(const nlohmann::json& j) {
   CudaGemmConfig c;
   const std::string math = j.at("math").get<std::string>();
   if (math != "simt" && math != "tensorop") throw InvalidArgument("config.math", "must be simt or tensorop");

@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/cuda_target.hpp"
 #include "generator/gemm/gemm_problem.hpp"
 
@@ -44,8 +42,6 @@ struct CudaGemmConfig {
   // "block_m=128,block_n=256,block_k=32,warp_m=64,warp_n=64,stages=4,split_k=1,swizzle=8,align_a=8,align_b=8,
   // align_c=4,simt=0" (any subset).
   CudaGemmConfig with_overrides(const std::string& text) const;
-  nlohmann::json to_json() const;
-  static CudaGemmConfig from_json(const nlohmann::json& j);
   friend bool operator==(const CudaGemmConfig&, const CudaGemmConfig&) = default;
 };
 

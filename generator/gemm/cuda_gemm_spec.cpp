@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_naming.hpp"
 
 namespace tessera {
@@ -12,13 +13,18 @@ constexpr int kCudaSpecVersion = 1;
 }  // namespace
 
 KernelSpec CudaGemmSpec::generic() const {
-  return {"gemm", kCudaSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  return {"gemm", kCudaSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
-CudaGemmSpec CudaGemmSpec::from_json(const nlohmann::json& j) {
+nlohmann::json to_json(const CudaGemmSpec& spec) { return to_json(spec.generic()); }
+Hash128 CudaGemmSpec::hash() const { return generic().hash(); }
+std::string CudaGemmSpec::canonical_json() const { return generic().canonical_json(); }
+
+template <>
+CudaGemmSpec from_json<CudaGemmSpec>(const nlohmann::json& j) {
   const KernelSpec generic = KernelSpec::from_json(j, "gemm", kCudaSpecVersion);
   CudaGemmSpec spec = parse_spec_part([&] {
-    return CudaGemmSpec{GemmSignature::from_json(generic.signature), CudaGemmConfig::from_json(generic.config),
+    return CudaGemmSpec{from_json<GemmSignature>(generic.signature), from_json<CudaGemmConfig>(generic.config),
                         CudaTarget::parse(generic.target)};
   });
   validate(spec.signature, spec.config, spec.target);

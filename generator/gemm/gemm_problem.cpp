@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 
@@ -47,27 +48,28 @@ void GemmSignature::check() const {
   }
 }
 
-nlohmann::json GemmSignature::to_json() const {
+nlohmann::json to_json(const GemmSignature& signature) {
   nlohmann::json in = nlohmann::json::array();
-  for (const auto& i : inputs)
+  for (const auto& i : signature.inputs)
     in.push_back({{"name", i.name},
                   {"index", std::string(index_form_name(i.form))},
                   {"dtype", std::string(dtype_name(i.operand.dtype))},
                   {"layout", std::string(i.operand.layout.name())}});
-  nlohmann::json j = {{"a", operand_json(a)},
-                      {"b", operand_json(b)},
-                      {"c", operand_json(c)},
-                      {"d", operand_json(d)},
-                      {"accumulator", std::string(dtype_name(accumulator))},
-                      {"epilogue", epilogue.text()},
+  nlohmann::json j = {{"a", operand_json(signature.a)},
+                      {"b", operand_json(signature.b)},
+                      {"c", operand_json(signature.c)},
+                      {"d", operand_json(signature.d)},
+                      {"accumulator", std::string(dtype_name(signature.accumulator))},
+                      {"epilogue", signature.epilogue.text()},
                       {"inputs", in}};
   // Only a sampled product (SDDMM) says which dialect its text is in; GEMM's JSON, and so its hashes, stay as they
   // were.
-  if (epilogue.sampled()) j["epilogue_dialect"] = "sampled";
+  if (signature.epilogue.sampled()) j["epilogue_dialect"] = "sampled";
   return j;
 }
 
-GemmSignature GemmSignature::from_json(const nlohmann::json& j) {
+template <>
+GemmSignature from_json<GemmSignature>(const nlohmann::json& j) {
   GemmSignature s;
   s.a = operand_from(j.at("a"), "a");
   s.b = operand_from(j.at("b"), "b");

@@ -5,11 +5,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/dtype.hpp"
 #include "generator/core/epilogue.hpp"
-#include "generator/core/kernel_spec.hpp"
+#include "generator/core/hash.hpp"
 #include "generator/core/layout.hpp"
 
 namespace tessera {
@@ -38,8 +36,6 @@ struct GemmSignature {
 
   // Throws InvalidArgument if inputs do not match the epilogue's tensors.
   void check() const;
-  nlohmann::json to_json() const;
-  static GemmSignature from_json(const nlohmann::json& j);
   friend bool operator==(const GemmSignature& x, const GemmSignature& y);
 };
 

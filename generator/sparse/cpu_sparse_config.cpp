@@ -7,6 +7,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
+#include "generator/sparse/sparse_json.hpp"
 
 namespace tessera {
 
@@ -54,9 +55,12 @@ CpuSpmmConfig CpuSpmmConfig::with_overrides(const std::string& text) const {
   return c;
 }
 
-nlohmann::json CpuSpmmConfig::to_json() const { return {{"nv", nv}, {"chains", chains}, {"prefetch", prefetch}}; }
+nlohmann::json to_json(const CpuSpmmConfig& config) {
+  return {{"nv", config.nv}, {"chains", config.chains}, {"prefetch", config.prefetch}};
+}
 
-CpuSpmmConfig CpuSpmmConfig::from_json(const nlohmann::json& j) {
+template <>
+CpuSpmmConfig from_json<CpuSpmmConfig>(const nlohmann::json& j) {
   CpuSpmmConfig c;
   c.nv = j.at("nv").get<int>();
   c.chains = j.at("chains").get<int>();
@@ -89,9 +93,12 @@ CpuSddmmConfig CpuSddmmConfig::with_overrides(const std::string& text) const {
   return c;
 }
 
-nlohmann::json CpuSddmmConfig::to_json() const { return {{"cols", cols}, {"unroll", unroll}, {"prefetch", prefetch}}; }
+nlohmann::json to_json(const CpuSddmmConfig& config) {
+  return {{"cols", config.cols}, {"unroll", config.unroll}, {"prefetch", config.prefetch}};
+}
 
-CpuSddmmConfig CpuSddmmConfig::from_json(const nlohmann::json& j) {
+template <>
+CpuSddmmConfig from_json<CpuSddmmConfig>(const nlohmann::json& j) {
   CpuSddmmConfig c;
   c.cols = j.at("cols").get<int>();
   c.unroll = j.at("unroll").get<int>();

@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/cpu_target.hpp"
 #include "generator/sparse/sparse_problem.hpp"
 
@@ -26,8 +24,6 @@ struct CpuSpmmConfig {
   static CpuSpmmConfig default_for(const SpmmProblem& problem, const CpuTarget& target);
   // "nv=8,chains=2,prefetch=16" applied to this config; throws InvalidArgument for an unknown key.
   CpuSpmmConfig with_overrides(const std::string& text) const;
-  nlohmann::json to_json() const;
-  static CpuSpmmConfig from_json(const nlohmann::json& j);
   friend bool operator==(const CpuSpmmConfig&, const CpuSpmmConfig&) = default;
 };
 
@@ -38,8 +34,6 @@ struct CpuSddmmConfig {
 
   static CpuSddmmConfig default_for(const SddmmProblem& problem, const CpuTarget& target);
   CpuSddmmConfig with_overrides(const std::string& text) const;
-  nlohmann::json to_json() const;
-  static CpuSddmmConfig from_json(const nlohmann::json& j);
   friend bool operator==(const CpuSddmmConfig&, const CpuSddmmConfig&) = default;
 };
 

@@ -1,4 +1,5 @@
 #include "generator/sparse/cpu_sparse_spec.hpp"
+#include "generator/sparse/sparse_json.hpp"
 
 #include <fmt/format.h>
 
@@ -10,13 +11,17 @@ const char* isa_tag(const CpuTarget& t) { return t.isa == CpuIsa::Avx512 ? "avx5
 }  // namespace
 
 KernelSpec CpuSpmmSpec::generic() const {
-  return {"spmm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  return {"spmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
-CpuSpmmSpec CpuSpmmSpec::from_json(const nlohmann::json& j) {
+nlohmann::json to_json(const CpuSpmmSpec& spec) { return to_json(spec.generic()); }
+Hash128 CpuSpmmSpec::hash() const { return generic().hash(); }
+
+template <>
+CpuSpmmSpec from_json<CpuSpmmSpec>(const nlohmann::json& j) {
   const KernelSpec generic = KernelSpec::from_json(j, "spmm", kSpecVersion);
   CpuSpmmSpec spec = parse_spec_part([&] {
-    return CpuSpmmSpec{SpmmSignature::from_json(generic.signature), CpuSpmmConfig::from_json(generic.config),
+    return CpuSpmmSpec{from_json<SpmmSignature>(generic.signature), from_json<CpuSpmmConfig>(generic.config),
                        CpuTarget::parse(generic.target)};
   });
   validate(spec.signature, spec.config, spec.target);
@@ -29,13 +34,17 @@ std::string CpuSpmmSpec::name() const {
 }
 
 KernelSpec CpuSddmmSpec::generic() const {
-  return {"sddmm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  return {"sddmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
-CpuSddmmSpec CpuSddmmSpec::from_json(const nlohmann::json& j) {
+nlohmann::json to_json(const CpuSddmmSpec& spec) { return to_json(spec.generic()); }
+Hash128 CpuSddmmSpec::hash() const { return generic().hash(); }
+
+template <>
+CpuSddmmSpec from_json<CpuSddmmSpec>(const nlohmann::json& j) {
   const KernelSpec generic = KernelSpec::from_json(j, "sddmm", kSpecVersion);
   CpuSddmmSpec spec = parse_spec_part([&] {
-    return CpuSddmmSpec{SddmmSignature::from_json(generic.signature), CpuSddmmConfig::from_json(generic.config),
+    return CpuSddmmSpec{from_json<SddmmSignature>(generic.signature), from_json<CpuSddmmConfig>(generic.config),
                         CpuTarget::parse(generic.target)};
   });
   validate(spec.signature, spec.config, spec.target);

@@ -3,14 +3,14 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/cpu_target.hpp"
-#include "generator/core/kernel_spec.hpp"
+#include "generator/core/hash.hpp"
 #include "generator/sparse/cpu_sparse_config.hpp"
 #include "generator/sparse/sparse_problem.hpp"
 
 namespace tessera {
+
+struct KernelSpec;  // generator/core/kernel_spec.hpp
 
 struct CpuSpmmSpec {
   SpmmSignature signature;
@@ -18,10 +18,7 @@ struct CpuSpmmSpec {
   CpuTarget target;
 
   KernelSpec generic() const;
-  nlohmann::json to_json() const { return generic().to_json(); }
-  // Parses and validates; throws InvalidArgument (malformed) or ConfigError (invalid combination).
-  static CpuSpmmSpec from_json(const nlohmann::json& j);
-  Hash128 hash() const { return generic().hash(); }
+  Hash128 hash() const;
   // A valid C symbol, e.g. spmm_csr_i32_f32_nv4x2_avx512_1a2b3c4d.
   std::string name() const;
 };
@@ -32,9 +29,7 @@ struct CpuSddmmSpec {
   CpuTarget target;
 
   KernelSpec generic() const;
-  nlohmann::json to_json() const { return generic().to_json(); }
-  static CpuSddmmSpec from_json(const nlohmann::json& j);
-  Hash128 hash() const { return generic().hash(); }
+  Hash128 hash() const;
   // e.g. sddmm_csr_i32_f32_c8u2_avx512_1a2b3c4d.
   std::string name() const;
 };

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
+#include "generator/sparse/sparse_json.hpp"
 
 namespace tessera {
 
@@ -26,7 +28,9 @@ int vec_for(std::int64_t extent) { return extent >= 128 ? 4 : extent >= 64 ? 2 :
 
 }  // namespace
 
-nlohmann::json CudaSparseConfig::to_json() const { return {{"warps", warps}, {"vec", vec}, {"tiles", tiles}}; }
+nlohmann::json to_json(const CudaSparseConfig& config) {
+  return {{"warps", config.warps}, {"vec", config.vec}, {"tiles", config.tiles}};
+}
 
 int spmm_shared_bytes(const CudaSparseConfig& c) { return c.warps * 32 * (8 + 4); }  // CSR; BSR uses none
 int sddmm_shared_bytes(const CudaSparseConfig& c) { return c.warps * kSddmmKChunk * 4; }
@@ -72,8 +76,11 @@ void validate(const SddmmSignature& s, const CudaSparseConfig& c, const CudaTarg
 }
 
 KernelSpec CudaSpmmSpec::generic() const {
-  return {"spmm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  return {"spmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
 }
+
+nlohmann::json to_json(const CudaSpmmSpec& spec) { return to_json(spec.generic()); }
+Hash128 CudaSpmmSpec::hash() const { return generic().hash(); }
 
 std::string CudaSpmmSpec::name() const {
   if (signature.a.format == SparseFormat::Bsr)
@@ -84,8 +91,11 @@ std::string CudaSpmmSpec::name() const {
 }
 
 KernelSpec CudaSddmmSpec::generic() const {
-  return {"sddmm", kSpecVersion, signature.to_json(), config.to_json(), target.str()};
+  return {"sddmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
 }
+
+nlohmann::json to_json(const CudaSddmmSpec& spec) { return to_json(spec.generic()); }
+Hash128 CudaSddmmSpec::hash() const { return generic().hash(); }
 
 std::string CudaSddmmSpec::name() const {
   return fmt::format("sddmm_{}_{}_w{}v{}_{}_{}", signature.pattern.tag(), dtype_name(signature.dense.a.dtype),

@@ -8,13 +8,13 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/cuda_target.hpp"
-#include "generator/core/kernel_spec.hpp"
+#include "generator/core/hash.hpp"
 #include "generator/sparse/sparse_problem.hpp"
 
 namespace tessera {
+
+struct KernelSpec;  // generator/core/kernel_spec.hpp
 
 struct CudaSparseConfig {
   int warps = 4;  // rows (BSR: block rows) per block, one warp each
@@ -22,7 +22,6 @@ struct CudaSparseConfig {
   int tiles = 4;  // BSR on tensor cores: mma n8 tiles of N per warp (1, 2, 4 or 8)
 
   int threads() const { return 32 * warps; }
-  nlohmann::json to_json() const;
   friend bool operator==(const CudaSparseConfig&, const CudaSparseConfig&) = default;
 };
 
@@ -48,7 +47,7 @@ struct CudaSpmmSpec {
   CudaTarget target;
 
   KernelSpec generic() const;
-  Hash128 hash() const { return generic().hash(); }
+  Hash128 hash() const;
   // e.g. spmm_csr_i32_f16_w4v4_sm80_1a2b3c4d.
   std::string name() const;
 };
@@ -59,7 +58,7 @@ struct CudaSddmmSpec {
   CudaTarget target;
 
   KernelSpec generic() const;
-  Hash128 hash() const { return generic().hash(); }
+  Hash128 hash() const;
   std::string name() const;
 };
 

@@ -1,19 +1,21 @@
 #include "generator/sparse/sparse_problem.hpp"
 
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
+#include "generator/sparse/sparse_json.hpp"
 
 namespace tessera {
 
-nlohmann::json PatternStats::to_json() const {
-  return {{"rows", rows},
-          {"nnz", nnz},
-          {"mean_row", mean_row},
-          {"stddev_row", stddev_row},
-          {"max_row", max_row},
-          {"empty_rows", empty_rows},
-          {"block_fill", block_fill},
-          {"suggested_block", suggested_block},
-          {"suggested_fill", suggested_fill}};
+nlohmann::json to_json(const PatternStats& stats) {
+  return {{"rows", stats.rows},
+          {"nnz", stats.nnz},
+          {"mean_row", stats.mean_row},
+          {"stddev_row", stats.stddev_row},
+          {"max_row", stats.max_row},
+          {"empty_rows", stats.empty_rows},
+          {"block_fill", stats.block_fill},
+          {"suggested_block", stats.suggested_block},
+          {"suggested_fill", stats.suggested_fill}};
 }
 
 namespace {
@@ -34,10 +36,13 @@ void SpmmSignature::check() const {
   if (dense.d.dtype != DType::f32 && dense.d.dtype != DType::bf16) throw InvalidArgument("d", "must be f32 or bf16");
 }
 
-nlohmann::json SpmmSignature::to_json() const { return {{"a", a.to_json()}, {"dense", dense.to_json()}}; }
+nlohmann::json to_json(const SpmmSignature& signature) {
+  return {{"a", to_json(signature.a)}, {"dense", to_json(signature.dense)}};
+}
 
-SpmmSignature SpmmSignature::from_json(const nlohmann::json& j) {
-  SpmmSignature s{SparseSignature::from_json(j.at("a")), GemmSignature::from_json(j.at("dense"))};
+template <>
+SpmmSignature from_json<SpmmSignature>(const nlohmann::json& j) {
+  SpmmSignature s{from_json<SparseSignature>(j.at("a")), from_json<GemmSignature>(j.at("dense"))};
   s.check();
   return s;
 }
@@ -71,10 +76,13 @@ void SddmmSignature::check() const {
   if (dense.d.dtype != DType::f32) throw InvalidArgument("out", "must be f32");
 }
 
-nlohmann::json SddmmSignature::to_json() const { return {{"pattern", pattern.to_json()}, {"dense", dense.to_json()}}; }
+nlohmann::json to_json(const SddmmSignature& signature) {
+  return {{"pattern", to_json(signature.pattern)}, {"dense", to_json(signature.dense)}};
+}
 
-SddmmSignature SddmmSignature::from_json(const nlohmann::json& j) {
-  SddmmSignature s{SparseSignature::from_json(j.at("pattern")), GemmSignature::from_json(j.at("dense"))};
+template <>
+SddmmSignature from_json<SddmmSignature>(const nlohmann::json& j) {
+  SddmmSignature s{from_json<SparseSignature>(j.at("pattern")), from_json<GemmSignature>(j.at("dense"))};
   s.check();
   return s;
 }

@@ -10,8 +10,6 @@
 
 #include <cstdint>
 
-#include <nlohmann/json.hpp>
-
 #include "generator/core/sparse_format.hpp"
 #include "generator/gemm/gemm_problem.hpp"
 
@@ -30,7 +28,6 @@ struct PatternStats {
   // the entries do not cluster).
   int suggested_block = 1;
   double suggested_fill = 1;
-  nlohmann::json to_json() const;
   friend bool operator==(const PatternStats&, const PatternStats&) = default;
 };
 
@@ -40,8 +37,6 @@ struct SpmmSignature {
 
   // Throws InvalidArgument naming the field and the rule.
   void check() const;
-  nlohmann::json to_json() const;
-  static SpmmSignature from_json(const nlohmann::json& j);
   friend bool operator==(const SpmmSignature&, const SpmmSignature&) = default;
 };
 
@@ -61,8 +56,6 @@ struct SddmmSignature {
   GemmSignature dense;  // a (M×K), b as Bᵀ (K×N), d the output's value type; the epilogue in the sampled dialect
 
   void check() const;
-  nlohmann::json to_json() const;
-  static SddmmSignature from_json(const nlohmann::json& j);
   friend bool operator==(const SddmmSignature&, const SddmmSignature&) = default;
 };
 

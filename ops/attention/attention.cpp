@@ -4,6 +4,7 @@
 #include <chrono>
 #include <new>
 
+#include "generator/attention/attention_json.hpp"
 #include "generator/llvm/attention_emitter.hpp"
 #include "ops/attention/attention_binding.hpp"
 #include "ops/attention/key_chunks.hpp"
@@ -78,7 +79,7 @@ void AttentionKernel::run(const AttentionArgs& args) const {
   const CpuAttentionSpec& spec = compiled_->spec;
   if (!(p.signature == spec.signature))
     throw InvalidArgument("args", "describe a different signature than this kernel was compiled for:\n  kernel: " +
-                                      spec.signature.to_json().dump() + "\n  args:   " + p.signature.to_json().dump());
+                                      to_json(spec.signature).dump() + "\n  args:   " + to_json(p.signature).dump());
   const int block_q = spec.config.block_q, block_kv = spec.config.block_kv;
   // Tasks are (batch item, head, query block), batch items in order; blocks_before[b] counts the tasks before b.
   // Stacked (grouped-query decoding): (batch item, KV head), the group's query heads the rows of one block.
@@ -176,8 +177,8 @@ AttentionProblem describe_attention(const AttentionArgs& args) { return bind_att
 CpuAttentionConfig Runtime::choose_config(const AttentionProblem& problem) {
   if (impl_->options.tuning_budget <= 0) return CpuAttentionConfig::default_for(problem, impl_->target);
   // Tuned once per shape: the signature, the sizes and the lengths.
-  std::string key = problem.signature.to_json().dump() + fmt::format("|{}x{}/{}x{}x{}", problem.batch, problem.heads,
-                                                                     problem.kv_heads, problem.seq_q, problem.seq_kv);
+  std::string key = to_json(problem.signature).dump() + fmt::format("|{}x{}/{}x{}x{}", problem.batch, problem.heads,
+                                                                    problem.kv_heads, problem.seq_q, problem.seq_kv);
   for (std::size_t b = 0; b < problem.seq_lens_q.size(); ++b)
     key += fmt::format("|{}:{}", problem.seq_lens_q[b], problem.seq_lens_kv[b]);
   {

@@ -7,6 +7,7 @@
 #include <numbers>
 #include <span>
 
+#include "generator/attention/attention_json.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/cuda/attention_source.hpp"
 #include "jit/nvrtc.hpp"
@@ -239,9 +240,9 @@ CudaCode generate_cuda_attention(const CudaAttentionSpec& spec, bool cubin) {
   const CudaAttentionSource source = emit_cuda_attention(spec);
   const CudaBinary binary = Nvrtc::instance().compile(source.code, source.kernel, spec.target, cubin);
   nlohmann::json report = kernel_report(source.kernel, spec.target, source.threads, source.shared_bytes, binary);
-  report["config"] = spec.config.to_json();
+  report["config"] = to_json(spec.config);
   report["spec_hash"] = spec.hash().hex();
-  return {source.code, binary.ptx, report};
+  return {source.code, binary.ptx, report.dump()};
 }
 
 }  // namespace tessera

@@ -135,7 +135,7 @@ double CudaGemmKernel::time_ms(const GemmArgs& device_args, int repeat) const {
 
 CudaCode generate_cuda_gemm(const CudaGemmSpec& spec, bool cubin) {
   const CudaGemmBuild build = build_cuda_gemm(spec, cubin);
-  return {build.source.code, build.binary.ptx, build.report()};
+  return {build.source.code, build.binary.ptx, build.report().dump()};
 }
 
 }  // namespace tessera

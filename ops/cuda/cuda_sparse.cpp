@@ -7,6 +7,8 @@
 
 #include "generator/core/arith.hpp"
 #include "generator/cuda/sparse_source.hpp"
+#include "generator/gemm/gemm_json.hpp"
+#include "generator/sparse/sparse_json.hpp"
 #include "jit/nvrtc.hpp"
 #include "ops/cuda/cuda_runtime_impl.hpp"
 #include "ops/sparse/sparse_binding.hpp"
@@ -192,7 +194,7 @@ CudaCode generate(const Source& source, const CudaTarget& target, const nlohmann
   nlohmann::json report = kernel_report(source.kernel, target, source.threads, source.shared_bytes, binary);
   report["config"] = config;
   report["spec_hash"] = hash.hex();
-  return {source.code, binary.ptx, report};
+  return {source.code, binary.ptx, report.dump()};
 }
 
 }  // namespace
@@ -214,11 +216,11 @@ double CudaRuntime::sddmm_ms(const SddmmArgs& device_args, int repeat, std::opti
 }
 
 CudaCode generate_cuda_spmm(const CudaSpmmSpec& spec, bool cubin) {
-  return generate(emit_cuda_spmm(spec), spec.target, spec.config.to_json(), spec.hash(), cubin);
+  return generate(emit_cuda_spmm(spec), spec.target, to_json(spec.config), spec.hash(), cubin);
 }
 
 CudaCode generate_cuda_sddmm(const CudaSddmmSpec& spec, bool cubin) {
-  return generate(emit_cuda_sddmm(spec), spec.target, spec.config.to_json(), spec.hash(), cubin);
+  return generate(emit_cuda_sddmm(spec), spec.target, to_json(spec.config), spec.hash(), cubin);
 }
 
 }  // namespace tessera

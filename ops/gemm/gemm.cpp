@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "generator/gemm/gemm_json.hpp"
 #include "ops/gemm/gemm_binding.hpp"
 #include "ops/gemm/grid_plan.hpp"
 #include "ops/runtime_impl.hpp"
@@ -34,8 +35,8 @@ void GemmKernel::plan(const Compiled& compiled, const void* runtime, GemmBinding
   const auto& impl = *static_cast<const Runtime::Impl*>(runtime);
   if (!(bound.problem.signature == compiled.spec.signature))
     throw InvalidArgument("args", "describe a different signature than this kernel was compiled for:\n  kernel: " +
-                                      compiled.spec.signature.to_json().dump() +
-                                      "\n  args:   " + bound.problem.signature.to_json().dump());
+                                      to_json(compiled.spec.signature).dump() +
+                                      "\n  args:   " + to_json(bound.problem.signature).dump());
   if (threads < 0) throw InvalidArgument("threads", "must be >= 0 (0: every thread of the runtime)");
   const CpuGemmConfig& config = compiled.spec.config;
   // A transposed kernel computes Dᵀ = Bᵀ·Aᵀ: it is planned and called on the transposed arguments.

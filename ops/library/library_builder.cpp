@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "generator/llvm/gemm_emitter.hpp"
 #include "jit/disk_cache.hpp"
@@ -344,7 +345,7 @@ LibraryBuildReport build_library(const LibraryManifest& manifest, const fs::path
       entry["variants"].push_back({{"symbol", v.symbol()},
                                    {"spec_hash", v.spec.hash().hex()},
                                    {"target", v.spec.target.str()},
-                                   {"config", v.spec.config.to_json()},
+                                   {"config", to_json(v.spec.config)},
                                    {"chosen_for", fmt::format("{}x{}x{}x{}", v.chosen_for.m, v.chosen_for.n,
                                                               v.chosen_for.k, v.chosen_for.batch)}});
     lock["kernels"].push_back(entry);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "generator/llvm/sparse_emitter.hpp"
+#include "generator/sparse/sparse_json.hpp"
 #include "ops/runtime_impl.hpp"
 #include "ops/sparse/sparse_binding.hpp"
 #include "tessera/tuner.hpp"
@@ -17,7 +18,7 @@ template <class Signature>
 void check_signature(const Signature& kernel, const Signature& args) {
   if (!(kernel == args))
     throw InvalidArgument("args", "describe a different signature than this kernel was compiled for:\n  kernel: " +
-                                      kernel.to_json().dump() + "\n  args:   " + args.to_json().dump());
+                                      to_json(kernel).dump() + "\n  args:   " + to_json(args).dump());
 }
 
 // Runs fn(args, rows of task t) over the plan's tasks.
@@ -170,7 +171,7 @@ template <class Config, class Problem, class Tune>
 Config tuned_choice(std::mutex& mutex, std::map<std::string, Config>& choices, const Problem& p, std::int64_t dense,
                     Config fallback, const Tune& tune) {
   const std::string key =
-      fmt::format("{}|{}x{}|{}|{}", p.signature.to_json().dump(), p.m, dense, p.pattern.to_json().dump(), p.threads);
+      fmt::format("{}|{}x{}|{}|{}", to_json(p.signature).dump(), p.m, dense, to_json(p.pattern).dump(), p.threads);
   {
     std::lock_guard lock(mutex);
     if (auto it = choices.find(key); it != choices.end()) return it->second;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "generator/attention/attention_json.hpp"
 #include "generator/attention/cpu_attention_config.hpp"
 #include "generator/attention/cpu_attention_spec.hpp"
 #include "generator/core/arith.hpp"
@@ -108,7 +109,7 @@ AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& pro
   MeasurementLog log(records, {.op = "attention",
                                .problem = record_problem(problem),
                                .family = family,
-                               .signature = problem.signature.to_json().dump(),
+                               .signature = to_json(problem.signature).dump(),
                                .target = target.str(),
                                .threads = runtime.threads()});
   const auto make_round = [&](const std::vector<AttentionKernel>& kernels, unsigned seed) {

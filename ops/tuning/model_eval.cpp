@@ -13,6 +13,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_features.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "tessera/tuning_records.hpp"
 
@@ -148,12 +149,12 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
     try {
       if (p.configs.empty()) {
         p.problem.m = size.m, p.problem.n = size.n, p.problem.k = size.k, p.problem.batch = size.batch;
-        p.problem.signature = GemmSignature::from_json(parsed(r.signature, "signature"));
+        p.problem.signature = from_json<GemmSignature>(parsed(r.signature, "signature"));
         p.family = r.family;
         p.hardware = setting.first;
         p.problem.b_cold = r.b_cold;  // timed with B evicted from the caches before each call
       }
-      p.configs.push_back(CpuGemmConfig::from_json(parsed(r.config, "config")));
+      p.configs.push_back(from_json<CpuGemmConfig>(parsed(r.config, "config")));
     } catch (const nlohmann::json::exception& e) {
       throw InvalidArgument(
           "records", fmt::format("the measurement of spec {} does not describe a GEMM: {}", r.spec_hash, e.what()));
@@ -194,7 +195,7 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Cpu
 
 nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const std::vector<RecordedProblem>& second) {
   const auto key = [](const RecordedProblem& p) {
-    return std::make_tuple(p.problem.signature.to_json().dump(), p.problem.m, p.problem.n, p.problem.k, p.problem.batch,
+    return std::make_tuple(to_json(p.problem.signature).dump(), p.problem.m, p.problem.n, p.problem.k, p.problem.batch,
                            p.problem.b_cold);
   };
   std::map<decltype(key(first[0])), const RecordedProblem*> by_key;
@@ -206,10 +207,10 @@ nlohmann::json retest_regret(const std::vector<RecordedProblem>& first, const st
     if (found == by_key.end()) continue;
     const RecordedProblem& q = *found->second;
     std::map<std::string, double> second_ns;
-    for (std::size_t i = 0; i < q.configs.size(); ++i) second_ns[q.configs[i].to_json().dump()] = q.ns[i];
+    for (std::size_t i = 0; i < q.configs.size(); ++i) second_ns[to_json(q.configs[i]).dump()] = q.ns[i];
     double first_best = INFINITY, chosen = NAN, second_best = INFINITY;
     for (std::size_t i = 0; i < p.configs.size(); ++i) {
-      const auto t = second_ns.find(p.configs[i].to_json().dump());
+      const auto t = second_ns.find(to_json(p.configs[i]).dump());
       if (t == second_ns.end()) continue;
       second_best = std::min(second_best, t->second);
       if (p.ns[i] < first_best) first_best = p.ns[i], chosen = t->second;
@@ -239,7 +240,7 @@ nlohmann::json twin_variant_spread(const std::vector<RecordedProblem>& problems)
       c.kc = std::min<std::int64_t>(c.kc, std::max<std::int64_t>(round_up(p.problem.k, 2), 2));
       c.mc = std::min(c.mc, round_up(p.problem.m, c.mr));
       c.nc = std::min(c.nc, round_up(p.problem.n, c.nr));
-      const std::string key = c.to_json().dump();
+      const std::string key = to_json(c).dump();
       auto [it, fresh] = groups.try_emplace(key, p.ns[i], p.ns[i]);
       it->second.first = std::min(it->second.first, p.ns[i]);
       it->second.second = std::max(it->second.second, p.ns[i]);
@@ -327,8 +328,8 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                          {{"problem", fmt::format("{}x{}x{}x{} ({})", p.problem.m, p.problem.n, p.problem.k,
                                                   p.problem.batch, p.family)},
                           {"regret", learned.regret.back()},
-                          {"chosen", p.configs[chosen].to_json()},
-                          {"best", p.configs[best].to_json()}}});
+                          {"chosen", to_json(p.configs[chosen])},
+                          {"best", to_json(p.configs[best])}}});
       }
       score_problem(fold_learned, p, scores, true);
       score_problem(analytic, p, analytic_model.score(p.problem, p.configs, target), true);

@@ -12,6 +12,7 @@
 
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "tessera/cost_models.hpp"
 
@@ -175,8 +176,8 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
                         {"family", s.family},
                         {"b_cold", p.b_cold},
                         {"path", pick.path},
-                        {"pick", pick.config.to_json()},
-                        {"best", ranked[0].second.to_json()},
+                        {"pick", to_json(pick.config)},
+                        {"best", to_json(ranked[0].second)},
                         {"variants", r1.measured.size()},
                         {"best_gflops", gflops / best1},
                         {"regret", r_runtime},

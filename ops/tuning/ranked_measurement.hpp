@@ -57,7 +57,7 @@ VariantTuneResult<Config> measure_ranked(const std::vector<Config>& space, const
     const SampleSummary summary = summarise(timed[k]);
     m.median_ns = summary.median_ns;
     m.spread = summary.spread;
-    log.add(m.spec_hash, m.config.to_json().dump(), summary);
+    log.add(m.spec_hash, to_json(m.config).dump(), summary);
   }
   log.commit();
   double best = INFINITY;

@@ -7,7 +7,9 @@
 #include "generator/core/arith.hpp"
 #include "generator/cost/cost_model.hpp"
 #include "generator/cost/sparse_cost.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/sparse/cpu_sparse_spec.hpp"
+#include "generator/sparse/sparse_json.hpp"
 #include "ops/tuning/ranked_measurement.hpp"
 
 namespace tessera {
@@ -110,7 +112,7 @@ SparseTuneResult<Config> tune_sparse(Runtime& runtime, const Problem& problem, c
   MeasurementLog log(records, {.op = op,
                                .problem = record_problem(problem, plan->fingerprint()),
                                .family = family,
-                               .signature = problem.signature.to_json().dump(),
+                               .signature = to_json(problem.signature).dump(),
                                .target = runtime.target().str(),
                                .threads = problem.threads ? problem.threads : runtime.threads()});
   const auto make_round = [&](const std::vector<Kernel>& kernels, unsigned seed) {

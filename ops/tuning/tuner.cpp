@@ -13,6 +13,7 @@
 
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "ops/tuning/ranked_measurement.hpp"
 #include "tessera/cost_models.hpp"
@@ -138,7 +139,7 @@ TuneResult Tuner::measure(const GemmProblem& asked, const std::vector<CpuGemmCon
   MeasurementLog log(records_, {.op = "gemm",
                                 .problem = record_problem(problem),
                                 .family = family,
-                                .signature = problem.signature.to_json().dump(),
+                                .signature = to_json(problem.signature).dump(),
                                 .target = target.str(),
                                 .threads = runtime_.threads(),
                                 .b_cold = options_.cold_b});
@@ -205,7 +206,7 @@ TuneResult Tuner::measure(const GemmProblem& asked, const std::vector<CpuGemmCon
       const SampleSummary summary = summarise(timed[next_timed++]);
       m.median_ns = summary.median_ns;
       m.spread = summary.spread;
-      log.add(m.spec_hash, c.config.to_json().dump(), summary);
+      log.add(m.spec_hash, to_json(c.config).dump(), summary);
     }
     result.measured.push_back(m);
   }

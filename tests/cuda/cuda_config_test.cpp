@@ -4,6 +4,7 @@
 #include "generator/core/error.hpp"
 #include "generator/gemm/cuda_gemm_config.hpp"
 #include "generator/gemm/cuda_gemm_spec.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 namespace {
@@ -52,7 +53,7 @@ TEST(CudaGemmConfig, DefaultsValidateAcrossShapesTypesLayoutsAndTargets) {
             const GemmProblem p = problem(m, n, k, in, a, b);
             const CudaTarget t = CudaTarget::parse(target);
             const CudaGemmConfig c = CudaGemmConfig::default_for(p, t);
-            EXPECT_NO_THROW(validate(p.signature, c, t)) << target << " " << c.to_json().dump();
+            EXPECT_NO_THROW(validate(p.signature, c, t)) << target << " " << to_json(c).dump();
             EXPECT_EQ(c.math, in == DType::f32 ? CudaMath::Simt : CudaMath::TensorOp);
           }
 }
@@ -122,7 +123,7 @@ TEST(CudaGemmSpec, JsonRoundTripHashAndName) {
   p.signature.epilogue = Epilogue::parse("gelu(acc + bias[n])");
   p.signature.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
   const CudaGemmSpec spec{p.signature, CudaGemmConfig::default_for(p, t), t};
-  const CudaGemmSpec back = CudaGemmSpec::from_json(nlohmann::json::parse(spec.canonical_json()));
+  const CudaGemmSpec back = from_json<CudaGemmSpec>(nlohmann::json::parse(spec.canonical_json()));
   EXPECT_EQ(back.canonical_json(), spec.canonical_json());
   EXPECT_EQ(back.hash(), spec.hash());
   EXPECT_EQ(spec.name(), back.name());
@@ -132,15 +133,15 @@ TEST(CudaGemmSpec, JsonRoundTripHashAndName) {
   other.config.stages = spec.config.stages == 3 ? 4 : 3;
   EXPECT_NE(other.hash(), spec.hash());
   // Invalid combinations are refused on the way in, malformed JSON with InvalidArgument.
-  nlohmann::json j = spec.to_json();
+  nlohmann::json j = to_json(spec);
   j["config"]["warp_m"] = 24;
-  EXPECT_THROW(CudaGemmSpec::from_json(j), ConfigError);
-  j = spec.to_json();
+  EXPECT_THROW(from_json<CudaGemmSpec>(j), ConfigError);
+  j = to_json(spec);
   j["config"].erase("stages");
-  EXPECT_THROW(CudaGemmSpec::from_json(j), InvalidArgument);
-  j = spec.to_json();
+  EXPECT_THROW(from_json<CudaGemmSpec>(j), InvalidArgument);
+  j = to_json(spec);
   j["target"] = "cuda:sm_75";
-  EXPECT_THROW(CudaGemmSpec::from_json(j), InvalidArgument);
+  EXPECT_THROW(from_json<CudaGemmSpec>(j), InvalidArgument);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include <nlohmann/json.hpp>
 #include "jit/nvrtc.hpp"
 #include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
@@ -44,7 +45,7 @@ SddmmSignature sddmm_signature(int bits, DType value, DType ab, const std::strin
 }
 
 void expect_clean(const CudaCode& code, const std::string& what) {
-  const nlohmann::json& r = code.report;
+  const nlohmann::json r = nlohmann::json::parse(code.report);
   EXPECT_EQ(r["spill_store_bytes"].get<int>() + r["spill_load_bytes"].get<int>(), 0) << what;
   EXPECT_LE(r["registers"].get<int>(), 255) << what;
   EXPECT_EQ(r["local_access_count"].get<int>(), 0) << what;
@@ -75,7 +76,7 @@ TEST(SparseCuda, EveryVariantCompilesCleanForAmpereAndHopper) {
         const CudaSpmmSpec spec{s, {4, 4, tiles}, CudaTarget::parse(arch)};
         const CudaCode code = generate_cuda_spmm(spec);
         expect_clean(code, spec.name() + " " + arch);
-        EXPECT_GT(code.report["mma_count"].get<int>(), 0) << spec.name();
+        EXPECT_GT(nlohmann::json::parse(code.report)["mma_count"].get<int>(), 0) << spec.name();
       }
   // Invalid configs and signatures are named, not compiled.
   const CudaTarget sm80 = CudaTarget::parse("cuda:sm_80");

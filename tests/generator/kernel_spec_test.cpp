@@ -3,6 +3,7 @@
 
 #include "generator/core/error.hpp"
 #include "generator/gemm/cpu_gemm_spec.hpp"
+#include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
 namespace {
@@ -42,7 +43,7 @@ TEST(CpuGemmSpec, JsonRoundTripKeepsEverything) {
     spec.target.isa = CpuIsa::Avx2;
     spec.config = CpuGemmConfig{6, 16, 256, 96, 512, 4};
   }
-  const CpuGemmSpec back = CpuGemmSpec::from_json(nlohmann::json::parse(spec.canonical_json()));
+  const CpuGemmSpec back = from_json<CpuGemmSpec>(nlohmann::json::parse(spec.canonical_json()));
   EXPECT_EQ(back.signature, spec.signature);
   EXPECT_EQ(back.config, spec.config);
   EXPECT_EQ(back.target.str(), spec.target.str());
@@ -106,24 +107,24 @@ TEST(CpuGemmSpec, NameIsAProceduralSymbol) {
 }
 
 TEST(CpuGemmSpec, FromJsonRejectsMalformedSpecs) {
-  const nlohmann::json good = sample_spec().to_json();
+  const nlohmann::json good = to_json(sample_spec());
   auto broken = [&](auto&& edit) {
     nlohmann::json j = good;
     edit(j);
     return j;
   };
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j.erase("config"); })), InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["version"] = 99; })), InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["op"] = "conv"; })), InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["config"]["mr"] = "eight"; })), InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["a"]["dtype"] = "f64"; })), InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["b"]["layout"] = "diagonal"; })),
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j.erase("config"); })), InvalidArgument);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["version"] = 99; })), InvalidArgument);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["op"] = "conv"; })), InvalidArgument);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["config"]["mr"] = "eight"; })), InvalidArgument);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["signature"]["a"]["dtype"] = "f64"; })), InvalidArgument);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["signature"]["b"]["layout"] = "diagonal"; })),
                InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["epilogue"] = "gelu("; })), EpilogueError);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["signature"]["inputs"] = nlohmann::json::array(); })),
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["signature"]["epilogue"] = "gelu("; })), EpilogueError);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["signature"]["inputs"] = nlohmann::json::array(); })),
                InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["target"] = "tpu"; })), InvalidArgument);
-  EXPECT_THROW(CpuGemmSpec::from_json(broken([](auto& j) { j["config"]["mr"] = 13; })), Error);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["target"] = "tpu"; })), InvalidArgument);
+  EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["config"]["mr"] = 13; })), Error);
 }
 
 TEST(Validate, StatesTheViolatedRule) {
@@ -210,8 +211,8 @@ TEST(Validate, DotKernelRules) {
   x.pack_b = true;
   EXPECT_EQ(rule(x, s), "a dot kernel packs nothing and has runtime sizes");
   // A dot config survives JSON; a config without one serialises as before dot kernels existed.
-  EXPECT_EQ(CpuGemmConfig::from_json(c.to_json()), c);
-  EXPECT_FALSE(CpuGemmConfig{}.to_json().contains("dot"));
+  EXPECT_EQ(from_json<CpuGemmConfig>(to_json(c)), c);
+  EXPECT_FALSE(to_json(CpuGemmConfig{}).contains("dot"));
 }
 
 // A transposed config is validated as the config of the transposed product, and says so.
@@ -248,8 +249,8 @@ TEST(Validate, TransposedKernelRules) {
   EXPECT_EQ(tr.inputs[0].operand.layout, Layout::col_major());
   EXPECT_TRUE(transposed(tr) == rc);
   // JSON round trip; a config without it serialises as before transposed kernels existed (spec hashes stay).
-  EXPECT_EQ(CpuGemmConfig::from_json(c.to_json()), c);
-  EXPECT_FALSE(CpuGemmConfig{}.to_json().contains("transpose"));
+  EXPECT_EQ(from_json<CpuGemmConfig>(to_json(c)), c);
+  EXPECT_FALSE(to_json(CpuGemmConfig{}).contains("transpose"));
   EXPECT_NE((CpuGemmSpec{rc, c, t}).name().find("_t_"), std::string::npos);
 }
 

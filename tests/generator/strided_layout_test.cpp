@@ -9,6 +9,7 @@
 #include "generator/core/error.hpp"
 #include "generator/core/expr_eval.hpp"
 #include "generator/core/sparse_format.hpp"
+#include "generator/sparse/sparse_json.hpp"
 
 namespace tessera {
 namespace {
@@ -73,10 +74,10 @@ TEST(StridedLayout, NamesRoundTrip) {
 TEST(SparseSignature, RulesAndJson) {
   SparseSignature csr;
   EXPECT_EQ("csr_i32_f32", csr.tag());
-  EXPECT_EQ(csr, SparseSignature::from_json(csr.to_json()));
+  EXPECT_EQ(csr, from_json<SparseSignature>(to_json(csr)));
   SparseSignature bsr{SparseFormat::Bsr, 4, 8, 64, DType::bf16};
   EXPECT_EQ("bsr4x8_i64_bf16", bsr.tag());
-  EXPECT_EQ(bsr, SparseSignature::from_json(bsr.to_json()));
+  EXPECT_EQ(bsr, from_json<SparseSignature>(to_json(bsr)));
   const auto rejected = [](SparseSignature s, const std::string& needle) {
     try {
       s.check();
@@ -90,8 +91,8 @@ TEST(SparseSignature, RulesAndJson) {
   rejected({SparseFormat::Bsr, 4, 128, 32, DType::f32}, "sides must be in 1..64");
   rejected({SparseFormat::Csr, 1, 1, 16, DType::f32}, "must be i32 or i64");
   rejected({SparseFormat::Csr, 1, 1, 32, DType::i32}, "must be f32, bf16 or f16");
-  EXPECT_THROW(SparseSignature::from_json({{"format", "coo"}}), InvalidArgument);
-  EXPECT_THROW(SparseSignature::from_json({{"format", "csr"}}), InvalidArgument);  // malformed: no block
+  EXPECT_THROW(from_json<SparseSignature>({{"format", "coo"}}), InvalidArgument);
+  EXPECT_THROW(from_json<SparseSignature>({{"format", "csr"}}), InvalidArgument);  // malformed: no block
 }
 
 }  // namespace

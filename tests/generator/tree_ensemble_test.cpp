@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include "generator/core/error.hpp"
 #include "generator/cost/base64.hpp"
 #include "generator/cost/tree_ensemble.hpp"

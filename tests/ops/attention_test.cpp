@@ -9,6 +9,7 @@
 #include <random>
 #include <tuple>
 
+#include "generator/attention/attention_json.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/cost/attention_cost.hpp"
 #include "ops/attention/attention_binding.hpp"
@@ -316,7 +317,7 @@ TEST(Attention, EveryVariantConfig) {
         t->o.set(-7);
         rt.compile(problem, config).run(t->args);
         const Comparison cmp = compare_attention(ref, t->args);
-        EXPECT_TRUE(cmp.ok()) << target << " " << config.to_json().dump() << (causal ? " causal" : "") << ": "
+        EXPECT_TRUE(cmp.ok()) << target << " " << to_json(config).dump() << (causal ? " causal" : "") << ": "
                               << cmp.first_mismatch;
       }
     }
@@ -343,7 +344,7 @@ TEST(Attention, DecodingReadsKeysInPlace) {
           t->o.set(-7);
           rt.compile(problem, config).run(t->args);
           const Comparison cmp = compare_attention(ref, t->args);
-          EXPECT_TRUE(cmp.ok()) << target << " " << describe(c) << " " << config.to_json().dump() << ": "
+          EXPECT_TRUE(cmp.ok()) << target << " " << describe(c) << " " << to_json(config).dump() << ": "
                                 << cmp.first_mismatch;
         }
       }
@@ -378,7 +379,7 @@ TEST(Attention, GroupedQueryDecodingStacksHeads) {
         t->o.set(-7);
         runtime().compile(problem, other).run(t->args);
         const Comparison cmp = compare_attention(ref, t->args);
-        EXPECT_TRUE(cmp.ok()) << describe(c) << " " << other.to_json().dump() << ": " << cmp.first_mismatch;
+        EXPECT_TRUE(cmp.ok()) << describe(c) << " " << to_json(other).dump() << ": " << cmp.first_mismatch;
       }
     }
   // Variable lengths with an empty sequence: one query or none per sequence still stacks.
@@ -521,7 +522,7 @@ TEST(Attention, Bf16TensorsWithF32Softmax) {
         EXPECT_EQ(kernel.weight_rounding() > 0, config.grouped(problem.signature, runtime(target).target()));
         kernel.run(args);
         const Comparison cmp = compare_attention(ref, args, kernel.weight_rounding());
-        EXPECT_TRUE(cmp.ok()) << target << " bf16 " << describe(c) << " " << config.to_json().dump() << ": "
+        EXPECT_TRUE(cmp.ok()) << target << " bf16 " << describe(c) << " " << to_json(config).dump() << ": "
                               << cmp.first_mismatch;
       }
     }

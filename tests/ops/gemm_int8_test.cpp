@@ -10,6 +10,7 @@
 #include <random>
 #include <regex>
 
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
@@ -154,7 +155,7 @@ TEST(GemmInt8, EveryVariantIsExact) {
     EXPECT_EQ(std::count_if(space.begin(), space.end(), [](const CpuGemmConfig& c) { return c.dot; }) > 0,
               b_col && m <= 128);
     for (const CpuGemmConfig& c : space) {
-      SCOPED_TRACE(c.to_json().dump() + (b_col ? " B column-major" : ""));
+      SCOPED_TRACE(to_json(c).dump() + (b_col ? " B column-major" : ""));
       EXPECT_FALSE(c.pack_a);
       EXPECT_EQ(c.kc % 4, 0);
       std::fill(t.d.begin(), t.d.end(), std::numeric_limits<float>::quiet_NaN());
@@ -195,7 +196,7 @@ TEST(GemmInt8, NeverTouchOutsideTheirOperands) {
                 sum += std::int64_t{a.data()[i * k + q]} * b.data()[b_col ? j * k + q : q * n + j];
               wrong += d.data()[i * n + j] != static_cast<float>(sum);
             }
-          EXPECT_EQ(wrong, 0) << c.to_json().dump();
+          EXPECT_EQ(wrong, 0) << to_json(c).dump();
         }
       }
 }

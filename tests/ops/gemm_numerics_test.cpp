@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "generator/core/expr_eval.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "tessera/reference.hpp"
 #include "tests/test_util.hpp"
@@ -871,7 +872,7 @@ TEST(GemmBf16, ColumnMajorBEveryVariantIsExact) {
     ASSERT_FALSE(space.empty());
     EXPECT_EQ(std::any_of(space.begin(), space.end(), [](const CpuGemmConfig& c) { return c.dot; }), m <= 128);
     for (const CpuGemmConfig& c : space) {
-      SCOPED_TRACE(c.to_json().dump());
+      SCOPED_TRACE(to_json(c).dump());
       runtime.compile(p, c).run(args);
       std::int64_t wrong = 0;
       for (std::int64_t i = 0; i < m; ++i)

@@ -11,6 +11,8 @@
 #include <random>
 #include <sstream>
 
+#include "generator/gemm/gemm_json.hpp"
+#include "generator/sparse/sparse_json.hpp"
 #include "ops/sparse/sparse_binding.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
@@ -303,7 +305,7 @@ TEST(Spmm, EveryVariantMatches) {
   const auto variants = cpu_spmm_variants(p, CpuTarget::host());
   EXPECT_GT(variants.size(), 10u);
   for (const CpuSpmmConfig& c : variants) {
-    SCOPED_TRACE(c.to_json().dump());
+    SCOPED_TRACE(to_json(c).dump());
     check_spmm(t, &c);
   }
 }
@@ -416,7 +418,7 @@ TEST(Sddmm, FormatsLayoutsThreadsIsas) {
   args.out = Tensor::vector(out.data(), pattern.view().entries);
   args.set_epilogue("acc * s");
   for (const CpuSddmmConfig& c : cpu_sddmm_variants(describe_sddmm(args), CpuTarget::parse("cpu"))) {
-    SCOPED_TRACE(c.to_json().dump());
+    SCOPED_TRACE(to_json(c).dump());
     check_sddmm(base, &c);
   }
 }
@@ -879,7 +881,7 @@ TEST(SparseSpecs, JsonRoundTripAndNames) {
   args.inputs["bias"] = Tensor::vector(bias.data(), 40);
   const SpmmProblem p = describe_spmm(args);
   const CpuSpmmSpec spec{p.signature, CpuSpmmConfig::default_for(p, CpuTarget::host()), CpuTarget::host()};
-  const CpuSpmmSpec back = CpuSpmmSpec::from_json(spec.to_json());
+  const CpuSpmmSpec back = from_json<CpuSpmmSpec>(to_json(spec));
   EXPECT_EQ(back.hash(), spec.hash());
   EXPECT_EQ(back.name(), spec.name());
   EXPECT_EQ(spec.name().rfind("spmm_bsr4x4_i64_bf16_", 0), 0u) << spec.name();
@@ -894,11 +896,11 @@ TEST(SparseSpecs, JsonRoundTripAndNames) {
   s.set_epilogue("acc * s");
   const SddmmProblem q = describe_sddmm(s);
   const CpuSddmmSpec sspec{q.signature, CpuSddmmConfig::default_for(q, CpuTarget::host()), CpuTarget::host()};
-  EXPECT_EQ(CpuSddmmSpec::from_json(sspec.to_json()).hash(), sspec.hash());
+  EXPECT_EQ(from_json<CpuSddmmSpec>(to_json(sspec)).hash(), sspec.hash());
   // The sampled dialect is part of the spec: the same text in GEMM's dialect is a different (invalid) signature.
-  nlohmann::json j = sspec.to_json();
+  nlohmann::json j = to_json(sspec);
   j["signature"]["dense"].erase("epilogue_dialect");
-  EXPECT_THROW(CpuSddmmSpec::from_json(j), Error);
+  EXPECT_THROW(from_json<CpuSddmmSpec>(j), Error);
   EXPECT_THROW(validate(p.signature, CpuSpmmConfig{9, 1, 0}, CpuTarget::host()), ConfigError);
   EXPECT_THROW(validate(p.signature, CpuSpmmConfig{8, 4, 0}, CpuTarget::host()), ConfigError);  // 4x4 rows x 8 x 4
   EXPECT_THROW(validate(q.signature, CpuSddmmConfig{9, 1}, CpuTarget::host()), ConfigError);

@@ -9,6 +9,7 @@
 #include "generator/cost/cost_model.hpp"
 #include "generator/cost/learned_model.hpp"
 #include "generator/gemm/gemm_features.hpp"
+#include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "tessera/model_eval.hpp"
 #include "tessera/reference.hpp"
@@ -46,7 +47,7 @@ TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
     const bool small = m <= 64 && n <= 64 && k <= 64;
     // One row: 1-row tiles only; small: the fixed-size kernels only (on AVX-512 they beat every general one).
     EXPECT_GE(space.size(), small ? 6u : m == 1 ? 40u : 100u) << m << "x" << n << "x" << k;
-    for (const auto& c : space) EXPECT_NO_THROW(validate(p.signature, c, t)) << c.to_json().dump();
+    for (const auto& c : space) EXPECT_NO_THROW(validate(p.signature, c, t)) << to_json(c).dump();
     EXPECT_EQ(space[0], CpuGemmConfig::default_for(p, t));
     EXPECT_EQ(cpu_variants(p, t), space) << "deterministic";
     const auto fixed_count = std::count_if(space.begin(), space.end(), [](const auto& c) { return c.fixed(); });
@@ -86,7 +87,7 @@ TEST(VariantSpace, EveryCpuVariantValidatesAndTheDefaultIsIncluded) {
       if (c.fixed() || c.transpose || c.pack_a || c == CpuGemmConfig::default_for(cols, target)) continue;
       CpuGemmConfig packed = c;
       packed.pack_a = true;
-      EXPECT_NE(std::find(col_space.begin(), col_space.end(), packed), col_space.end()) << c.to_json().dump();
+      EXPECT_NE(std::find(col_space.begin(), col_space.end(), packed), col_space.end()) << to_json(c).dump();
     }
   }
 }
@@ -174,7 +175,7 @@ TEST(Features, AreFiniteAndNamed) {
     for (const auto& c : cpu_variants(p, t)) {
       const auto f = cpu_features(p, c, t);
       ASSERT_EQ(f.size(), cpu_feature_names().size());
-      for (float x : f) ASSERT_TRUE(std::isfinite(x)) << c.to_json().dump();
+      for (float x : f) ASSERT_TRUE(std::isfinite(x)) << to_json(c).dump();
     }
   }
 }
@@ -328,8 +329,8 @@ TEST(ModelEval, DescriptionsOfOneMachineKindPool) {
                     fma2_text = "AMD EPYC (family 25); L1d 32 KiB, L2 1024 KiB, L3 32768 KiB, AVX-512 FMAs 2/cycle";
   std::vector<TuningRecord> records;
   const auto add = [&](const GemmProblem& at, const CpuGemmConfig& c, const std::string& hardware, double ns) {
-    records.push_back({c.to_json().dump(), "gemm", record_problem(at), "square", at.signature.to_json().dump(),
-                       c.to_json().dump(), t.str(), hardware, 1, ns, 0.01, 5, "0.3.0", "2026-11-27T00:00:00Z"});
+    records.push_back({to_json(c).dump(), "gemm", record_problem(at), "square", to_json(at.signature).dump(),
+                       to_json(c).dump(), t.str(), hardware, 1, ns, 0.01, 5, "0.3.0", "2026-11-27T00:00:00Z"});
   };
   for (int i = 0; i < 3; ++i) add(p, space[i], old_text, 100.0 + i);
   for (int i = 0; i < 3; ++i) add(q, other[i], new_text, 200.0 + i);
@@ -351,8 +352,8 @@ TEST(ModelEval, ANoiseFloorCountsOnlyVariantsTimedMoreThanOnce) {
   // Two variants timed five times (spreads 2% and 4%), two dropped after one call (spread 0 by construction).
   const std::vector<std::pair<double, int>> spread_samples{{0.02, 5}, {0.04, 5}, {0.0, 1}, {0.0, 1}};
   for (std::size_t i = 0; i < spread_samples.size(); ++i)
-    records.push_back({space[i].to_json().dump(), "gemm", record_problem(p), "square", p.signature.to_json().dump(),
-                       space[i].to_json().dump(), t.str(), "host", 1, 1000.0 * static_cast<double>(i + 1),
+    records.push_back({to_json(space[i]).dump(), "gemm", record_problem(p), "square", to_json(p.signature).dump(),
+                       to_json(space[i]).dump(), t.str(), "host", 1, 1000.0 * static_cast<double>(i + 1),
                        spread_samples[i].first, spread_samples[i].second, "0.2.0", "2026-11-23T00:00:00Z"});
   const auto problems = recorded_problems(records, t.str());
   ASSERT_EQ(problems.size(), 1u);

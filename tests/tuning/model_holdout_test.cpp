@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
 #include "generator/core/error.hpp"
 #include "tessera/model_holdout.hpp"
 

@@ -135,11 +135,11 @@ class CudaRuntime {
 };
 
 // What NVRTC makes of a CUDA GEMM spec, without a GPU: the generated source, the PTX and, with `cubin`, the
-// ptxas report as one JSON object (name, arch, threads, registers, shared, spill and stack bytes, compile_ms, the
-// PTX's mma/ldmatrix/cp.async counts, the split-K reduction's figures). Validates the spec first.
+// ptxas report as the text of one JSON object (name, arch, threads, registers, shared, spill and stack bytes,
+// compile_ms, the PTX's mma/ldmatrix/cp.async counts, the split-K reduction's figures). Validates the spec first.
 struct CudaCode {
   std::string source, ptx;
-  nlohmann::json report;
+  std::string report;
 };
 CudaCode generate_cuda_gemm(const CudaGemmSpec& spec, bool cubin = true);
 // The same for a CUDA attention spec (the report's keys as GEMM's, without the split-K figures).
