@@ -8,7 +8,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   libgtest-dev libgmock-dev libboost-context-dev libsqlite3-dev sqlite3 libxgboost-dev
   libdnnl-dev libopenblas-dev libblis-dev libxsmm-dev libeigen3-dev librsb-dev
-  python3-dev python3-pybind11 python3-numpy python3-pytest
+  python3-dev python3-pybind11 python3-numpy python3-pytest python3-torch
 )
 
 missing=()

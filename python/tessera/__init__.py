@@ -11,6 +11,14 @@ from ._tessera import Error, Runtime, SparsePlan, __version__, _view
 _default = None
 
 
+def _as_kind_of(x, out, result):
+    """A new result (no `out`) for a torch input comes back as a torch tensor over the same memory (DLPack)."""
+    if out is None and not hasattr(x, "__array_interface__") and type(x).__module__.split(".")[0] == "torch":
+        import torch
+        return torch.from_dlpack(result)
+    return result
+
+
 def default_runtime():
     """The runtime the module-level functions use (created on first use, every hardware thread)."""
     global _default
@@ -24,14 +32,8 @@ def gemm(a, b, *, out=None, c=None, alpha=1.0, beta=0.0, epilogue=None, threads=
 
     Without `out`, returns a new row-major array; a DLPack input (a torch tensor) gets its output back as the same
     kind through DLPack."""
-    result = default_runtime().gemm(a, b, out=out, c=c, alpha=alpha, beta=beta, epilogue=epilogue, threads=threads,
-                                    **named_tensors)
-    if out is None and not hasattr(a, "__array_interface__") and hasattr(a, "__dlpack__"):
-        module = type(a).__module__.split(".")[0]
-        if module == "torch":
-            import torch
-            return torch.from_dlpack(result)
-    return result
+    return _as_kind_of(a, out, default_runtime().gemm(a, b, out=out, c=c, alpha=alpha, beta=beta, epilogue=epilogue,
+                                                     threads=threads, **named_tensors))
 
 
 def attention(q, k, v, *, out=None, causal=False, scale=None, score_mod=None, lse=None, cu_seqlens_q=None,
@@ -41,9 +43,10 @@ def attention(q, k, v, *, out=None, causal=False, scale=None, score_mod=None, ls
     bottom-right; score_mod is text over s, i, j, h, b and the keyword tensors and numbers ("s - slope[h]*(i - j)").
     Variable lengths, as FlashAttention's varlen call: packed Q [total_q, heads, d], K and V [total_k, kv_heads, d] and
     cu_seqlens_q / cu_seqlens_k, batch + 1 cumulative offsets each; the result is [total_q, heads, d_v]."""
-    return default_runtime().attention(q, k, v, out=out, causal=causal, scale=scale, score_mod=score_mod, lse=lse,
-                                       cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, threads=threads,
-                                       **modifier_args)
+    return _as_kind_of(q, out, default_runtime().attention(q, k, v, out=out, causal=causal, scale=scale,
+                                                           score_mod=score_mod, lse=lse, cu_seqlens_q=cu_seqlens_q,
+                                                           cu_seqlens_k=cu_seqlens_k, threads=threads,
+                                                           **modifier_args))
 
 
 class CsrMatrix:
@@ -73,15 +76,15 @@ class CsrMatrix:
 def spmm(a, b, *, out=None, c=None, alpha=1.0, beta=0.0, epilogue=None, plan=None, threads=0, **named_tensors):
     """D = epilogue(A·B, C, named tensors) with A sparse M×K (CSR or BSR) and B dense K×N float32, the epilogue text
     as for gemm. plan: tessera.plan(a), made once for a pattern and reused (a changed pattern is refused)."""
-    return default_runtime().spmm(a, b, out=out, c=c, alpha=alpha, beta=beta, epilogue=epilogue, plan=plan,
-                                  threads=threads, **named_tensors)
+    return _as_kind_of(b, out, default_runtime().spmm(a, b, out=out, c=c, alpha=alpha, beta=beta, epilogue=epilogue,
+                                                      plan=plan, threads=threads, **named_tensors))
 
 
 def sddmm(pattern, a, b, *, out=None, alpha=1.0, epilogue=None, plan=None, threads=0, **named_tensors):
     """out[p] = epilogue(A[i,:]·B[j,:]) for each stored entry p = (i, j) of the pattern, in its order: A is M×K, B is
     N×K; the epilogue sees acc, alpha, s (the pattern's value) and tensors [m], [n] ("acc / 8 + s")."""
-    return default_runtime().sddmm(pattern, a, b, out=out, alpha=alpha, epilogue=epilogue, plan=plan,
-                                   threads=threads, **named_tensors)
+    return _as_kind_of(a, out, default_runtime().sddmm(pattern, a, b, out=out, alpha=alpha, epilogue=epilogue,
+                                                       plan=plan, threads=threads, **named_tensors))
 
 
 def plan(matrix, threads=0):
