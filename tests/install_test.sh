@@ -15,7 +15,7 @@ ok() { passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 prefix=$work/prefix
 if cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1; then ok; else bad "install: $(tail -3 "$work/install.log")"; fi
-for f in bin/tessera include/tessera/tessera.h lib/libtessera.so lib/cmake/tessera/tesseraConfig.cmake \
+for f in bin/tessera include/tessera/tessera.h lib/libtessera.so lib/libtessera.a lib/cmake/tessera/tesseraConfig.cmake \
   lib/cmake/tessera/tesseraConfigVersion.cmake lib/pkgconfig/tessera.pc share/doc/tessera/LICENSE; do
   [[ -e $prefix/$f ]] && ok || bad "not installed: $f"
 done
@@ -50,6 +50,9 @@ else bad "the README's C++ example against the installed package: $r"; fi
 needed=$(readelf -d "$work/consumer/cpp_consumer" 2>/dev/null | grep NEEDED)
 [[ $needed == *libtessera.so.0.3* && $needed != *LLVM* && $needed != *xgboost* && $needed != *sqlite* ]] && ok ||
   bad "C++ consumer needs: $needed"
+if r=$("$work/consumer/cpp_static_consumer" 2>&1); then ok; else bad "the C++ example with libtessera.a: $r"; fi
+needed=$(readelf -d "$work/consumer/cpp_static_consumer" 2>/dev/null | grep NEEDED)
+[[ $needed != *libtessera* && $needed != *xgboost* && $needed != *sqlite* ]] && ok || bad "static consumer needs: $needed"
 
 if flags=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs tessera) &&
   cc -std=c11 "$here/c_api/c_api_test.c" $flags -lm -Wl,-rpath,"$prefix/lib" -o "$work/pc_consumer" &&
