@@ -79,6 +79,7 @@ bad_manifest "C identifier" "{\"name\": \"my-lib\", \"kernels\": [{\"name\": \"a
 bad_manifest "'f16'" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"dtype\": \"f16\"}]}"
 bad_manifest "out_dtype" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"out_dtype\": \"i32\"}]}"
 bad_manifest "manifest: JSON" ""
+bad_manifest "number overflow" '{"name": "x", "kernels": 1e99999}'  # found by fuzz_manifest: aborted before
 rm -f "$work/bad.json"
 err=$("$bin" library build "$work/missing.json" --out "$work/badout" 2>&1 >/dev/null)
 [[ $? -eq 2 && $err == *"cannot read"* ]] && ok || bad "missing manifest: $err"

@@ -28,8 +28,8 @@ AttentionSignature from_json<AttentionSignature>(const nlohmann::json& j) {
   const auto dtype = parse_dtype(j.at("dtype").get<std::string>());
   if (!dtype) throw InvalidArgument("dtype", "unknown type " + j.at("dtype").get<std::string>());
   s.dtype = *dtype;
-  s.head_dim_qk = j.at("head_dim_qk").get<std::int64_t>();
-  s.head_dim_v = j.at("head_dim_v").get<std::int64_t>();
+  s.head_dim_qk = integer_at<std::int64_t>(j, "head_dim_qk");
+  s.head_dim_v = integer_at<std::int64_t>(j, "head_dim_v");
   const auto& unit = j.at("unit_d");
   if (!unit.is_array() || unit.size() != 4) throw InvalidArgument("unit_d", "must be 4 booleans (q, k, v, o)");
   s.q_unit_d = unit[0].get<bool>(), s.k_unit_d = unit[1].get<bool>();

@@ -105,10 +105,10 @@ nlohmann::json to_json(const CpuAttentionConfig& config) {
 template <>
 CpuAttentionConfig from_json<CpuAttentionConfig>(const nlohmann::json& j) {
   CpuAttentionConfig c;
-  c.block_q = j.at("block_q").get<int>();
-  c.block_kv = j.at("block_kv").get<int>();
-  c.mr = j.at("mr").get<int>();
-  c.nv = j.at("nv").get<int>();
+  c.block_q = integer_at<int>(j, "block_q");
+  c.block_kv = integer_at<int>(j, "block_kv");
+  c.mr = integer_at<int>(j, "mr");
+  c.nv = integer_at<int>(j, "nv");
   c.in_place = j.at("in_place").get<bool>();
   return c;
 }

@@ -1,5 +1,6 @@
 #include "generator/core/cpu_target.hpp"
 
+#include <cpuid.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -43,9 +44,12 @@ std::int64_t cache_size(int level, int sysconf_name, std::int64_t fallback) {
 }
 
 // vpdpbusd at the ISA's width: EVEX (AVX512_VNNI) for 512-bit vectors, VEX (AVX-VNNI) for AVX2's 256-bit ones.
+// AVX-VNNI by CPUID (leaf 7, sub-leaf 1, EAX bit 4): not every compiler's __builtin_cpu_supports knows its name.
 bool host_vnni(CpuIsa isa) {
   __builtin_cpu_init();
-  return isa == CpuIsa::Avx512 ? __builtin_cpu_supports("avx512vnni") : __builtin_cpu_supports("avxvnni");
+  if (isa == CpuIsa::Avx512) return __builtin_cpu_supports("avx512vnni");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 }
 }  // namespace
 

@@ -17,7 +17,7 @@ std::string KernelSpec::canonical_json() const { return to_json(*this).dump(); }
 KernelSpec KernelSpec::from_json(const nlohmann::json& j, std::string_view op, int version) {
   return parse_spec_part([&] {
     KernelSpec spec;
-    spec.version = j.at("version").get<int>();
+    spec.version = integer_at<int>(j, "version");
     if (spec.version != version) throw InvalidArgument("spec.version", fmt::format("must be {}", version));
     spec.op = j.at("op").get<std::string>();
     if (spec.op != op) throw InvalidArgument("spec.op", fmt::format("must be {}", op));

@@ -3,6 +3,8 @@
 // Internal: it holds JSON; the typed specs only name it.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -34,6 +36,26 @@ nlohmann::json to_json(const KernelSpec& spec);
 // public headers that include them are installable.
 template <class T>
 T from_json(const nlohmann::json& j);
+
+// An integer of a spec's JSON: a JSON integer in T's range, else InvalidArgument("spec") naming `what`. (nlohmann's
+// get<int>() converts any number with a cast: undefined behaviour for 1e40, a silent wrap for 2^40.)
+template <class T>
+T integer_value(const nlohmann::json& value, std::string_view what) {
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<std::uint64_t>();
+    if (v <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(v);
+  } else if (value.is_number_integer()) {
+    const auto v = value.get<std::int64_t>();
+    if (v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max()) return static_cast<T>(v);
+  }
+  throw InvalidArgument("spec",
+                        std::string(what) + " must be an integer in the range of its type, not " + value.dump());
+}
+
+template <class T>
+T integer_at(const nlohmann::json& j, const char* key) {
+  return integer_value<T>(j.at(key), key);
+}
 
 // Runs an op's parser of its part of a spec, turning malformed JSON into InvalidArgument("spec", ...).
 template <class F>

@@ -42,8 +42,8 @@ SparseSignature from_json<SparseSignature>(const nlohmann::json& j) {
     const std::string format = j.at("format").get<std::string>();
     if (format != "csr" && format != "bsr") throw InvalidArgument("sparse.format", "must be csr or bsr, got " + format);
     s.format = format == "csr" ? SparseFormat::Csr : SparseFormat::Bsr;
-    s.block_rows = j.at("block").at(0).get<int>();
-    s.block_cols = j.at("block").at(1).get<int>();
+    s.block_rows = integer_value<int>(j.at("block").at(0), "block");
+    s.block_cols = integer_value<int>(j.at("block").at(1), "block");
     const auto dtype = [&](const char* key) {
       const auto d = parse_dtype(j.at(key).get<std::string>());
       if (!d) throw InvalidArgument(std::string("sparse.") + key, "unknown dtype " + j.at(key).get<std::string>());

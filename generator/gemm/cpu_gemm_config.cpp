@@ -331,17 +331,17 @@ nlohmann::json to_json(const CpuGemmConfig& config) {
 template <>
 CpuGemmConfig from_json<CpuGemmConfig>(const nlohmann::json& j) {
   CpuGemmConfig c;
-  c.mr = j.at("mr").get<int>();
-  c.nr = j.at("nr").get<int>();
-  c.kc = j.at("kc").get<int>();
-  c.mc = j.at("mc").get<int>();
-  c.nc = j.at("nc").get<int>();
-  c.k_unroll = j.at("k_unroll").get<int>();
+  c.mr = integer_at<int>(j, "mr");
+  c.nr = integer_at<int>(j, "nr");
+  c.kc = integer_at<int>(j, "kc");
+  c.mc = integer_at<int>(j, "mc");
+  c.nc = integer_at<int>(j, "nc");
+  c.k_unroll = integer_at<int>(j, "k_unroll");
   c.pack_a = j.at("pack_a").get<bool>();
   c.pack_b = j.at("pack_b").get<bool>();
-  c.fixed_m = j.at("fixed_m").get<int>();
-  c.fixed_n = j.at("fixed_n").get<int>();
-  c.fixed_k = j.at("fixed_k").get<int>();
+  c.fixed_m = integer_at<int>(j, "fixed_m");
+  c.fixed_n = integer_at<int>(j, "fixed_n");
+  c.fixed_k = integer_at<int>(j, "fixed_k");
   c.dot = j.value("dot", false);
   c.transpose = j.value("transpose", false);
   return c;

@@ -153,17 +153,17 @@ CudaGemmConfig from_json<CudaGemmConfig>(const nlohmann::json& j) {
   const std::string math = j.at("math").get<std::string>();
   if (math != "simt" && math != "tensorop") throw InvalidArgument("config.math", "must be simt or tensorop");
   c.math = math == "simt" ? CudaMath::Simt : CudaMath::TensorOp;
-  c.block_m = j.at("block_m").get<int>();
-  c.block_n = j.at("block_n").get<int>();
-  c.block_k = j.at("block_k").get<int>();
-  c.warp_m = j.at("warp_m").get<int>();
-  c.warp_n = j.at("warp_n").get<int>();
-  c.stages = j.at("stages").get<int>();
-  c.split_k = j.at("split_k").get<int>();
-  c.swizzle = j.at("swizzle").get<int>();
-  c.align_a = j.at("align_a").get<int>();
-  c.align_b = j.at("align_b").get<int>();
-  c.align_c = j.at("align_c").get<int>();
+  c.block_m = integer_at<int>(j, "block_m");
+  c.block_n = integer_at<int>(j, "block_n");
+  c.block_k = integer_at<int>(j, "block_k");
+  c.warp_m = integer_at<int>(j, "warp_m");
+  c.warp_n = integer_at<int>(j, "warp_n");
+  c.stages = integer_at<int>(j, "stages");
+  c.split_k = integer_at<int>(j, "split_k");
+  c.swizzle = integer_at<int>(j, "swizzle");
+  c.align_a = integer_at<int>(j, "align_a");
+  c.align_b = integer_at<int>(j, "align_b");
+  c.align_c = integer_at<int>(j, "align_c");
   return c;
 }
 

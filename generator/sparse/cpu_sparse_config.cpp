@@ -62,9 +62,9 @@ nlohmann::json to_json(const CpuSpmmConfig& config) {
 template <>
 CpuSpmmConfig from_json<CpuSpmmConfig>(const nlohmann::json& j) {
   CpuSpmmConfig c;
-  c.nv = j.at("nv").get<int>();
-  c.chains = j.at("chains").get<int>();
-  c.prefetch = j.at("prefetch").get<int>();
+  c.nv = integer_at<int>(j, "nv");
+  c.chains = integer_at<int>(j, "chains");
+  c.prefetch = integer_at<int>(j, "prefetch");
   return c;
 }
 
@@ -100,9 +100,9 @@ nlohmann::json to_json(const CpuSddmmConfig& config) {
 template <>
 CpuSddmmConfig from_json<CpuSddmmConfig>(const nlohmann::json& j) {
   CpuSddmmConfig c;
-  c.cols = j.at("cols").get<int>();
-  c.unroll = j.at("unroll").get<int>();
-  c.prefetch = j.at("prefetch").get<int>();
+  c.cols = integer_at<int>(j, "cols");
+  c.unroll = integer_at<int>(j, "unroll");
+  c.prefetch = integer_at<int>(j, "prefetch");
   return c;
 }
 

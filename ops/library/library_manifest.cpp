@@ -136,6 +136,8 @@ LibraryManifest parse_library_manifest(const std::string& text) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     fail("JSON", fmt::format("invalid at byte {}: {}", e.byte, e.what()));
+  } catch (const json::exception& e) {  // a number too large for any type (out_of_range.406), ...
+    fail("JSON", e.what());
   }
   if (!j.is_object()) fail("top level", "must be an object with name and kernels");
   only_fields(j, {"name", "kernels", "schema"}, "top level");

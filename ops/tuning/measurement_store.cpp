@@ -7,6 +7,7 @@
 
 #include "generator/core/cpu_target.hpp"
 #include "generator/core/error.hpp"
+#include "generator/core/kernel_spec.hpp"
 
 namespace tessera {
 
@@ -58,11 +59,13 @@ GemmExtents gemm_extents(const TuningRecord& r) {
   if (r.op != "gemm") throw refuse(fmt::format("is of op '{}', not a GEMM", r.op));
   try {
     const nlohmann::json j = nlohmann::json::parse(r.problem);
-    GemmExtents e{j.at("m").get<std::int64_t>(), j.at("n").get<std::int64_t>(), j.at("k").get<std::int64_t>(),
-                  j.at("batch").get<std::int64_t>()};
+    GemmExtents e{integer_at<std::int64_t>(j, "m"), integer_at<std::int64_t>(j, "n"), integer_at<std::int64_t>(j, "k"),
+                  integer_at<std::int64_t>(j, "batch")};
     if (e.m < 0 || e.n < 0 || e.k < 0 || e.batch < 0) throw refuse("has negative sizes: " + r.problem);
     return e;
   } catch (const nlohmann::json::exception& e) {
+    throw refuse(fmt::format("has a malformed problem '{}': {}", r.problem, e.what()));
+  } catch (const InvalidArgument& e) {
     throw refuse(fmt::format("has a malformed problem '{}': {}", r.problem, e.what()));
   }
 }

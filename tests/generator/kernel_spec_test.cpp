@@ -127,6 +127,24 @@ TEST(CpuGemmSpec, FromJsonRejectsMalformedSpecs) {
   EXPECT_THROW(from_json<CpuGemmSpec>(broken([](auto& j) { j["config"]["mr"] = 13; })), Error);
 }
 
+// Integers that are not JSON integers of the field's range are refused, not cast (found by tests/fuzz: a version of
+// 3.7e39 was converted to int, undefined behaviour).
+TEST(CpuGemmSpec, FromJsonRefusesIntegersOutOfRange) {
+  const nlohmann::json good = to_json(sample_spec());
+  for (const nlohmann::json& bad : {nlohmann::json(3.7e39), nlohmann::json(4294967304LL), nlohmann::json(-4294967288LL),
+                                    nlohmann::json(8.5), nlohmann::json(18446744073709551615ULL)}) {
+    nlohmann::json j = good;
+    j["config"]["mr"] = bad;
+    EXPECT_THROW(from_json<CpuGemmSpec>(j), InvalidArgument) << bad.dump();
+    j = good;
+    j["version"] = bad;
+    EXPECT_THROW(from_json<CpuGemmSpec>(j), InvalidArgument) << bad.dump();
+  }
+  nlohmann::json j = good;
+  j["config"]["mr"] = nlohmann::json(8ULL);  // an unsigned JSON integer in range is an integer
+  EXPECT_EQ(from_json<CpuGemmSpec>(j).config.mr, 8);
+}
+
 TEST(Validate, StatesTheViolatedRule) {
   const CpuGemmSpec spec = sample_spec();
   const auto rule = [&](const CpuGemmConfig& c, const GemmSignature& s = sample_spec().signature) {
