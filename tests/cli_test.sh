@@ -321,6 +321,25 @@ else
   echo "SKIP: read-only records (chattr +i needs root)"
 fi
 rm -rf "$readonly_dir"
+# A kernel cache directory the user may not write (run as nobody, where permissions bite; as root they do not): the
+# kernel is built and run in memory, the warning is printed once, nothing is created. A suite run by another user
+# checks as that user.
+perm=$(mktemp -d)
+chmod 755 "$perm"
+mkdir "$perm/ro"
+cp "$bin" "$perm/tessera"
+chmod 555 "$perm/ro"
+as_user=()
+[[ $(id -u) -eq 0 ]] && as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+out=$(cd / && TESSERA_CACHE_DIR=$perm/ro/kernels "${as_user[@]}" "$perm/tessera" gemm 33 17 9 --verify --json \
+  2>"$perm/err")
+code=$?
+warnings=$(grep -c "cannot be used" "$perm/err")
+if [[ $code -eq 0 && $out == *'"ok":true'* && $out == *'"cache":"built"'* && $warnings -eq 1 &&
+  -z $(ls -A "$perm/ro") ]]; then ok; else
+  bad "unwritable cache directory: exit $code, $warnings warnings, $(cat "$perm/err") $(ls -A "$perm/ro")"; fi
+chmod 755 "$perm/ro"
+rm -rf "$perm"
 
 # Attention: --json keys, verified runs (causal, GQA, varlen with an empty sequence, modifiers, both ISAs), and bad
 # arguments (exit 2 naming the argument, or 3 for the CUDA target not built yet).
