@@ -3,11 +3,15 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include "ops/library/library_builder.hpp"
+#include "tessera/sparse.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera::bench {
@@ -27,18 +31,71 @@ struct CGemmArgs {
   int threads;
 };
 using CGemmFn = int (*)(const CGemmArgs*);
+struct CSparse {
+  std::int64_t rows, cols, entries;
+  const void *row_offsets, *col_indices, *values;
+};
+struct CSpmmArgs {
+  CSparse a;
+  std::int64_t n;
+  CTensor b, c, d;
+  const CTensor* inputs;
+  float alpha, beta;
+  int threads;
+};
+struct CSddmmArgs {
+  CSparse pattern;
+  std::int64_t k;
+  CTensor a, b;
+  float* out;
+  const CTensor* inputs;
+  float alpha;
+  int threads;
+};
+using CSpmmFn = int (*)(const CSpmmArgs*);
+using CSddmmFn = int (*)(const CSddmmArgs*);
+
+std::vector<float> small_integers(std::size_t count, int modulus) {
+  std::vector<float> x(count);
+  for (std::size_t i = 0; i < count; ++i) x[i] = static_cast<float>(static_cast<int>(i % modulus) - modulus / 2);
+  return x;
+}
+
+// Times two calls interleaved; returns {GFLOP/s of the first, of the second, second ÷ first as the paired median of
+// their speeds}.
+std::array<double, 3> time_pair(const std::function<void()>& jit, const std::function<void()>& library, double flops,
+                                int repeat, const Sampling& sampling) {
+  const int calls = sampling.calibrate(jit);
+  std::vector<double> jit_s, lib_s;
+  for (int r = 0; r < repeat; ++r) {
+    jit_s.push_back(sampling.sample(jit, calls, false));
+    lib_s.push_back(sampling.sample(library, calls, false));
+  }
+  return {flops / median(jit_s) / 1e9, flops / median(lib_s) / 1e9, 1 / paired_median_ratio(lib_s, jit_s)};
+}
 using CErrorFn = const char* (*)();
 
 }  // namespace
 
-nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const std::vector<int>& threads, int repeat,
-                                     const Sampling& sampling, std::ostream& log) {
+nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const std::vector<SparseCase>& sparse,
+                                     const std::vector<int>& threads, int repeat, const Sampling& sampling,
+                                     std::ostream& log) {
   namespace fs = std::filesystem;
   const CpuTarget host = CpuTarget::host();
   nlohmann::json manifest{{"name", "benchlib"}, {"kernels", nlohmann::json::array()}};
   nlohmann::json entry{{"name", "matmul"}, {"op", "gemm"}, {"epilogue", "acc"}, {"targets", {host.str()}}};
   for (const auto& s : shapes) entry["shapes"].push_back(fmt::format("{}x{}x{}x{}", s.m, s.n, s.k, s.batch));
-  manifest["kernels"].push_back(entry);
+  if (!shapes.empty()) manifest["kernels"].push_back(entry);
+  if (!sparse.empty()) {
+    nlohmann::json spmm{{"name", "spmm"}, {"op", "spmm"}, {"epilogue", "acc"}, {"targets", {host.str()}}},
+        sddmm{{"name", "sddmm"}, {"op", "sddmm"}, {"epilogue", "acc * s"}, {"targets", {host.str()}}};
+    for (const auto& c : sparse) {
+      spmm["shapes"].push_back(fmt::format("1024x{}x1024", c.dense));
+      sddmm["shapes"].push_back(fmt::format("1024x1024x{}", c.dense));
+    }
+    manifest["kernels"].push_back(spmm);
+    manifest["kernels"].push_back(sddmm);
+  }
   const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-bench-library-{}", getpid());
   fs::remove_all(dir);
   const LibraryBuildReport built = build_library(parse_library_manifest(manifest.dump()), dir, {});
@@ -46,11 +103,14 @@ nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const
   void* handle = dlopen((dir / "lib" / "libbenchlib.so.1").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw Error(std::string("cannot load the library: ") + dlerror());
   const auto matmul = reinterpret_cast<CGemmFn>(dlsym(handle, "benchlib_matmul"));
+  const auto spmm_fn = reinterpret_cast<CSpmmFn>(dlsym(handle, "benchlib_spmm"));
+  const auto sddmm_fn = reinterpret_cast<CSddmmFn>(dlsym(handle, "benchlib_sddmm"));
   const auto last_error = reinterpret_cast<CErrorFn>(dlsym(handle, "benchlib_last_error"));
-  if (!matmul || !last_error) throw Error("the library lacks benchlib_matmul");
+  if ((!shapes.empty() && !matmul) || (!sparse.empty() && (!spmm_fn || !sddmm_fn)) || !last_error)
+    throw Error("the library lacks a kernel it was built with");
 
   nlohmann::json rows = nlohmann::json::array();
-  log << fmt::format("{:<20} {:>7} {:>10} {:>10} {:>9}\n", "shape", "threads", "JIT GF/s", "lib GF/s", "lib/JIT");
+  log << fmt::format("{:<36} {:>7} {:>10} {:>10} {:>9}\n", "shape", "threads", "JIT GF/s", "lib GF/s", "lib/JIT");
   for (const auto& s : shapes)
     for (int t : threads) {
       RuntimeOptions options;
@@ -95,9 +155,10 @@ nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const
       }
       const double jit_gf = s.flops() / median(jit_s) / 1e9, lib_gf = s.flops() / median(lib_s) / 1e9;
       const double ratio = 1 / paired_median_ratio(lib_s, jit_s);
-      log << fmt::format("{:<20} {:>7} {:>10.1f} {:>10.1f} {:>9.3f}{}\n", s.label(), t, jit_gf, lib_gf, ratio,
+      log << fmt::format("{:<36} {:>7} {:>10.1f} {:>10.1f} {:>9.3f}{}\n", s.label(), t, jit_gf, lib_gf, ratio,
                          agrees ? "" : "  DISAGREES");
-      rows.push_back({{"shape", s.label()},
+      rows.push_back({{"op", "gemm"},
+                      {"shape", s.label()},
                       {"threads", t},
                       {"jit_kernel", kernel.name()},
                       {"jit_gflops", jit_gf},
@@ -105,6 +166,84 @@ nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const
                       {"library_over_jit", ratio},
                       {"agrees", agrees}});
     }
+
+  // SpMM and SDDMM: the JIT's kernel (its runtime's plan made once) against the library's call, which checks the
+  // pattern on every call.
+  for (const SparseCase& c : sparse) {
+    const SparseMatrixData stored = SparseMatrixData::csr(generate_pattern(c.pattern));
+    const SparseMatrix a = stored.view();
+    const std::int64_t m = a.rows, k = a.cols, n = c.dense;
+    const std::vector<float> b = small_integers(static_cast<std::size_t>(k * n), 5);
+    const std::vector<float> left = small_integers(static_cast<std::size_t>(m * n), 7),
+                             right = small_integers(static_cast<std::size_t>(k * n), 3);
+    std::vector<float> d(static_cast<std::size_t>(m * n)), out(static_cast<std::size_t>(a.entries));
+    for (int t : threads) {
+      RuntimeOptions options;
+      options.threads = t;
+      Runtime runtime(options);
+      SpmmArgs args;
+      args.a = a;
+      args.b = Tensor::matrix(const_cast<float*>(b.data()), k, n);
+      args.d = Tensor::matrix(d.data(), m, n);
+      args.set_epilogue("acc");
+      args.plan = std::make_shared<const SparsePlan>(SparsePlan::inspect(a, t));
+      const SpmmKernel kernel = runtime.compile(runtime.describe(args));
+      const CSpmmArgs ca{{a.rows, a.cols, a.entries, a.row_offsets, a.col_indices, a.values},
+                         n,
+                         {b.data(), n, 1, 0},
+                         {nullptr, 0, 0, 0},
+                         {d.data(), n, 1, 0},
+                         nullptr,
+                         1.0f,
+                         0.0f,
+                         t};
+      kernel.run(args);
+      const std::vector<float> jit_d = d;
+      std::fill(d.begin(), d.end(), -1.0f);
+      if (spmm_fn(&ca) != 0) throw Error(std::string("benchlib_spmm: ") + last_error());
+      const bool spmm_agrees = d == jit_d;
+      const auto spmm_t = time_pair([&] { kernel.run(args); }, [&] { spmm_fn(&ca); },
+                                    2.0 * static_cast<double>(a.entries) * static_cast<double>(n), repeat, sampling);
+
+      SddmmArgs sargs;
+      sargs.pattern = a;
+      sargs.a = Tensor::matrix(const_cast<float*>(left.data()), m, n);
+      sargs.b = Tensor::matrix(const_cast<float*>(right.data()), k, n);
+      sargs.out = Tensor::vector(out.data(), a.entries);
+      sargs.set_epilogue("acc * s");
+      sargs.plan = args.plan;
+      const SddmmKernel skernel = runtime.compile(runtime.describe(sargs));
+      const CSddmmArgs cs{{a.rows, a.cols, a.entries, a.row_offsets, a.col_indices, a.values},
+                          n,
+                          {left.data(), n, 1, 0},
+                          {right.data(), n, 1, 0},
+                          out.data(),
+                          nullptr,
+                          1.0f,
+                          t};
+      skernel.run(sargs);
+      const std::vector<float> jit_out = out;
+      std::fill(out.begin(), out.end(), -1.0f);
+      if (sddmm_fn(&cs) != 0) throw Error(std::string("benchlib_sddmm: ") + last_error());
+      const bool sddmm_agrees = out == jit_out;
+      const auto sddmm_t = time_pair([&] { skernel.run(sargs); }, [&] { sddmm_fn(&cs); },
+                                     2.0 * static_cast<double>(a.entries) * static_cast<double>(n), repeat, sampling);
+      for (const auto& [op, jit_name, timing, agrees] : {std::tuple{"spmm", kernel.name(), spmm_t, spmm_agrees},
+                                                         std::tuple{"sddmm", skernel.name(), sddmm_t, sddmm_agrees}}) {
+        const std::string label = fmt::format("{} {}@{}", op, c.pattern, n);
+        log << fmt::format("{:<36} {:>7} {:>10.1f} {:>10.1f} {:>9.3f}{}\n", label, t, timing[0], timing[1], timing[2],
+                           agrees ? "" : "  DISAGREES");
+        rows.push_back({{"op", op},
+                        {"shape", label},
+                        {"threads", t},
+                        {"jit_kernel", jit_name},
+                        {"jit_gflops", timing[0]},
+                        {"library_gflops", timing[1]},
+                        {"library_over_jit", timing[2]},
+                        {"agrees", agrees}});
+      }
+    }
+  }
   fs::remove_all(dir);
   return rows;
 }

@@ -9,12 +9,16 @@
 
 #include "bench/gemm_peer.hpp"
 #include "bench/sampling.hpp"
+#include "bench/sparse_benchmark.hpp"
 
 namespace tessera::bench {
 
-// Builds a library of one row-major f32 GEMM kernel for `shapes` on the host's ISA, then times it and the JIT on
-// each shape and thread count. Rows: shape, threads, each side's GFLOP/s, library ÷ JIT (paired median).
-nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const std::vector<int>& threads, int repeat,
-                                     const Sampling& sampling, std::ostream& log);
+// Builds a library of one row-major f32 GEMM kernel for `shapes` and, for `sparse` cases (generated patterns, CSR),
+// one SpMM (N = the case's dense size) and one SDDMM kernel (K = it) on the host's ISA, then times each against the
+// JIT's kernel of the same op on each shape and thread count. Rows: op, shape, threads, each side's GFLOP/s,
+// library ÷ JIT (paired median), whether they agree.
+nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const std::vector<SparseCase>& sparse,
+                                     const std::vector<int>& threads, int repeat, const Sampling& sampling,
+                                     std::ostream& log);
 
 }  // namespace tessera::bench

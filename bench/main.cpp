@@ -108,9 +108,14 @@ int main(int argc, char** argv) {
   dispatch->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
   dispatch->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   CLI::App* library = app.add_subcommand(
-      "library", "a kernel library from `tessera library build` against the JIT, on the same GEMMs (row-major f32)");
+      "library",
+      "a kernel library from `tessera library build` against the JIT, on the same GEMMs (row-major f32) and sparse "
+      "products");
   std::string library_shapes = "64x64x64,256x256x256,512x512x512,1024x1024x1024,16x4096x4096,128x128x128x32";
-  library->add_option("--shapes", library_shapes, "MxNxK[xBATCH],...");
+  library->add_option("--shapes", library_shapes, "MxNxK[xBATCH],... (GEMM; \"\" for none)");
+  std::string library_sparse;
+  library->add_option("--sparse", library_sparse,
+                      "PATTERN@DENSE;... generated CSR patterns for SpMM (N = DENSE) and SDDMM (K = DENSE)");
   library->add_option("--threads", threads_text, "comma-separated thread counts");
   library->add_option("--repeat", options.repeat, "samples per side (median reported)");
   library->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
@@ -139,7 +144,9 @@ int main(int argc, char** argv) {
       std::vector<int> threads;
       for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));
       const auto rows =
-          run_library_benchmark(parse_shapes(library_shapes), threads, options.repeat, {options.sample_ms, 0}, log);
+          run_library_benchmark(library_shapes.empty() ? std::vector<GemmShape>{} : parse_shapes(library_shapes),
+                                library_sparse.empty() ? std::vector<SparseCase>{} : parse_sparse_cases(library_sparse),
+                                threads, options.repeat, {options.sample_ms, 0}, log);
       write_json(nlohmann::json{{"command", command}, {"rows", rows}});
       for (const auto& row : rows)
         if (!row["agrees"].get<bool>()) {

@@ -18,7 +18,7 @@ bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 lib=$work/tlib
 if out=$("$bin" library build "$here/library/manifest.json" --out "$lib" --jobs 2 2>&1); then ok; else
   bad "library build: $out"; echo "$failed failed"; exit 1; fi
-[[ $out == *"4 kernels"*"compiled"* ]] && ok || bad "build summary: $out"
+[[ $out == *"7 kernels"*"compiled"* ]] && ok || bad "build summary: $out"
 for f in include/tlib.h lib/libtlib.a lib/libtlib.so.1 lib/libtlib.so lib/cmake/tlib/tlibConfig.cmake \
   lib/pkgconfig/tlib.pc tlib.lock.json; do
   [[ -e $lib/$f ]] && ok || bad "missing $f"
@@ -78,6 +78,13 @@ bad_manifest "shapes[0]" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op
 bad_manifest "C identifier" "{\"name\": \"my-lib\", \"kernels\": [{\"name\": \"a\", $k}]}"
 bad_manifest "'f16'" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"dtype\": \"f16\"}]}"
 bad_manifest "out_dtype" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"out_dtype\": \"i32\"}]}"
+sp='"targets": ["cpu:avx2"], "shapes": ["8x8x8"]'
+bad_manifest "kernels[0] ('s').format" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"spmm\", \"format\": \"coo\", $sp}]}"
+bad_manifest "'block' is required" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"spmm\", \"format\": \"bsr\", $sp}]}"
+bad_manifest "unknown field 'layout_a'" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"spmm\", \"layout_a\": \"col\", $sp}]}"
+bad_manifest "kernels[0] ('s').dtype" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"sddmm\", \"dtype\": \"bf16\", $sp}]}"
+bad_manifest "kernels[0] ('s').epilogue" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"sddmm\", \"epilogue\": \"acc + beta*c\", $sp}]}"
+bad_manifest "without a batch" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"spmm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"8x8x8x2\"]}]}"
 bad_manifest "manifest: JSON" ""
 bad_manifest "number overflow" '{"name": "x", "kernels": 1e99999}'  # found by fuzz_manifest: aborted before
 rm -f "$work/bad.json"

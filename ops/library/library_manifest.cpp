@@ -60,19 +60,37 @@ LibraryShape parse_shape(const json& value, const std::string& where) {
   return s;
 }
 
-LibraryKernel parse_kernel(const json& entry, const std::string& where) {
-  if (!entry.is_object()) fail(where, "must be an object");
-  LibraryKernel k;
-  k.name = text_field(entry, "name", where);
-  const std::string named = fmt::format("{} ('{}')", where, k.name);
+Epilogue epilogue_field(const json& entry, const std::string& named, bool sampled) {
+  const std::string text = text_field(entry, "epilogue", named, sampled ? "acc" : "alpha*acc");
+  try {
+    return sampled ? Epilogue::parse_sampled(text) : Epilogue::parse(text);
+  } catch (const Error& e) {
+    fail(named + ".epilogue", e.what());
+  }
+}
+
+// The epilogue's tensors as the runtime binds them: f32 vectors along M (element stride) or N, or M×N row-major.
+std::vector<EpilogueInput> epilogue_inputs(const Epilogue& epilogue) {
+  std::vector<EpilogueInput> inputs;
+  for (const auto& t : epilogue.tensors())
+    inputs.push_back(
+        {t.name, t.form, {DType::f32, t.form == IndexForm::M ? Layout::col_major() : Layout::row_major()}});
+  return inputs;
+}
+
+template <class Signature>
+void check_signature(const Signature& s, const std::string& named) {
+  try {
+    s.check();
+  } catch (const Error& e) {
+    fail(named + ".epilogue", e.what());
+  }
+}
+
+GemmSignature gemm_signature(const json& entry, const std::string& named) {
   only_fields(entry,
               {"name", "op", "dtype", "out_dtype", "layout_a", "layout_b", "layout_c", "epilogue", "targets", "shapes"},
               named);
-  if (!c_identifier(k.name)) fail(named + ".name", "must be a C identifier of at most 63 characters");
-  k.op = text_field(entry, "op", named);
-  if (k.op == "attention" || k.op == "spmm" || k.op == "sddmm")
-    fail(named + ".op", fmt::format("'{}' kernels are not in libraries yet (gemm is)", k.op));
-  if (k.op != "gemm") fail(named + ".op", fmt::format("unknown op '{}' (gemm)", k.op));
   // A and B: f32, bf16, or i8 (u8 A and i8 B, i32 sums); D: f32, bf16, or u8 / i8 (requantised).
   const std::string dtype = text_field(entry, "dtype", named, "f32");
   if (dtype != "f32" && dtype != "bf16" && dtype != "i8")
@@ -81,27 +99,106 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
   if (out_dtype != "f32" && out_dtype != "bf16" && out_dtype != "u8" && out_dtype != "i8")
     fail(named + ".out_dtype", fmt::format("must be f32, bf16, u8 or i8, got '{}'", out_dtype));
   const DType ab = *parse_dtype(dtype);
-  GemmSignature& s = k.signature;
+  GemmSignature s;
   s.a = {ab == DType::i8 ? DType::u8 : ab, layout_field(entry, "layout_a", named)};
   s.b = {ab, layout_field(entry, "layout_b", named)};
   if (ab == DType::i8) s.accumulator = DType::i32;
   const Layout d = layout_field(entry, "layout_c", named);
-  try {
-    s.epilogue = Epilogue::parse(text_field(entry, "epilogue", named, "alpha*acc"));
-  } catch (const Error& e) {
-    fail(named + ".epilogue", e.what());
-  }
+  s.epilogue = epilogue_field(entry, named, false);
   // C is an operand exactly when the epilogue names it.
   s.d = {*parse_dtype(out_dtype), d};
   s.c = {DType::f32, s.epilogue.reads_c() ? d : Layout::zero()};
-  for (const auto& t : s.epilogue.tensors())
-    s.inputs.push_back(
-        {t.name, t.form, {DType::f32, t.form == IndexForm::M ? Layout::col_major() : Layout::row_major()}});
-  try {
-    s.check();
-  } catch (const Error& e) {
-    fail(named + ".epilogue", e.what());
+  s.inputs = epilogue_inputs(s.epilogue);
+  check_signature(s, named);
+  return s;
+}
+
+int index_bits_field(const json& entry, const std::string& named) {
+  const std::string index = text_field(entry, "index", named, "i32");
+  if (index != "i32" && index != "i64") fail(named + ".index", fmt::format("must be i32 or i64, got '{}'", index));
+  return index == "i32" ? 32 : 64;
+}
+
+// SpMM: A sparse (CSR, or BSR with `block` blocks) with f32 or bf16 values, B dense row-major of the same type, C
+// and D f32 in `layout_c`, the GEMM epilogue.
+SpmmSignature spmm_signature(const json& entry, const std::string& named) {
+  only_fields(entry, {"name", "op", "dtype", "format", "block", "index", "layout_c", "epilogue", "targets", "shapes"},
+              named);
+  SpmmSignature s;
+  const std::string format = text_field(entry, "format", named, "csr");
+  if (format != "csr" && format != "bsr") fail(named + ".format", fmt::format("must be csr or bsr, got '{}'", format));
+  s.a.format = format == "csr" ? SparseFormat::Csr : SparseFormat::Bsr;
+  if (s.a.format == SparseFormat::Bsr) {
+    const std::string block = text_field(entry, "block", named);
+    static const std::regex shape("([0-9]{1,2})x([0-9]{1,2})");
+    std::smatch match;
+    if (!std::regex_match(block, match, shape))
+      fail(named + ".block", fmt::format("'{}' is not RxC (a BSR block's rows and columns)", block));
+    s.a.block_rows = std::stoi(match[1]);
+    s.a.block_cols = std::stoi(match[2]);
+  } else if (entry.contains("block")) {
+    fail(named + ".block", "is for format bsr");
   }
+  s.a.index_bits = index_bits_field(entry, named);
+  const std::string dtype = text_field(entry, "dtype", named, "f32");
+  if (dtype != "f32" && dtype != "bf16")
+    fail(named + ".dtype", fmt::format("must be f32 or bf16 (A's values and B), got '{}'", dtype));
+  s.a.value = *parse_dtype(dtype);
+  try {
+    s.a.check();
+  } catch (const Error& e) {
+    fail(named + ".block", e.what());
+  }
+  GemmSignature& dense = s.dense;
+  dense.a = {s.a.value, Layout::row_major()};
+  dense.b = {s.a.value, Layout::row_major()};
+  dense.accumulator = DType::f32;
+  const Layout d = layout_field(entry, "layout_c", named);
+  dense.epilogue = epilogue_field(entry, named, false);
+  dense.d = {DType::f32, d};
+  dense.c = {DType::f32, dense.epilogue.reads_c() ? d : Layout::zero()};
+  dense.inputs = epilogue_inputs(dense.epilogue);
+  check_signature(s, named);
+  return s;
+}
+
+// SDDMM: a CSR pattern with f32 values (s), A M×K and B N×K f32 row-major, the sampled epilogue.
+SddmmSignature sddmm_signature(const json& entry, const std::string& named) {
+  only_fields(entry, {"name", "op", "dtype", "index", "epilogue", "targets", "shapes"}, named);
+  SddmmSignature s;
+  s.pattern.index_bits = index_bits_field(entry, named);
+  const std::string dtype = text_field(entry, "dtype", named, "f32");
+  if (dtype != "f32")
+    fail(named + ".dtype", fmt::format("must be f32 (A, B and the pattern's values), got '{}'", dtype));
+  GemmSignature& dense = s.dense;
+  dense.epilogue = epilogue_field(entry, named, true);
+  dense.a = {DType::f32, Layout::row_major()};
+  dense.b = {DType::f32, Layout::col_major()};  // Bᵀ as GEMM's K×N operand
+  dense.c = {DType::f32, Layout::zero()};
+  dense.d = {DType::f32, Layout::row_major()};
+  dense.inputs = epilogue_inputs(dense.epilogue);
+  check_signature(s, named);
+  return s;
+}
+
+LibraryKernel parse_kernel(const json& entry, const std::string& where) {
+  if (!entry.is_object()) fail(where, "must be an object");
+  LibraryKernel k;
+  k.name = text_field(entry, "name", where);
+  const std::string named = fmt::format("{} ('{}')", where, k.name);
+  if (!c_identifier(k.name)) fail(named + ".name", "must be a C identifier of at most 63 characters");
+  k.op = text_field(entry, "op", named);
+  if (k.op == "attention") fail(named + ".op", "'attention' kernels are not in libraries yet (gemm, spmm, sddmm are)");
+  if (k.op == "gemm")
+    k.signature = gemm_signature(entry, named);
+  else if (k.op == "spmm")
+    k.signature = spmm_signature(entry, named);
+  else if (k.op == "sddmm")
+    k.signature = sddmm_signature(entry, named);
+  else
+    fail(named + ".op", fmt::format("unknown op '{}' (gemm, spmm, sddmm)", k.op));
+  const auto* gemm = std::get_if<GemmSignature>(&k.signature);
+  const bool int8 = gemm && gemm->b.dtype == DType::i8, bf16 = gemm && gemm->b.dtype == DType::bf16;
 
   if (!entry.contains("targets") || !entry["targets"].is_array() || entry["targets"].empty())
     fail(named + ".targets", "must be a non-empty list such as [\"cpu:avx512\", \"cpu:avx2\"]");
@@ -114,16 +211,20 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
     if (text.rfind("cuda", 0) == 0) fail(at, fmt::format("'{}': libraries hold CPU kernels so far", text));
     if (text != "cpu:avx512" && text != "cpu:avx2") fail(at, fmt::format("'{}' is not cpu:avx512 or cpu:avx2", text));
     if (!seen.insert(text).second) fail(at, fmt::format("'{}' is listed twice", text));
-    // The extensions the inputs need, whether or not this host has them: the driver checks the running CPU.
+    // The extensions a GEMM's inputs need, whether or not this host has them: the driver checks the running CPU.
+    // The sparse kernels widen bf16 and need none.
     CpuTarget target = CpuTarget::named(text);
-    target.vnni = target.vnni || ab == DType::i8;
-    target.avx512_bf16 = target.avx512_bf16 || (ab == DType::bf16 && target.isa == CpuIsa::Avx512);
+    target.vnni = target.vnni || int8;
+    target.avx512_bf16 = target.avx512_bf16 || (bf16 && target.isa == CpuIsa::Avx512);
     k.targets.push_back(target);
   }
   if (!entry.contains("shapes") || !entry["shapes"].is_array() || entry["shapes"].empty())
     fail(named + ".shapes", "must be a non-empty list of MxNxK[xBATCH] to choose configs for");
-  for (std::size_t i = 0; i < entry["shapes"].size(); ++i)
+  for (std::size_t i = 0; i < entry["shapes"].size(); ++i) {
     k.shapes.push_back(parse_shape(entry["shapes"][i], fmt::format("{}.shapes[{}]", named, i)));
+    if (k.op != "gemm" && k.shapes.back().batch != 1)
+      fail(fmt::format("{}.shapes[{}]", named, i), fmt::format("{} takes MxNxK, without a batch", k.op));
+  }
   k.canonical = entry.dump();
   return k;
 }
@@ -159,7 +260,7 @@ LibraryManifest parse_library_manifest(const std::string& text) {
 }
 
 const char* library_manifest_schema() {
-  return R"({
+  return R"schema({
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "title": "tessera library manifest, schema 1",
   "type": "object",
@@ -176,21 +277,24 @@ const char* library_manifest_schema() {
         "additionalProperties": false,
         "properties": {
           "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
-          "op": {"enum": ["gemm"]},
-          "dtype": {"enum": ["f32", "bf16", "i8"], "default": "f32"},
-          "out_dtype": {"enum": ["f32", "bf16", "u8", "i8"], "default": "f32"},
-          "layout_a": {"enum": ["row", "col"], "default": "row"},
-          "layout_b": {"enum": ["row", "col"], "default": "row"},
-          "layout_c": {"enum": ["row", "col"], "default": "row"},
-          "epilogue": {"type": "string", "default": "alpha*acc"},
+          "op": {"enum": ["gemm", "spmm", "sddmm"]},
+          "dtype": {"enum": ["f32", "bf16", "i8"], "default": "f32", "description": "gemm: A and B (i8: u8 A, i8 B); spmm: A's values and B (f32, bf16); sddmm: f32"},
+          "out_dtype": {"enum": ["f32", "bf16", "u8", "i8"], "default": "f32", "description": "gemm only"},
+          "format": {"enum": ["csr", "bsr"], "default": "csr", "description": "spmm only: A's storage"},
+          "block": {"type": "string", "pattern": "^[0-9]{1,2}x[0-9]{1,2}$", "description": "spmm with format bsr: RxC blocks"},
+          "index": {"enum": ["i32", "i64"], "default": "i32", "description": "spmm, sddmm: row offsets and column indices"},
+          "layout_a": {"enum": ["row", "col"], "default": "row", "description": "gemm only"},
+          "layout_b": {"enum": ["row", "col"], "default": "row", "description": "gemm only"},
+          "layout_c": {"enum": ["row", "col"], "default": "row", "description": "gemm, spmm: C and D"},
+          "epilogue": {"type": "string", "default": "alpha*acc (sddmm: acc, in the sampled dialect with s)"},
           "targets": {"type": "array", "minItems": 1, "uniqueItems": true, "items": {"enum": ["cpu:avx512", "cpu:avx2"]}},
-          "shapes": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[0-9]+x[0-9]+x[0-9]+(x[0-9]+)?$"}}
+          "shapes": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[0-9]+x[0-9]+x[0-9]+(x[0-9]+)?$"}, "description": "MxNxK to choose configs for (gemm also MxNxKxBATCH); spmm: A M×K, B K×N; sddmm: pattern M×N, A M×K"}
         }
       }
     }
   }
 }
-)";
+)schema";
 }
 
 }  // namespace tessera

@@ -72,7 +72,7 @@ static void check(int kernel, int variant, int64_t m, int64_t n, int64_t k, int6
           double want = x.alpha * acc;
           if (kernel == 1) want = want + bias[j] > 0 ? want + bias[j] : 0;
           if (kernel == 2) want = scale[i] * acc + x.beta * c[at] + residual[i * n + j];
-          if (fabs(d[at] - want) > 1e-3 * (1 + fabs(want))) {
+          if (!(fabs(d[at] - want) <= 1e-3 * (1 + fabs(want)))) {
             printf("FAIL %s %lldx%lldx%lld batch %lld threads %d: d[%lld,%lld,%lld] = %g, expected %g\n",
                    name_fns[kernel](variant), (long long)m, (long long)n, (long long)k, (long long)batch, threads,
                    (long long)q, (long long)i, (long long)j, d[at], want);
@@ -134,6 +134,221 @@ static int check_int8(int variant, int64_t m, int64_t n, int64_t k, int threads)
   return checked;
 }
 
+/* A random sparse pattern of `rows` × `cols` blocks (CSR: 1×1), each present with probability `percent`/100, some
+ * rows left empty; offsets and indices as int32 or int64. Returns the number of blocks. */
+static int64_t random_pattern(int64_t rows, int64_t cols, int percent, int wide, void** offsets, void** indices,
+                              unsigned* seed) {
+  int64_t* o = malloc(sizeof(int64_t) * (size_t)(rows + 1));
+  int64_t* c = malloc(sizeof(int64_t) * (size_t)(rows * cols > 0 ? rows * cols : 1));
+  int64_t entries = 0;
+  o[0] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    *seed = *seed * 1103515245u + 12345u;
+    const int empty = (*seed >> 16) % 9 == 0;
+    for (int64_t j = 0; j < cols && !empty; ++j) {
+      *seed = *seed * 1103515245u + 12345u;
+      if ((int)((*seed >> 16) % 100) < percent) c[entries++] = j;
+    }
+    o[r + 1] = entries;
+  }
+  if (wide) {
+    *offsets = o, *indices = c;
+  } else {
+    int32_t* o32 = malloc(sizeof(int32_t) * (size_t)(rows + 1));
+    int32_t* c32 = malloc(sizeof(int32_t) * (size_t)(entries > 0 ? entries : 1));
+    for (int64_t r = 0; r <= rows; ++r) o32[r] = (int32_t)o[r];
+    for (int64_t p = 0; p < entries; ++p) c32[p] = (int32_t)c[p];
+    free(o), free(c);
+    *offsets = o32, *indices = c32;
+  }
+  return entries;
+}
+static int64_t at(const void* a, int wide, int64_t i) {
+  return wide ? ((const int64_t*)a)[i] : (int64_t)((const int32_t*)a)[i];
+}
+static uint16_t to_bf16(float f) { /* exact for the small integers used here */
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+
+/* pruned_linear (CSR i32 f32, D = relu(alpha*A·B + bias[n]), row-major) and block_residual (BSR 4×4 i64 bf16, C and D
+ * column-major, D = alpha*A·B + beta*C), against a double reference. */
+static void check_spmm(int bsr, int variant, int64_t m, int64_t n, int64_t k, int percent, int threads) {
+  unsigned seed = (unsigned)(m * 131 + n * 17 + k * 3 + (unsigned)percent);
+  const int br = bsr ? 4 : 1, bc = bsr ? 4 : 1;
+  const int64_t brows = (m + br - 1) / br, bcols = (k + bc - 1) / bc;
+  void *offsets, *indices;
+  const int64_t entries = random_pattern(brows, bcols, percent, bsr, &offsets, &indices, &seed);
+  float* values = random_matrix(entries * br * bc, &seed);
+  uint16_t* values16 = malloc(sizeof(uint16_t) * (size_t)(entries * br * bc + 1));
+  for (int64_t i = 0; i < entries * br * bc; ++i) values16[i] = to_bf16(values[i]);
+  float* b = random_matrix(k * n, &seed);
+  uint16_t* b16 = malloc(sizeof(uint16_t) * (size_t)(k * n + 1));
+  for (int64_t i = 0; i < k * n; ++i) b16[i] = to_bf16(b[i]);
+  float* bias = random_matrix(n, &seed);
+  float* c = random_matrix(m * n, &seed);
+  float* d = malloc(sizeof(float) * (size_t)(m * n + 1));
+  for (int64_t i = 0; i < m * n; ++i) d[i] = NAN;
+  tlib_spmm_args x;
+  memset(&x, 0, sizeof x);
+  x.a = (tlib_sparse){m, k, entries, offsets, indices, bsr ? (const void*)values16 : (const void*)values};
+  x.n = n, x.threads = threads, x.alpha = 0.5f, x.beta = 2.0f;
+  x.b = (tlib_tensor){bsr ? (const void*)b16 : (const void*)b, n, 1, 0};
+  x.c = (tlib_tensor){c, 1, m, 0}; /* column-major, read by block_residual only */
+  x.d = bsr ? (tlib_tensor){d, 1, m, 0} : (tlib_tensor){d, n, 1, 0};
+  tlib_tensor inputs[1] = {{bias, 0, 1, 0}};
+  x.inputs = bsr ? NULL : inputs;
+  const int status = bsr ? tlib_block_residual_run_variant(variant, &x) : tlib_pruned_linear_run_variant(variant, &x);
+  const char* name = bsr ? tlib_block_residual_variant_name(variant) : tlib_pruned_linear_variant_name(variant);
+  if (status != TLIB_OK) {
+    printf("FAIL %s %lldx%lldx%lld (%d%%) threads %d: status %d: %s\n", name, (long long)m, (long long)n, (long long)k,
+           percent, threads, status, tlib_last_error());
+    ++failures;
+  } else {
+    double* want = calloc((size_t)(m * n + 1), sizeof(double));
+    for (int64_t r = 0; r < brows; ++r)
+      for (int64_t p = at(offsets, bsr, r); p < at(offsets, bsr, r + 1); ++p)
+        for (int i = 0; i < br && r * br + i < m; ++i)
+          for (int q = 0; q < bc && at(indices, bsr, p) * bc + q < k; ++q)
+            for (int64_t j = 0; j < n; ++j)
+              want[(r * br + i) * n + j] +=
+                  (double)values[(p * br + i) * bc + q] * (double)b[(at(indices, bsr, p) * bc + q) * n + j];
+    int bad = 0;
+    for (int64_t i = 0; i < m && !bad; ++i)
+      for (int64_t j = 0; j < n && !bad; ++j) {
+        double w = x.alpha * want[i * n + j];
+        w = bsr ? w + x.beta * c[j * m + i] : (w + bias[j] > 0 ? w + bias[j] : 0);
+        const float got = bsr ? d[j * m + i] : d[i * n + j];
+        if (!(fabs(got - w) <= 1e-3 * (1 + fabs(w)))) {
+          printf("FAIL %s %lldx%lldx%lld (%d%%) threads %d: d[%lld,%lld] = %g, expected %g\n", name, (long long)m,
+                 (long long)n, (long long)k, percent, threads, (long long)i, (long long)j, got, w);
+          bad = 1;
+        }
+      }
+    failures += bad;
+    free(want);
+  }
+  free(offsets), free(indices), free(values), free(values16), free(b), free(b16), free(bias), free(c), free(d);
+}
+
+/* masked_scores (SDDMM, CSR i32): out[p] = dot(A[i,:], B[j,:]) * s[p] + rowbias[i]. */
+static void check_sddmm(int variant, int64_t m, int64_t n, int64_t k, int percent, int threads) {
+  unsigned seed = (unsigned)(m * 7 + n * 131 + k + (unsigned)percent);
+  void *offsets, *indices;
+  const int64_t entries = random_pattern(m, n, percent, 0, &offsets, &indices, &seed);
+  float* s = random_matrix(entries, &seed);
+  float* a = random_matrix(m * k, &seed);
+  float* b = random_matrix(n * k, &seed);
+  float* rowbias = random_matrix(m, &seed);
+  float* out = malloc(sizeof(float) * (size_t)(entries + 1));
+  for (int64_t p = 0; p < entries; ++p) out[p] = NAN;
+  tlib_sddmm_args x;
+  memset(&x, 0, sizeof x);
+  x.pattern = (tlib_sparse){m, n, entries, offsets, indices, s};
+  x.k = k, x.threads = threads, x.alpha = 1.0f, x.out = out;
+  x.a = (tlib_tensor){a, k, 1, 0};
+  x.b = (tlib_tensor){b, k, 1, 0};
+  tlib_tensor inputs[1] = {{rowbias, 1, 0, 0}};
+  x.inputs = inputs;
+  const int status = tlib_masked_scores_run_variant(variant, &x);
+  if (status != TLIB_OK) {
+    printf("FAIL %s %lldx%lldx%lld threads %d: status %d: %s\n", tlib_masked_scores_variant_name(variant),
+           (long long)m, (long long)n, (long long)k, threads, status, tlib_last_error());
+    ++failures;
+  } else {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = at(offsets, 0, i); p < at(offsets, 0, i + 1); ++p) {
+        double dot = 0;
+        for (int64_t q = 0; q < k; ++q) dot += (double)a[i * k + q] * (double)b[at(indices, 0, p) * k + q];
+        const double w = dot * s[p] + rowbias[i];
+        if (!(fabs(out[p] - w) <= 1e-3 * (1 + fabs(w)))) {
+          printf("FAIL %s %lldx%lldx%lld threads %d: out[%lld] = %g, expected %g\n",
+                 tlib_masked_scores_variant_name(variant), (long long)m, (long long)n, (long long)k, threads,
+                 (long long)p, out[p], w);
+          ++failures;
+          i = m;
+          break;
+        }
+      }
+  }
+  free(offsets), free(indices), free(s), free(a), free(b), free(rowbias), free(out);
+}
+
+/* Broken patterns and operands are refused with a message naming them, and the output is left alone. */
+static void check_sparse_errors(void) {
+  int32_t offsets[4] = {0, 2, 1, 3}, indices[3] = {0, 1, 2};
+  float values[3] = {1, 2, 3}, b[12] = {0}, d[12], out[3];
+  for (int i = 0; i < 12; ++i) d[i] = 7;
+  tlib_spmm_args x;
+  memset(&x, 0, sizeof x);
+  x.a = (tlib_sparse){3, 3, 3, offsets, indices, values};
+  x.n = 4, x.alpha = 1;
+  x.b = (tlib_tensor){b, 4, 1, 0};
+  x.d = (tlib_tensor){d, 4, 1, 0};
+  float bias[4] = {0};
+  tlib_tensor inputs[1] = {{bias, 0, 1, 0}};
+  x.inputs = inputs;
+  const struct {
+    const char* what;
+    int32_t offsets[4], indices[3];
+    const char* needle;
+  } cases[] = {{"decreasing offsets", {0, 2, 1, 3}, {0, 1, 2}, "a.row_offsets[2] = 1"},
+               {"offsets past the entries", {0, 1, 2, 4}, {0, 1, 2}, "a.row_offsets[3] = 4"},
+               {"offsets not from 0", {1, 1, 2, 3}, {0, 1, 2}, "a.row_offsets[0] is 1"},
+               {"a column out of range", {0, 1, 2, 3}, {0, 3, 2}, "a.col_indices[1] = 3 is outside 0..2"},
+               {"a negative column", {0, 1, 2, 3}, {0, 1, -1}, "a.col_indices[2] = -1"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    memcpy(offsets, cases[i].offsets, sizeof offsets);
+    memcpy(indices, cases[i].indices, sizeof indices);
+    if (tlib_pruned_linear(&x) != TLIB_EINVAL || !strstr(tlib_last_error(), cases[i].needle) || d[0] != 7) {
+      printf("FAIL spmm %s: %s\n", cases[i].what, tlib_last_error());
+      ++failures;
+    }
+  }
+  memcpy(offsets, (int32_t[]){0, 1, 2, 3}, sizeof offsets);
+  memcpy(indices, (int32_t[]){0, 1, 2}, sizeof indices);
+  x.b.rs = 3; /* shorter than N */
+  if (tlib_pruned_linear(&x) != TLIB_EINVAL || !strstr(tlib_last_error(), "b is row-major")) {
+    printf("FAIL spmm short b.rs: %s\n", tlib_last_error());
+    ++failures;
+  }
+  x.b.rs = 4;
+  x.inputs = NULL;
+  if (tlib_pruned_linear(&x) != TLIB_EINVAL || !strstr(tlib_last_error(), "inputs is null")) {
+    printf("FAIL spmm without bias: %s\n", tlib_last_error());
+    ++failures;
+  }
+  x.inputs = inputs;
+  x.a.values = NULL;
+  if (tlib_pruned_linear(&x) != TLIB_EINVAL || !strstr(tlib_last_error(), "a.values is null")) {
+    printf("FAIL spmm null values: %s\n", tlib_last_error());
+    ++failures;
+  }
+  x.a.values = values;
+  if (tlib_pruned_linear(&x) != TLIB_OK || d[0] != 0) { /* the same call, repaired, runs: relu(0 + 0) */
+    printf("FAIL spmm repaired call: %s\n", tlib_last_error());
+    ++failures;
+  }
+  tlib_sddmm_args y;
+  memset(&y, 0, sizeof y);
+  y.pattern = (tlib_sparse){3, 3, 3, offsets, indices, NULL};
+  y.k = 4, y.alpha = 1, y.out = out;
+  y.a = (tlib_tensor){b, 4, 1, 0};
+  y.b = (tlib_tensor){b, 4, 1, 0};
+  y.inputs = inputs;
+  if (tlib_masked_scores(&y) != TLIB_EINVAL || !strstr(tlib_last_error(), "pattern.values is null")) {
+    printf("FAIL sddmm without s: %s\n", tlib_last_error());
+    ++failures;
+  }
+  y.pattern.values = values;
+  y.out = NULL;
+  if (tlib_masked_scores(&y) != TLIB_EINVAL || !strstr(tlib_last_error(), "out is null")) {
+    printf("FAIL sddmm null out: %s\n", tlib_last_error());
+    ++failures;
+  }
+}
+
 int main(void) {
   int checked = 0, skipped = 0;
   const char* isa = tlib_isa();
@@ -172,6 +387,43 @@ int main(void) {
           ++skipped;
       }
     }
+  /* SpMM and SDDMM: every variant this CPU runs, on edges (partial blocks, empty rows, N = 1, no entries), on a B
+   * large enough for column panels (300x700x200 at 30%), on one and two threads. */
+  for (int bsr = 0; bsr < 2; ++bsr) {
+    const int count = bsr ? tlib_block_residual_variant_count() : tlib_pruned_linear_variant_count();
+    for (int v = 0; v < count; ++v) {
+      const char* name = bsr ? tlib_block_residual_variant_name(v) : tlib_pruned_linear_variant_name(v);
+      if (strstr(name, "_avx512_") && strcmp(isa, "avx512") != 0) {
+        ++skipped;
+        continue;
+      }
+      for (int threads = 1; threads <= 2; ++threads) {
+        const int64_t shapes[][4] = {{37, 53, 29, 20}, {300, 700, 200, 30}, {66, 1, 70, 10}, {9, 17, 5, 0}};
+        for (int s = 0; s < 4; ++s) {
+          check_spmm(bsr, v, shapes[s][0], shapes[s][1], shapes[s][2], (int)shapes[s][3], threads);
+          ++checked;
+        }
+      }
+    }
+  }
+  for (int v = 0; v < tlib_masked_scores_variant_count(); ++v) {
+    if (strstr(tlib_masked_scores_variant_name(v), "_avx512_") && strcmp(isa, "avx512") != 0) {
+      ++skipped;
+      continue;
+    }
+    for (int threads = 1; threads <= 2; ++threads) {
+      const int64_t shapes[][4] = {{61, 45, 37, 25}, {200, 300, 64, 5}, {7, 3, 1, 50}, {5, 5, 8, 0}};
+      for (int s = 0; s < 4; ++s) {
+        check_sddmm(v, shapes[s][0], shapes[s][1], shapes[s][2], (int)shapes[s][3], threads);
+        ++checked;
+      }
+    }
+  }
+  check_sparse_errors();
+  if (tlib_pruned_linear_variant_for(300, 700, 200) < 0 || tlib_masked_scores_variant_for(10, 10, 10) < 0) {
+    printf("FAIL no sparse variant for this CPU\n");
+    ++failures;
+  }
   /* The dispatcher: every kernel on a few shapes, and bad arguments refused with a message naming them. */
   for (int kernel = 0; kernel < 3; ++kernel) {
     const int64_t shapes[][3] = {{64, 64, 64}, {512, 512, 512}, {5, 3, 2}};
