@@ -19,6 +19,9 @@ lib=$work/tlib
 if out=$("$bin" library build "$here/library/manifest.json" --out "$lib" --jobs 2 2>&1); then ok; else
   bad "library build: $out"; echo "$failed failed"; exit 1; fi
 [[ $out == *"7 kernels"*"compiled"* ]] && ok || bad "build summary: $out"
+# A range of M (1..16) chooses configs at its ends and the powers of two between.
+chosen=$(grep -c 'chosen for [0-9]*x1024x1024' "$lib/include/tlib.h")
+[[ $chosen -ge 2 ]] && ok || bad "range 1..16x1024x1024: $chosen variants chosen for its sizes"
 for f in include/tlib.h lib/libtlib.a lib/libtlib.so.1 lib/libtlib.so lib/cmake/tlib/tlibConfig.cmake \
   lib/pkgconfig/tlib.pc tlib.lock.json; do
   [[ -e $lib/$f ]] && ok || bad "missing $f"
@@ -85,6 +88,8 @@ bad_manifest "unknown field 'layout_a'" "{\"name\": \"x\", \"kernels\": [{\"name
 bad_manifest "kernels[0] ('s').dtype" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"sddmm\", \"dtype\": \"bf16\", $sp}]}"
 bad_manifest "kernels[0] ('s').epilogue" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"sddmm\", \"epilogue\": \"acc + beta*c\", $sp}]}"
 bad_manifest "without a batch" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"spmm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"8x8x8x2\"]}]}"
+bad_manifest "the range 64..8 is empty" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"64..8x8x8\"]}]}"
+bad_manifest "expand to more than 256" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"1..999x1..999x1..999x1..9\"]}]}"
 bad_manifest "manifest: JSON" ""
 bad_manifest "number overflow" '{"name": "x", "kernels": 1e99999}'  # found by fuzz_manifest: aborted before
 rm -f "$work/bad.json"

@@ -48,16 +48,51 @@ Layout layout_field(const json& entry, const std::string& field, const std::stri
   return *Layout::parse(text);
 }
 
-LibraryShape parse_shape(const json& value, const std::string& where) {
-  if (!value.is_string()) fail(where, "must be a string MxNxK or MxNxKxBATCH");
-  const std::string text = value.get<std::string>();
-  static const std::regex shape("([0-9]{1,9})x([0-9]{1,9})x([0-9]{1,9})(?:x([0-9]{1,9}))?");
+// The sizes an extent "N" or a range "LO..HI" stands for: the ends and the powers of two between them, thinned to at
+// most kRangePoints spread evenly in log scale (the dispatcher picks the variant chosen for the nearest shape).
+constexpr std::size_t kRangePoints = 5;
+constexpr std::size_t kMostShapes = 256;
+
+std::vector<std::int64_t> extent_points(const std::string& text, const std::string& where, const std::string& whole) {
+  static const std::regex extent("([0-9]{1,9})(?:\\.\\.([0-9]{1,9}))?");
   std::smatch match;
-  if (!std::regex_match(text, match, shape)) fail(where, fmt::format("'{}' is not MxNxK or MxNxKxBATCH", text));
-  LibraryShape s{std::stoll(match[1]), std::stoll(match[2]), std::stoll(match[3]),
-                 match[4].matched ? std::stoll(match[4]) : 1};
-  if (s.m < 1 || s.n < 1 || s.k < 1 || s.batch < 1) fail(where, fmt::format("'{}' has an extent below 1", text));
-  return s;
+  if (!std::regex_match(text, match, extent))
+    fail(where, fmt::format("'{}' has an extent '{}' that is not N or LO..HI", whole, text));
+  const std::int64_t lo = std::stoll(match[1]), hi = match[2].matched ? std::stoll(match[2]) : lo;
+  if (lo < 1) fail(where, fmt::format("'{}' has an extent below 1", whole));
+  if (hi < lo) fail(where, fmt::format("'{}': the range {} is empty (LO..HI with LO <= HI)", whole, text));
+  std::vector<std::int64_t> points{lo};
+  for (std::int64_t p = 1; p < hi; p *= 2)
+    if (p > lo) points.push_back(p);
+  if (hi > lo) points.push_back(hi);
+  if (points.size() <= kRangePoints) return points;
+  std::vector<std::int64_t> kept;
+  for (std::size_t i = 0; i < kRangePoints; ++i) kept.push_back(points[i * (points.size() - 1) / (kRangePoints - 1)]);
+  return kept;
+}
+
+// "MxNxK" or "MxNxKxBATCH", each extent a size or a range LO..HI: the shapes to choose configs for.
+std::vector<LibraryShape> parse_shape(const json& value, const std::string& where) {
+  if (!value.is_string()) fail(where, "must be a string MxNxK or MxNxKxBATCH (an extent may be a range LO..HI)");
+  const std::string text = value.get<std::string>();
+  std::vector<std::string> parts;
+  for (std::size_t begin = 0;;) {
+    const std::size_t x = text.find('x', begin);
+    parts.push_back(text.substr(begin, x == std::string::npos ? std::string::npos : x - begin));
+    if (x == std::string::npos) break;
+    begin = x + 1;
+  }
+  if (parts.size() < 3 || parts.size() > 4)
+    fail(where, fmt::format("'{}' is not MxNxK or MxNxKxBATCH (an extent may be a range LO..HI)", text));
+  std::vector<std::vector<std::int64_t>> points;
+  for (const auto& part : parts) points.push_back(extent_points(part, where, text));
+  if (points.size() == 3) points.push_back({1});
+  std::vector<LibraryShape> shapes;
+  for (std::int64_t m : points[0])
+    for (std::int64_t n : points[1])
+      for (std::int64_t k : points[2])
+        for (std::int64_t batch : points[3]) shapes.push_back({m, n, k, batch});
+  return shapes;
 }
 
 Epilogue epilogue_field(const json& entry, const std::string& named, bool sampled) {
@@ -221,9 +256,14 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
   if (!entry.contains("shapes") || !entry["shapes"].is_array() || entry["shapes"].empty())
     fail(named + ".shapes", "must be a non-empty list of MxNxK[xBATCH] to choose configs for");
   for (std::size_t i = 0; i < entry["shapes"].size(); ++i) {
-    k.shapes.push_back(parse_shape(entry["shapes"][i], fmt::format("{}.shapes[{}]", named, i)));
-    if (k.op != "gemm" && k.shapes.back().batch != 1)
-      fail(fmt::format("{}.shapes[{}]", named, i), fmt::format("{} takes MxNxK, without a batch", k.op));
+    const std::string at = fmt::format("{}.shapes[{}]", named, i);
+    for (const LibraryShape& s : parse_shape(entry["shapes"][i], at)) {
+      if (k.op != "gemm" && s.batch != 1) fail(at, fmt::format("{} takes MxNxK, without a batch", k.op));
+      k.shapes.push_back(s);
+    }
+    if (k.shapes.size() > kMostShapes)
+      fail(at,
+           fmt::format("the shapes expand to more than {} (ranges: up to {} sizes each)", kMostShapes, kRangePoints));
   }
   k.canonical = entry.dump();
   return k;
@@ -288,7 +328,7 @@ const char* library_manifest_schema() {
           "layout_c": {"enum": ["row", "col"], "default": "row", "description": "gemm, spmm: C and D"},
           "epilogue": {"type": "string", "default": "alpha*acc (sddmm: acc, in the sampled dialect with s)"},
           "targets": {"type": "array", "minItems": 1, "uniqueItems": true, "items": {"enum": ["cpu:avx512", "cpu:avx2"]}},
-          "shapes": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[0-9]+x[0-9]+x[0-9]+(x[0-9]+)?$"}, "description": "MxNxK to choose configs for (gemm also MxNxKxBATCH); spmm: A M×K, B K×N; sddmm: pattern M×N, A M×K"}
+          "shapes": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[0-9]+(\\.\\.[0-9]+)?(x[0-9]+(\\.\\.[0-9]+)?){2,3}$"}, "description": "MxNxK to choose configs for (gemm also MxNxKxBATCH); spmm: A M×K, B K×N; sddmm: pattern M×N, A M×K. An extent may be a range LO..HI: its ends and the powers of two between, at most 5 sizes spread in log scale"}
         }
       }
     }
