@@ -19,7 +19,7 @@ if ! { cmake -S "$here/fuzz" -B "$out" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DC
   exit 1
 fi
 failed=0
-for target in epilogue spec_json matrix_market manifest disk_cache; do
+for target in epilogue spec_json matrix_market manifest disk_cache cost_model; do
   corpus=$out/corpus/$target
   rm -rf "$corpus" "$out/crashes/$target"
   mkdir -p "$corpus" "$out/crashes/$target"

@@ -18,7 +18,7 @@ bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 lib=$work/tlib
 if out=$("$bin" library build "$here/library/manifest.json" --out "$lib" --jobs 2 2>&1); then ok; else
   bad "library build: $out"; echo "$failed failed"; exit 1; fi
-[[ $out == *"7 kernels"*"compiled"* ]] && ok || bad "build summary: $out"
+[[ $out == *"9 kernels"*"compiled"* ]] && ok || bad "build summary: $out"
 # A range of M (1..16) chooses configs at its ends and the powers of two between.
 chosen=$(grep -c 'chosen for [0-9]*x1024x1024' "$lib/include/tlib.h")
 [[ $chosen -ge 2 ]] && ok || bad "range 1..16x1024x1024: $chosen variants chosen for its sizes"
@@ -90,6 +90,11 @@ bad_manifest "kernels[0] ('s').epilogue" "{\"name\": \"x\", \"kernels\": [{\"nam
 bad_manifest "without a batch" "{\"name\": \"x\", \"kernels\": [{\"name\": \"s\", \"op\": \"spmm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"8x8x8x2\"]}]}"
 bad_manifest "the range 64..8 is empty" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"64..8x8x8\"]}]}"
 bad_manifest "expand to more than 256" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"1..999x1..999x1..999x1..9\"]}]}"
+at='"op": "attention", "targets": ["cpu:avx2"], "shapes": ["1x512x8x2"]'
+bad_manifest "'head_dim' is required" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $at}]}"
+bad_manifest "score modifiers that read tensors are not in libraries yet" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"head_dim\": 64, \"score_mod\": \"s + bias[h, i - j]\", $at}]}"
+bad_manifest "SQxSKVxHEADSxKV_HEADS" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"head_dim\": 64, \"op\": \"attention\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"1x512x8\"]}]}"
+bad_manifest "not a multiple of 3 KV heads" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"head_dim\": 64, \"op\": \"attention\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"1x512x8x3\"]}]}"
 bad_manifest "manifest: JSON" ""
 bad_manifest "number overflow" '{"name": "x", "kernels": 1e99999}'  # found by fuzz_manifest: aborted before
 rm -f "$work/bad.json"

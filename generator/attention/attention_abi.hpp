@@ -7,6 +7,17 @@
 
 namespace tessera {
 
+// Query positions per sequence up to which grouped-query attention stacks a KV head's query heads in one block
+// (decoding, speculative decoding): the group then reads its keys once, not once per query head.
+constexpr std::int64_t kStackedPositions = 8;
+
+// Whether blocks of `block_q` rows stack a KV head's query heads (AttentionBlockArgs::positions): grouped-query
+// attention whose longest query sequence has at most kStackedPositions positions, a group's queries filling at most
+// one block.
+inline bool stacks_query_heads(std::int64_t heads, std::int64_t kv_heads, std::int64_t longest_q, int block_q) {
+  return kv_heads > 0 && heads != kv_heads && longest_q <= kStackedPositions && heads / kv_heads * longest_q <= block_q;
+}
+
 // A tensor the score modifier reads: element [x0, x1, ...] at Σ xk·strides[k] (up to rank 4).
 struct ModifierTensorArg {
   const float* data = nullptr;

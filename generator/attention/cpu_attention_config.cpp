@@ -114,10 +114,9 @@ CpuAttentionConfig from_json<CpuAttentionConfig>(const nlohmann::json& j) {
 }
 
 bool stacks_query_heads(const AttentionProblem& p, int block_q) {
-  if (p.kv_heads == 0 || p.heads == p.kv_heads) return false;
   std::int64_t longest = 0;
   for (std::int64_t b = 0; b < p.batch; ++b) longest = std::max(longest, p.q_len(b));
-  return longest <= kStackedPositions && p.heads / p.kv_heads * longest <= block_q;
+  return stacks_query_heads(p.heads, p.kv_heads, longest, block_q);
 }
 
 void validate(const AttentionSignature& signature, const CpuAttentionConfig& c, const CpuTarget& target) {

@@ -7,14 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "generator/attention/attention_abi.hpp"
 #include "generator/attention/attention_problem.hpp"
 #include "generator/core/cpu_target.hpp"
 
 namespace tessera {
-
-// Queries per sequence up to which grouped-query attention stacks a KV head's query heads in one block (decoding,
-// speculative decoding): the group then reads its keys once, not once per query head.
-constexpr std::int64_t kStackedPositions = 8;
 
 struct CpuAttentionConfig {
   int block_q = 48;    // query rows per task, a multiple of mr

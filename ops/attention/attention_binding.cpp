@@ -240,55 +240,38 @@ AttentionBinding bind_attention(const AttentionArgs& args) {
   r.k = view_of(args.k, varlen);
   r.v = view_of(args.v, varlen);
   r.o = view_of(args.o, varlen);
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    r.q_start.push_back(varlen ? args.seq_offsets_q[static_cast<std::size_t>(b)] : 0);
-    r.kv_start.push_back(varlen ? args.seq_offsets_kv[static_cast<std::size_t>(b)] : 0);
+  if (varlen) {
+    r.offsets_q = args.seq_offsets_q;
+    r.offsets_kv = args.seq_offsets_kv;
   }
   sig.check();
   return r;
 }
 
-AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t h, std::int64_t block,
-                              int block_q) {
-  const AttentionProblem& p = bound.problem;
-  const auto i = static_cast<std::size_t>(b);
-  const std::int64_t kv_head = h / (p.heads / p.kv_heads);
-  const std::int64_t first = block * block_q;
-  const std::int64_t q_row = bound.q_start[i] + first, kv_row = bound.kv_start[i];
-  AttentionBlockArgs a;
-  a.q = bound.q.at(b * bound.q.batch + h * bound.q.head + q_row * bound.q.seq);
-  a.q_rs = bound.q.seq, a.q_ds = bound.q.dim;
-  a.k = bound.k.at(b * bound.k.batch + kv_head * bound.k.head + kv_row * bound.k.seq);
-  a.k_rs = bound.k.seq, a.k_ds = bound.k.dim;
-  a.v = bound.v.at(b * bound.v.batch + kv_head * bound.v.head + kv_row * bound.v.seq);
-  a.v_rs = bound.v.seq, a.v_ds = bound.v.dim;
-  a.o = const_cast<void*>(bound.o.at(b * bound.o.batch + h * bound.o.head + q_row * bound.o.seq));
-  a.o_rs = bound.o.seq, a.o_ds = bound.o.dim;
-  if (bound.lse) {
-    a.lse = bound.lse + b * bound.lse_batch + h * bound.lse_head + q_row * bound.lse_seq;
-    a.lse_rs = bound.lse_seq;
-  }
-  a.seq_q = p.q_len(b);
-  a.seq_kv = p.kv_len(b);
-  a.rows = std::min<std::int64_t>(block_q, a.seq_q - first);
-  a.i0 = first;
-  a.batch_index = b;
-  a.head = h;
-  a.tensors = bound.tensors.data();
-  a.scalars = bound.scalars.data();
-  a.scale = bound.scale;
-  return a;
+AttentionCall AttentionBinding::call() const {
+  const AttentionProblem& p = problem;
+  AttentionCall c;
+  c.batch = p.batch, c.heads = p.heads, c.kv_heads = p.kv_heads, c.seq_q = p.seq_q, c.seq_kv = p.seq_kv;
+  c.offsets_q = offsets_q.empty() ? nullptr : offsets_q.data();
+  c.offsets_kv = offsets_kv.empty() ? nullptr : offsets_kv.data();
+  c.head_dim_v = p.signature.head_dim_v;
+  c.o_bf16 = p.signature.dtype == DType::bf16;
+  c.q = q, c.k = k, c.v = v, c.o = o;
+  c.lse = lse, c.lse_batch = lse_batch, c.lse_head = lse_head, c.lse_seq = lse_seq;
+  c.tensors = tensors.data();
+  c.scalars = scalars.data();
+  c.scale = scale;
+  return c;
 }
 
-AttentionBlockArgs stacked_block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t g) {
-  const AttentionProblem& p = bound.problem;
-  const std::int64_t group = p.heads / p.kv_heads;
-  const std::int64_t positions = p.q_len(b);
-  AttentionBlockArgs a = block_args(bound, b, g * group, 0, static_cast<int>(positions));
-  a.rows = group * positions;
-  a.positions = positions;
-  a.q_hs = bound.q.head, a.o_hs = bound.o.head, a.lse_hs = bound.lse_head;
-  return a;
+AttentionBlocking blocking_of(const CpuAttentionSpec& spec) {
+  AttentionBlocking k;
+  k.block_q = spec.config.block_q;
+  k.block_kv = spec.config.block_kv;
+  k.in_place = spec.config.in_place;
+  k.packed_block_floats = spec.config.packed_block_floats(spec.signature, spec.target);
+  k.workspace_bytes = spec.config.workspace_bytes(spec.signature, spec.target);
+  return k;
 }
 
 void skip_masked_key_blocks(AttentionBlockArgs& a, const ScoreModifier& mod, int block_kv) {

@@ -7,18 +7,10 @@
 #include <vector>
 
 #include "generator/attention/attention_abi.hpp"
+#include "ops/attention/attention_schedule.hpp"
 #include "tessera/attention.hpp"
 
 namespace tessera {
-
-// A [batch, heads, seq, dim] view's strides in elements (varlen views have batch stride 0: rows start at offsets).
-struct AttentionView {
-  const std::byte* data = nullptr;
-  std::int64_t batch = 0, head = 0, seq = 0, dim = 0;
-  std::int64_t element_bytes = 4;
-  // The address of element offset `elements`.
-  const void* at(std::int64_t elements) const { return data + elements * element_bytes; }
-};
 
 struct AttentionBinding {
   AttentionProblem problem;
@@ -26,21 +18,19 @@ struct AttentionBinding {
   AttentionView q, k, v, o;
   float* lse = nullptr;
   std::int64_t lse_batch = 0, lse_head = 0, lse_seq = 0;
-  std::vector<std::int64_t> q_start, kv_start;  // per batch item: its first row in the sequence dimension
-  std::vector<ModifierTensorArg> tensors;       // in ScoreModifier::tensors() order
-  std::vector<float> scalars;                   // in ScoreModifier::scalars() order
+  std::vector<std::int64_t> offsets_q, offsets_kv;  // varlen: batch + 1 cumulative row offsets; else empty
+  std::vector<ModifierTensorArg> tensors;           // in ScoreModifier::tensors() order
+  std::vector<float> scalars;                       // in ScoreModifier::scalars() order
+
+  // The call as the CPU schedule takes it (pointing into this binding).
+  AttentionCall call() const;
 };
 
 // Throws InvalidArgument naming the argument and the rule it breaks.
 AttentionBinding bind_attention(const AttentionArgs& args);
 
-// The arguments of the kernel call for query block `block` of head h of batch item b (rows [block·block_q, ...)).
-AttentionBlockArgs block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t h, std::int64_t block,
-                              int block_q);
-
-// Grouped-query decoding (a few queries per sequence): the call for all query heads of KV head g of batch item b,
-// each head's queries a run of rows of one block, so that the group reads its keys once.
-AttentionBlockArgs stacked_block_args(const AttentionBinding& bound, std::int64_t b, std::int64_t g);
+// What the CPU schedule needs of a kernel's config (its blocks, packed key block and scratch sizes).
+AttentionBlocking blocking_of(const CpuAttentionSpec& spec);
 // Narrows a call's keys to [kv_begin, kv_stop): key blocks (of block_kv) where the score modifier is provably −inf
 // for every row of the call — a `cond ? -inf : ...` whose condition holds over the block's positions, as in a sliding
 // window `j < i - 256 ? -inf : s` — are left out at either end.

@@ -37,4 +37,11 @@ std::string sparse_header_kernel(const std::string& lib, const ResolvedKernel& r
 std::string sparse_driver_common(const std::string& lib, bool spmm, bool sddmm);
 std::string sparse_driver_kernel(const std::string& lib, const ResolvedKernel& r);
 
+// Attention, the same way, and the C++ file that puts tessera's attention schedule behind a C function.
+std::string attention_header_types(const std::string& lib);
+std::string attention_header_kernel(const std::string& lib, const ResolvedKernel& r);
+std::string attention_driver_common(const std::string& lib);
+std::string attention_driver_kernel(const std::string& lib, const ResolvedKernel& r);
+std::string attention_shim(const std::string& lib);
+
 }  // namespace tessera

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -216,6 +217,56 @@ SddmmSignature sddmm_signature(const json& entry, const std::string& named) {
   return s;
 }
 
+bool flag_field(const json& entry, const std::string& field, const std::string& named) {
+  if (!entry.contains(field)) return false;
+  if (!entry[field].is_boolean()) fail(named + "." + field, "must be true or false");
+  return entry[field].get<bool>();
+}
+
+std::int64_t head_dim_field(const json& entry, const std::string& field, const std::string& named,
+                            std::int64_t fallback) {
+  if (!entry.contains(field)) {
+    if (fallback == 0) fail(named, fmt::format("'{}' is required", field));
+    return fallback;
+  }
+  const json& v = entry[field];
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 512)
+    fail(named + "." + field, "must be an integer in [1, 512]");
+  return v.get<std::int64_t>();
+}
+
+// Attention: Q, K, V and O of `dtype` (f32, bf16) with unit head-dimension strides, causal or not, the log-sum-exp
+// or not, a score modifier over s, i, j, h, b and named scalars (tensors not yet: their reads are proven in range at
+// run time by the runtime, which a library's C driver cannot do).
+AttentionSignature attention_signature(const json& entry, const std::string& named) {
+  only_fields(entry,
+              {"name", "op", "dtype", "head_dim", "head_dim_v", "causal", "lse", "score_mod", "targets", "shapes"},
+              named);
+  AttentionSignature s;
+  const std::string dtype = text_field(entry, "dtype", named, "f32");
+  if (dtype != "f32" && dtype != "bf16") fail(named + ".dtype", fmt::format("must be f32 or bf16, got '{}'", dtype));
+  s.dtype = *parse_dtype(dtype);
+  s.head_dim_qk = head_dim_field(entry, "head_dim", named, 0);
+  s.head_dim_v = head_dim_field(entry, "head_dim_v", named, s.head_dim_qk);
+  s.causal = flag_field(entry, "causal", named);
+  s.lse = flag_field(entry, "lse", named);
+  try {
+    s.score_mod = ScoreModifier::parse(text_field(entry, "score_mod", named, "s"));
+  } catch (const Error& e) {
+    fail(named + ".score_mod", e.what());
+  }
+  if (!s.score_mod.tensors().empty())
+    fail(named + ".score_mod", fmt::format("reads the tensor '{}': score modifiers that read tensors are not in "
+                                           "libraries yet (scalars are)",
+                                           s.score_mod.tensors().front().name));
+  try {
+    s.check();
+  } catch (const Error& e) {
+    fail(named, e.what());
+  }
+  return s;
+}
+
 LibraryKernel parse_kernel(const json& entry, const std::string& where) {
   if (!entry.is_object()) fail(where, "must be an object");
   LibraryKernel k;
@@ -223,17 +274,20 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
   const std::string named = fmt::format("{} ('{}')", where, k.name);
   if (!c_identifier(k.name)) fail(named + ".name", "must be a C identifier of at most 63 characters");
   k.op = text_field(entry, "op", named);
-  if (k.op == "attention") fail(named + ".op", "'attention' kernels are not in libraries yet (gemm, spmm, sddmm are)");
   if (k.op == "gemm")
     k.signature = gemm_signature(entry, named);
   else if (k.op == "spmm")
     k.signature = spmm_signature(entry, named);
   else if (k.op == "sddmm")
     k.signature = sddmm_signature(entry, named);
+  else if (k.op == "attention")
+    k.signature = attention_signature(entry, named);
   else
-    fail(named + ".op", fmt::format("unknown op '{}' (gemm, spmm, sddmm)", k.op));
+    fail(named + ".op", fmt::format("unknown op '{}' (gemm, spmm, sddmm, attention)", k.op));
   const auto* gemm = std::get_if<GemmSignature>(&k.signature);
-  const bool int8 = gemm && gemm->b.dtype == DType::i8, bf16 = gemm && gemm->b.dtype == DType::bf16;
+  const auto* attention = std::get_if<AttentionSignature>(&k.signature);
+  const bool int8 = gemm && gemm->b.dtype == DType::i8;
+  const bool bf16 = (gemm && gemm->b.dtype == DType::bf16) || (attention && attention->dtype == DType::bf16);
 
   if (!entry.contains("targets") || !entry["targets"].is_array() || entry["targets"].empty())
     fail(named + ".targets", "must be a non-empty list such as [\"cpu:avx512\", \"cpu:avx2\"]");
@@ -246,19 +300,30 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
     if (text.rfind("cuda", 0) == 0) fail(at, fmt::format("'{}': libraries hold CPU kernels so far", text));
     if (text != "cpu:avx512" && text != "cpu:avx2") fail(at, fmt::format("'{}' is not cpu:avx512 or cpu:avx2", text));
     if (!seen.insert(text).second) fail(at, fmt::format("'{}' is listed twice", text));
-    // The extensions a GEMM's inputs need, whether or not this host has them: the driver checks the running CPU.
-    // The sparse kernels widen bf16 and need none.
+    // The extensions a GEMM's or attention's inputs need, whether or not this host has them: the driver checks the
+    // running CPU. The sparse kernels widen bf16 and need none.
     CpuTarget target = CpuTarget::named(text);
     target.vnni = target.vnni || int8;
     target.avx512_bf16 = target.avx512_bf16 || (bf16 && target.isa == CpuIsa::Avx512);
     k.targets.push_back(target);
   }
   if (!entry.contains("shapes") || !entry["shapes"].is_array() || entry["shapes"].empty())
-    fail(named + ".shapes", "must be a non-empty list of MxNxK[xBATCH] to choose configs for");
+    fail(named + ".shapes", k.op == "attention"
+                                ? "must be a non-empty list of SQxSKVxHEADSxKV_HEADS to choose configs for"
+                                : "must be a non-empty list of MxNxK[xBATCH] to choose configs for");
   for (std::size_t i = 0; i < entry["shapes"].size(); ++i) {
     const std::string at = fmt::format("{}.shapes[{}]", named, i);
-    for (const LibraryShape& s : parse_shape(entry["shapes"][i], at)) {
-      if (k.op != "gemm" && s.batch != 1) fail(at, fmt::format("{} takes MxNxK, without a batch", k.op));
+    for (LibraryShape s : parse_shape(entry["shapes"][i], at)) {
+      if (k.op == "attention") {
+        // SQxSKVxHEADSxKV_HEADS: the query and key lengths, query and KV heads.
+        const std::string text = entry["shapes"][i].get<std::string>();
+        if (std::count(text.begin(), text.end(), 'x') != 3) fail(at, "attention takes SQxSKVxHEADSxKV_HEADS");
+        s.heads = s.k, s.kv_heads = s.batch, s.k = 0, s.batch = 1;
+        if (s.heads % s.kv_heads != 0)
+          fail(at, fmt::format("{} heads are not a multiple of {} KV heads", s.heads, s.kv_heads));
+      } else if (k.op != "gemm" && s.batch != 1) {
+        fail(at, fmt::format("{} takes MxNxK, without a batch", k.op));
+      }
       k.shapes.push_back(s);
     }
     if (k.shapes.size() > kMostShapes)
@@ -317,18 +382,23 @@ const char* library_manifest_schema() {
         "additionalProperties": false,
         "properties": {
           "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},
-          "op": {"enum": ["gemm", "spmm", "sddmm"]},
-          "dtype": {"enum": ["f32", "bf16", "i8"], "default": "f32", "description": "gemm: A and B (i8: u8 A, i8 B); spmm: A's values and B (f32, bf16); sddmm: f32"},
+          "op": {"enum": ["gemm", "spmm", "sddmm", "attention"]},
+          "dtype": {"enum": ["f32", "bf16", "i8"], "default": "f32", "description": "gemm: A and B (i8: u8 A, i8 B); spmm: A's values and B (f32, bf16); sddmm: f32; attention: Q, K, V, O (f32, bf16)"},
           "out_dtype": {"enum": ["f32", "bf16", "u8", "i8"], "default": "f32", "description": "gemm only"},
           "format": {"enum": ["csr", "bsr"], "default": "csr", "description": "spmm only: A's storage"},
           "block": {"type": "string", "pattern": "^[0-9]{1,2}x[0-9]{1,2}$", "description": "spmm with format bsr: RxC blocks"},
           "index": {"enum": ["i32", "i64"], "default": "i32", "description": "spmm, sddmm: row offsets and column indices"},
+          "head_dim": {"type": "integer", "minimum": 1, "maximum": 512, "description": "attention (required): Q's and K's head dimension"},
+          "head_dim_v": {"type": "integer", "minimum": 1, "maximum": 512, "description": "attention: V's and O's (default head_dim)"},
+          "causal": {"type": "boolean", "default": false, "description": "attention: aligned bottom-right"},
+          "lse": {"type": "boolean", "default": false, "description": "attention: also the log-sum-exp per query row"},
+          "score_mod": {"type": "string", "default": "s", "description": "attention: a score modifier over s, i, j, h, b and named scalars"},
           "layout_a": {"enum": ["row", "col"], "default": "row", "description": "gemm only"},
           "layout_b": {"enum": ["row", "col"], "default": "row", "description": "gemm only"},
           "layout_c": {"enum": ["row", "col"], "default": "row", "description": "gemm, spmm: C and D"},
           "epilogue": {"type": "string", "default": "alpha*acc (sddmm: acc, in the sampled dialect with s)"},
           "targets": {"type": "array", "minItems": 1, "uniqueItems": true, "items": {"enum": ["cpu:avx512", "cpu:avx2"]}},
-          "shapes": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[0-9]+(\\.\\.[0-9]+)?(x[0-9]+(\\.\\.[0-9]+)?){2,3}$"}, "description": "MxNxK to choose configs for (gemm also MxNxKxBATCH); spmm: A M×K, B K×N; sddmm: pattern M×N, A M×K. An extent may be a range LO..HI: its ends and the powers of two between, at most 5 sizes spread in log scale"}
+          "shapes": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[0-9]+(\\.\\.[0-9]+)?(x[0-9]+(\\.\\.[0-9]+)?){2,3}$"}, "description": "MxNxK to choose configs for (gemm also MxNxKxBATCH); spmm: A M×K, B K×N; sddmm: pattern M×N, A M×K; attention: SQxSKVxHEADSxKV_HEADS. An extent may be a range LO..HI: its ends and the powers of two between, at most 5 sizes spread in log scale"}
         }
       }
     }

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "generator/attention/attention_problem.hpp"
 #include "generator/core/cpu_target.hpp"
 #include "generator/gemm/gemm_problem.hpp"
 #include "generator/sparse/sparse_problem.hpp"
@@ -15,15 +16,16 @@
 namespace tessera {
 
 // A shape to choose a config for: GEMM's M×N×K (and batch); SpMM's A M×K (sparse) times B K×N; SDDMM's pattern M×N
-// sampling A M×K times Bᵀ.
+// sampling A M×K times Bᵀ; attention's query and key lengths (m, n) and heads.
 struct LibraryShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::int64_t heads = 0, kv_heads = 0;  // attention
 };
 
 struct LibraryKernel {
   std::string name;  // a C identifier, unique in the library
-  std::string op;    // "gemm", "spmm" or "sddmm": which of the signatures below
-  std::variant<GemmSignature, SpmmSignature, SddmmSignature> signature;
+  std::string op;    // "gemm", "spmm", "sddmm" or "attention": which of the signatures below
+  std::variant<GemmSignature, SpmmSignature, SddmmSignature, AttentionSignature> signature;
   std::vector<CpuTarget> targets;  // ISAs to emit; the library picks among them by the running CPU
   std::vector<LibraryShape> shapes;
   std::string canonical;  // the entry's canonical JSON: an unchanged entry has the same text

@@ -102,17 +102,7 @@ std::string sparse_header_kernel(const std::string& lib, const ResolvedKernel& r
 }
 
 std::string sparse_driver_common(const std::string& lib, bool spmm, bool sddmm) {
-  std::string c = fmt::format(R"C(#include <stdarg.h>
-
-static int failf(const char* format, ...) {{
-  va_list list;
-  va_start(list, format);
-  vsnprintf(last_error, sizeof last_error, format, list);
-  va_end(list);
-  return {1}_EINVAL;
-}}
-
-static int64_t index_at(const void* a, int bits, int64_t i) {{
+  std::string c = fmt::format(R"C(static int64_t index_at(const void* a, int bits, int64_t i) {{
   return bits == 32 ? (int64_t)((const int32_t*)a)[i] : ((const int64_t*)a)[i];
 }}
 

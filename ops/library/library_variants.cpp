@@ -8,6 +8,7 @@
 
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_variants.hpp"
+#include "generator/llvm/attention_emitter.hpp"
 #include "generator/llvm/gemm_emitter.hpp"
 #include "generator/llvm/sparse_emitter.hpp"
 #include "tessera/cost_models.hpp"
@@ -101,6 +102,20 @@ void resolve_sparse(ResolvedKernel& r, const std::function<void(LibraryVariant)>
     }
 }
 
+// Attention: default_for each shape (the query and key lengths and heads decide the blocks, decoding's in place).
+void resolve_attention(ResolvedKernel& r, const std::function<void(LibraryVariant)>& add) {
+  const AttentionSignature& signature = std::get<AttentionSignature>(r.kernel.signature);
+  for (const CpuTarget& target : r.kernel.targets)
+    for (const LibraryShape& s : r.kernel.shapes) {
+      AttentionProblem p;
+      p.signature = signature;
+      p.batch = 1, p.heads = s.heads, p.kv_heads = s.kv_heads, p.seq_q = s.m, p.seq_kv = s.n, p.threads = 1;
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(p, target);
+      validate(signature, config, target);
+      add({CpuAttentionSpec{signature, config, target}, s});
+    }
+}
+
 }  // namespace
 
 std::vector<ResolvedKernel> resolve_variants(const LibraryManifest& manifest) {
@@ -113,6 +128,8 @@ std::vector<ResolvedKernel> resolve_variants(const LibraryManifest& manifest) {
     };
     if (k.op == "gemm")
       resolve_gemm(r, add);
+    else if (k.op == "attention")
+      resolve_attention(r, add);
     else if (k.op == "spmm")
       resolve_sparse<CpuSpmmSpec, SpmmProblem>(r, add);
     else

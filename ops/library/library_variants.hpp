@@ -1,12 +1,13 @@
 // Which kernels a library's manifest compiles to: for each entry, target and shape the config the runtime would
 // choose there (GEMM: the cost model's best that runs the arguments as given, plus one running any shape; SpMM and
-// SDDMM: their default_for, as Runtime::spmm and Runtime::sddmm choose), each distinct spec once.
+// SDDMM and attention: their default_for, as the runtime chooses), each distinct spec once.
 #pragma once
 
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "generator/attention/cpu_attention_spec.hpp"
 #include "generator/gemm/cpu_gemm_spec.hpp"
 #include "generator/sparse/cpu_sparse_spec.hpp"
 #include "ops/library/library_manifest.hpp"
@@ -17,7 +18,7 @@ struct CpuModuleSource;
 
 // One compiled kernel of a signature: its spec (of the entry's op) and the manifest shape its config was chosen for.
 struct LibraryVariant {
-  std::variant<CpuGemmSpec, CpuSpmmSpec, CpuSddmmSpec> spec;
+  std::variant<CpuGemmSpec, CpuSpmmSpec, CpuSddmmSpec, CpuAttentionSpec> spec;
   LibraryShape chosen_for;
   std::string symbol() const;
   const CpuTarget& target() const;

@@ -349,6 +349,134 @@ static void check_sparse_errors(void) {
   }
 }
 
+/* Attention against a double reference: O = softmax(mod(scale·Q·Kᵀ))·V per (b, h, i), causal aligned bottom-right,
+ * rows without a visible key zero (LSE −inf). capped_attention: f32, d 64, causal, LSE, mod = cap·tanh(s/cap);
+ * decode_bf16: bf16, d 128 (V 96), no modifier. Layouts: BHSD, BSHD, or varlen (packed rows, offsets). Returns 0
+ * when the variant needs an extension this CPU lacks (the call says so), 1 when checked. */
+static float from_bf16_bits(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static int check_attention(int bf16, int variant, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
+                           int64_t seq_kv, int layout, int threads) {
+  const int64_t d = bf16 ? 128 : 64, dv = bf16 ? 96 : 64;
+  const float cap = 3.0f;
+  unsigned seed = (unsigned)(batch * 7 + heads * 131 + seq_q * 17 + seq_kv + (unsigned)layout);
+  int64_t offsets_q[5] = {0}, offsets_kv[5] = {0};
+  for (int64_t b = 0; b < batch; ++b) { /* varlen: lengths vary by item, one of them empty */
+    offsets_q[b + 1] = offsets_q[b] + (layout == 2 ? (b == 1 ? 0 : seq_q - b) : seq_q);
+    offsets_kv[b + 1] = offsets_kv[b] + (layout == 2 ? seq_kv - 3 * b : seq_kv);
+  }
+  const int64_t rows_q = offsets_q[batch], rows_kv = offsets_kv[batch];
+  const int64_t nq = rows_q * heads * d, nk = rows_kv * kv_heads * d, nv = rows_kv * kv_heads * dv,
+                no = rows_q * heads * dv;
+  float *q = malloc(sizeof(float) * (size_t)(nq + 1)), *k = malloc(sizeof(float) * (size_t)(nk + 1)),
+        *v = malloc(sizeof(float) * (size_t)(nv + 1)), *o = malloc(sizeof(float) * (size_t)(no + 1));
+  uint16_t *q16 = malloc(2 * (size_t)(nq + 1)), *k16 = malloc(2 * (size_t)(nk + 1)), *v16 = malloc(2 * (size_t)(nv + 1)),
+           *o16 = malloc(2 * (size_t)(no + 1));
+  float* lse = malloc(sizeof(float) * (size_t)(rows_q * heads + 1));
+  float* arrays[3] = {q, k, v};
+  uint16_t* arrays16[3] = {q16, k16, v16};
+  const int64_t sizes[3] = {nq, nk, nv};
+  for (int a = 0; a < 3; ++a)
+    for (int64_t i = 0; i < sizes[a]; ++i) {
+      seed = seed * 1103515245u + 12345u;
+      const float x = (float)((int)((seed >> 16) % 257) - 128) / 128.0f; /* exact in bf16 */
+      arrays[a][i] = x;
+      arrays16[a][i] = to_bf16(x);
+    }
+  for (int64_t i = 0; i < no; ++i) o[i] = NAN, o16[i] = 0x7fc0;
+  for (int64_t i = 0; i < rows_q * heads; ++i) lse[i] = NAN;
+  /* Strides [b, h, s, dim]: BHSD, BSHD, or varlen rows [total, heads, dim]. */
+  const int bshd = layout != 0;
+  tlib_attention_args x;
+  memset(&x, 0, sizeof x);
+  x.batch = batch, x.heads = heads, x.kv_heads = kv_heads, x.seq_q = seq_q, x.seq_kv = seq_kv, x.threads = threads;
+  if (layout == 2) x.offsets_q = offsets_q, x.offsets_kv = offsets_kv;
+#define STRIDES(H, S, D) \
+  {bshd ? (S) * (H) * (D) : (H) * (S) * (D), bshd ? (D) : (S) * (D), bshd ? (H) * (D) : (D), 1}
+  x.q = (tlib_tensor4){bf16 ? (const void*)q16 : q, STRIDES(heads, seq_q, d)};
+  x.k = (tlib_tensor4){bf16 ? (const void*)k16 : k, STRIDES(kv_heads, seq_kv, d)};
+  x.v = (tlib_tensor4){bf16 ? (const void*)v16 : v, STRIDES(kv_heads, seq_kv, dv)};
+  x.o = (tlib_tensor4){bf16 ? (const void*)o16 : o, STRIDES(heads, seq_q, dv)};
+  x.lse = lse;
+  x.lse_strides[0] = heads * seq_q, x.lse_strides[1] = layout == 2 ? rows_q : seq_q, x.lse_strides[2] = 1;
+  const float scalars[1] = {cap};
+  x.scalars = scalars;
+  const int status = bf16 ? tlib_decode_bf16_run_variant(variant, &x) : tlib_capped_attention_run_variant(variant, &x);
+  const char* name = bf16 ? tlib_decode_bf16_variant_name(variant) : tlib_capped_attention_variant_name(variant);
+  int checked = 1;
+  if (status == TLIB_ENOCPU) {
+    checked = 0;
+  } else if (status != TLIB_OK) {
+    printf("FAIL %s %lldx%lld/%lldx%lld:%lld layout %d threads %d: status %d: %s\n", name, (long long)batch,
+           (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq_kv, layout, threads, status,
+           tlib_last_error());
+    ++failures;
+  } else {
+    double* p = malloc(sizeof(double) * (size_t)(seq_kv + 1));
+    int bad = 0;
+    const double scale = 1.0 / sqrt((double)d);
+    for (int64_t b = 0; b < batch && !bad; ++b) {
+      const int64_t sq = offsets_q[b + 1] - offsets_q[b], skv = offsets_kv[b + 1] - offsets_kv[b];
+      for (int64_t h = 0; h < heads && !bad; ++h)
+        for (int64_t i = 0; i < sq && !bad; ++i) {
+          const int64_t g = h / (heads / kv_heads);
+          /* element e of row r of head hh in a tensor of `rows` rows per item (BHSD) or packed */
+#define AT(T, hh, r, e, D) \
+  (layout == 2 ? ((T##_first + (r)) * T##_heads + (hh)) * (D) + (e) \
+   : bshd ? ((b * T##_len + (r)) * T##_heads + (hh)) * (D) + (e) : ((b * T##_heads + (hh)) * T##_len + (r)) * (D) + (e))
+          const int64_t q_first = offsets_q[b], q_heads = heads, q_len = seq_q;
+          const int64_t k_first = offsets_kv[b], k_heads = kv_heads, k_len = seq_kv;
+          const int64_t visible = !bf16 ? (i + skv - sq + 1 < 0 ? 0 : i + skv - sq + 1 > skv ? skv : i + skv - sq + 1)
+                                        : skv;
+          double top = -INFINITY;
+          for (int64_t j = 0; j < visible; ++j) {
+            double dot = 0;
+            for (int64_t e = 0; e < d; ++e) dot += (double)q[AT(q, h, i, e, d)] * (double)k[AT(k, g, j, e, d)];
+            double sc = dot * scale;
+            if (!bf16) sc = cap * tanh(sc / cap);
+            p[j] = sc;
+            if (sc > top) top = sc;
+          }
+          double total = 0;
+          for (int64_t j = 0; j < visible; ++j) total += p[j] = exp(p[j] - top);
+          for (int64_t e = 0; e < dv && !bad; ++e) {
+            double want = 0;
+            for (int64_t j = 0; j < visible; ++j) want += p[j] / total * (double)v[AT(k, g, j, e, dv)];
+            const int64_t at = AT(q, h, i, e, dv);
+            const double got = bf16 ? (double)from_bf16_bits(o16[at]) : (double)o[at];
+            if (!(fabs(got - want) <= (bf16 ? 2e-2 : 1e-4))) {
+              printf("FAIL %s %lldx%lld/%lldx%lld:%lld layout %d threads %d: o[b %lld, h %lld, i %lld, %lld] = %g, "
+                     "expected %g\n",
+                     name, (long long)batch, (long long)heads, (long long)kv_heads, (long long)seq_q,
+                     (long long)seq_kv, layout, threads, (long long)b, (long long)h, (long long)i, (long long)e, got,
+                     want);
+              bad = 1;
+            }
+          }
+          if (!bf16 && !bad) {
+            const double want = visible ? top + log(total) : -INFINITY;
+            const float got = lse[layout == 2 ? h * rows_q + q_first + i : (b * heads + h) * seq_q + i];
+            if (!(got == want || fabs(got - want) <= 1e-4)) {
+              printf("FAIL %s layout %d: lse[b %lld, h %lld, i %lld] = %g, expected %g\n", name, layout, (long long)b,
+                     (long long)h, (long long)i, got, want);
+              bad = 1;
+            }
+          }
+#undef AT
+        }
+    }
+    failures += bad;
+    free(p);
+  }
+#undef STRIDES
+  free(q), free(k), free(v), free(o), free(q16), free(k16), free(v16), free(o16), free(lse);
+  return checked;
+}
+
 int main(void) {
   int checked = 0, skipped = 0;
   const char* isa = tlib_isa();
@@ -420,6 +548,54 @@ int main(void) {
     }
   }
   check_sparse_errors();
+  /* Attention: every variant on prefill, decoding (stacked GQA, keys split into chunks on two threads), BSHD and
+   * varlen with an empty sequence, one and two threads. */
+  for (int bf16 = 0; bf16 < 2; ++bf16) {
+    const int count = bf16 ? tlib_decode_bf16_variant_count() : tlib_capped_attention_variant_count();
+    for (int v = 0; v < count; ++v) {
+      const char* name = bf16 ? tlib_decode_bf16_variant_name(v) : tlib_capped_attention_variant_name(v);
+      if (strstr(name, "_avx512_") && strcmp(isa, "avx512") != 0) {
+        ++skipped;
+        continue;
+      }
+      for (int threads = 1; threads <= 2; ++threads) {
+        const int64_t cases[][6] = {{2, 4, 2, 37, 50, 0}, {2, 4, 2, 37, 50, 1}, {3, 4, 2, 20, 40, 2},
+                                    {1, 8, 2, 1, 1500, 0}, {2, 8, 2, 3, 700, 1}, {1, 4, 4, 1, 300, 2}};
+        for (int c = 0; c < 6; ++c) {
+          if (check_attention(bf16, v, cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], (int)cases[c][5],
+                              threads))
+            ++checked;
+          else
+            ++skipped;
+        }
+      }
+    }
+  }
+  {
+    tlib_attention_args bad;
+    memset(&bad, 0, sizeof bad);
+    float buffer[64] = {0};
+    bad.batch = 1, bad.heads = 3, bad.kv_heads = 2, bad.seq_q = 1, bad.seq_kv = 1;
+    const tlib_tensor4 t = {buffer, {64, 64, 64, 1}};
+    bad.q = bad.k = bad.v = bad.o = t;
+    if (tlib_capped_attention(&bad) != TLIB_EINVAL || !strstr(tlib_last_error(), "multiple of kv_heads")) {
+      printf("FAIL attention heads: %s\n", tlib_last_error());
+      ++failures;
+    }
+    bad.heads = 2;
+    bad.k.strides[3] = 2;
+    if (tlib_capped_attention(&bad) != TLIB_EINVAL || !strstr(tlib_last_error(), "k.strides[3]")) {
+      printf("FAIL attention head-dimension stride: %s\n", tlib_last_error());
+      ++failures;
+    }
+    bad.k.strides[3] = 1;
+    const int64_t offsets[3] = {0, 2, 1};
+    bad.batch = 2, bad.offsets_q = offsets, bad.offsets_kv = offsets;
+    if (tlib_capped_attention(&bad) != TLIB_EINVAL || !strstr(tlib_last_error(), "offsets_q must not decrease")) {
+      printf("FAIL attention offsets: %s\n", tlib_last_error());
+      ++failures;
+    }
+  }
   if (tlib_pruned_linear_variant_for(300, 700, 200) < 0 || tlib_masked_scores_variant_for(10, 10, 10) < 0) {
     printf("FAIL no sparse variant for this CPU\n");
     ++failures;

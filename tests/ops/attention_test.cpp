@@ -13,7 +13,7 @@
 #include "generator/core/arith.hpp"
 #include "generator/cost/attention_cost.hpp"
 #include "ops/attention/attention_binding.hpp"
-#include "ops/attention/key_chunks.hpp"
+#include "ops/attention/attention_schedule.hpp"
 #include "tessera/reference.hpp"
 #include "tessera/tessera.hpp"
 #include "tessera/tuner.hpp"
@@ -416,7 +416,8 @@ TEST(Attention, SplitKeysMergeToTheUnsplitResult) {
       const std::int64_t blocks = stacks_query_heads(bound.problem, config.block_q)
                                       ? c.batch * c.kv_heads
                                       : c.batch * c.heads * ceil_div(c.seq_q, config.block_q);
-      const std::int64_t chunk = key_chunk_length(bound, config, blocks, 2);
+      const std::int64_t chunk =
+          key_chunk_length(bound.call(), blocking_of({bound.problem.signature, config, runtime().target()}), blocks, 2);
       EXPECT_GT(chunk, 0) << describe(c) << ": not split";
       EXPECT_EQ(chunk % config.block_kv, 0);
       expect_matches(runtime(), t->args, describe(c) + " " + sc.mod + (lse ? " lse" : "") + " split");
@@ -431,9 +432,10 @@ TEST(Attention, SplitKeysMergeToTheUnsplitResult) {
     auto m = make(many);
     const AttentionBinding bound = bind_attention(m->args);
     CpuAttentionConfig config = CpuAttentionConfig::default_for(bound.problem, runtime().target());
-    EXPECT_EQ(key_chunk_length(bound, config, 8, 2) > 0, bshd) << describe(many);
+    const auto blocking = [&] { return blocking_of({bound.problem.signature, config, runtime().target()}); };
+    EXPECT_EQ(key_chunk_length(bound.call(), blocking(), 8, 2) > 0, bshd) << describe(many);
     config.in_place = false;
-    EXPECT_EQ(key_chunk_length(bound, config, 1, 2), 0) << "a packed config split";
+    EXPECT_EQ(key_chunk_length(bound.call(), blocking(), 1, 2), 0) << "a packed config split";
   }
 }
 
