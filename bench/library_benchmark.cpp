@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 #include "ops/library/library_builder.hpp"
+#include "tessera/attention.hpp"
 #include "tessera/sparse.hpp"
 #include "tessera/tessera.hpp"
 
@@ -53,6 +55,24 @@ struct CSddmmArgs {
   int threads;
 };
 using CSpmmFn = int (*)(const CSpmmArgs*);
+struct CTensor4 {
+  const void* data;
+  std::int64_t strides[4];
+};
+struct CAttentionArgs {
+  std::int64_t batch, heads, kv_heads, seq_q, seq_kv;
+  const std::int64_t *offsets_q, *offsets_kv;
+  CTensor4 q, k, v, o;
+  float* lse;
+  std::int64_t lse_strides[3];
+  const float* scalars;
+  float scale;
+  int threads;
+};
+using CAttentionFn = int (*)(const CAttentionArgs*);
+std::string attention_entry(const AttentionShape& s) {
+  return fmt::format("att_d{}{}", s.head_dim, s.causal ? "c" : "");
+}
 using CSddmmFn = int (*)(const CSddmmArgs*);
 
 std::vector<float> small_integers(std::size_t count, int modulus) {
@@ -78,8 +98,8 @@ using CErrorFn = const char* (*)();
 }  // namespace
 
 nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const std::vector<SparseCase>& sparse,
-                                     const std::vector<int>& threads, int repeat, const Sampling& sampling,
-                                     std::ostream& log) {
+                                     const std::vector<AttentionShape>& attention, const std::vector<int>& threads,
+                                     int repeat, const Sampling& sampling, std::ostream& log) {
   namespace fs = std::filesystem;
   const CpuTarget host = CpuTarget::host();
   nlohmann::json manifest{{"name", "benchlib"}, {"kernels", nlohmann::json::array()}};
@@ -96,6 +116,18 @@ nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const
     manifest["kernels"].push_back(spmm);
     manifest["kernels"].push_back(sddmm);
   }
+  std::map<std::string, nlohmann::json> attention_entries;  // per head dimension and causality
+  for (const auto& a : attention) {
+    nlohmann::json& e = attention_entries[attention_entry(a)];
+    if (e.is_null())
+      e = {{"name", attention_entry(a)},
+           {"op", "attention"},
+           {"head_dim", a.head_dim},
+           {"causal", a.causal},
+           {"targets", {host.str()}}};
+    e["shapes"].push_back(fmt::format("{}x{}x{}x{}", a.seq_q, a.seq_kv, a.heads, a.kv_heads));
+  }
+  for (const auto& [name, e] : attention_entries) manifest["kernels"].push_back(e);
   const fs::path dir = fs::temp_directory_path() / fmt::format("tessera-bench-library-{}", getpid());
   fs::remove_all(dir);
   const LibraryBuildReport built = build_library(parse_library_manifest(manifest.dump()), dir, {});
@@ -246,6 +278,71 @@ nlohmann::json run_library_benchmark(const std::vector<GemmShape>& shapes, const
                         {"library_over_jit", timing[2]},
                         {"agrees", agrees}});
       }
+    }
+  }
+
+  // Attention: the JIT's kernel (the runtime's schedule) against the library's call (the same schedule's source).
+  for (const AttentionShape& s : attention) {
+    const auto fn = reinterpret_cast<CAttentionFn>(dlsym(handle, ("benchlib_" + attention_entry(s)).c_str()));
+    if (!fn) throw Error("the library lacks benchlib_" + attention_entry(s));
+    const std::int64_t d = s.head_dim;
+    const auto size = [&](std::int64_t heads, std::int64_t seq) {
+      return static_cast<std::size_t>(s.batch * heads * seq * d);
+    };
+    const std::vector<float> q = small_integers(size(s.heads, s.seq_q), 5),
+                             k = small_integers(size(s.kv_heads, s.seq_kv), 7),
+                             v = small_integers(size(s.kv_heads, s.seq_kv), 3);
+    std::vector<float> o(size(s.heads, s.seq_q));
+    const auto view = [&](const float* at, std::int64_t heads, std::int64_t seq) {
+      return Tensor{const_cast<float*>(at), DType::f32, {s.batch, heads, seq, d}, {heads * seq * d, seq * d, d, 1}};
+    };
+    const auto c_view = [&](const float* at, std::int64_t heads, std::int64_t seq) {
+      return CTensor4{at, {heads * seq * d, seq * d, d, 1}};
+    };
+    for (int t : threads) {
+      RuntimeOptions options;
+      options.threads = t;
+      Runtime runtime(options);
+      AttentionArgs args;
+      args.q = view(q.data(), s.heads, s.seq_q), args.k = view(k.data(), s.kv_heads, s.seq_kv);
+      args.v = view(v.data(), s.kv_heads, s.seq_kv), args.o = view(o.data(), s.heads, s.seq_q);
+      args.causal = s.causal;
+      args.threads = t;
+      const AttentionKernel kernel = runtime.compile(runtime.describe(args));
+      const CAttentionArgs c{s.batch,
+                             s.heads,
+                             s.kv_heads,
+                             s.seq_q,
+                             s.seq_kv,
+                             nullptr,
+                             nullptr,
+                             c_view(q.data(), s.heads, s.seq_q),
+                             c_view(k.data(), s.kv_heads, s.seq_kv),
+                             c_view(v.data(), s.kv_heads, s.seq_kv),
+                             c_view(o.data(), s.heads, s.seq_q),
+                             nullptr,
+                             {0, 0, 0},
+                             nullptr,
+                             0.0f,
+                             t};
+      kernel.run(args);
+      const std::vector<float> jit_o = o;
+      std::fill(o.begin(), o.end(), -1.0f);
+      if (fn(&c) != 0) throw Error("benchlib_" + attention_entry(s) + ": " + last_error());
+      const bool agrees = o == jit_o;  // the same kernel and schedule: the same sums in the same order
+      AttentionProblem problem = runtime.describe(args);
+      const auto timing = time_pair([&] { kernel.run(args); }, [&] { fn(&c); }, problem.flops(), repeat, sampling);
+      const std::string label = "attention " + s.label();
+      log << fmt::format("{:<36} {:>7} {:>10.1f} {:>10.1f} {:>9.3f}{}\n", label, t, timing[0], timing[1], timing[2],
+                         agrees ? "" : "  DISAGREES");
+      rows.push_back({{"op", "attention"},
+                      {"shape", label},
+                      {"threads", t},
+                      {"jit_kernel", kernel.name()},
+                      {"jit_gflops", timing[0]},
+                      {"library_gflops", timing[1]},
+                      {"library_over_jit", timing[2]},
+                      {"agrees", agrees}});
     }
   }
   fs::remove_all(dir);

@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
   std::string library_sparse;
   library->add_option("--sparse", library_sparse,
                       "PATTERN@DENSE;... generated CSR patterns for SpMM (N = DENSE) and SDDMM (K = DENSE)");
+  std::string library_attention;
+  library->add_option("--attention", library_attention, "BxHxGxSQxSKVxD[c],... attention shapes (f32, BHSD)");
   library->add_option("--threads", threads_text, "comma-separated thread counts");
   library->add_option("--repeat", options.repeat, "samples per side (median reported)");
   library->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
@@ -143,10 +145,11 @@ int main(int argc, char** argv) {
       std::ostream& log = json_path == "-" ? std::cerr : std::cout;
       std::vector<int> threads;
       for (const auto& t : split(threads_text)) threads.push_back(std::stoi(t));
-      const auto rows =
-          run_library_benchmark(library_shapes.empty() ? std::vector<GemmShape>{} : parse_shapes(library_shapes),
-                                library_sparse.empty() ? std::vector<SparseCase>{} : parse_sparse_cases(library_sparse),
-                                threads, options.repeat, {options.sample_ms, 0}, log);
+      const auto rows = run_library_benchmark(
+          library_shapes.empty() ? std::vector<GemmShape>{} : parse_shapes(library_shapes),
+          library_sparse.empty() ? std::vector<SparseCase>{} : parse_sparse_cases(library_sparse),
+          library_attention.empty() ? std::vector<AttentionShape>{} : parse_attention_shapes(library_attention),
+          threads, options.repeat, {options.sample_ms, 0}, log);
       write_json(nlohmann::json{{"command", command}, {"rows", rows}});
       for (const auto& row : rows)
         if (!row["agrees"].get<bool>()) {

@@ -199,6 +199,22 @@ then ok; else bad "model holdout --records kept nothing"; fi
 expect_bad "--shapes: must be at least 1" model holdout --shapes 0
 expect_bad "--skinny-share" model holdout --skinny-share 2
 expect_bad "is not a directory" model holdout --exclude-suites "$tmp/none"
+# Calibration: shapes timed here and a model trained on them, kept where the runtime's default model looks first
+# (this host's file in the cache directory), and used there: the verbose log names it.
+if out=$(TESSERA_CACHE_DIR="$tmp/calcache" "$bin" model calibrate --shapes 3 --skinny-share 0 --max-dim 40 \
+  --base-records none --json 2>&1) && [[ $out == *'"problems":3'* ]] &&
+  model=$(sed -E 's/.*"model":"([^"]*)".*/\1/' <<<"$out") && [[ $model == "$tmp/calcache/models/"*.json && -s $model ]]
+then ok; else bad "model calibrate: $out"; fi
+# One of the shapes it timed (the same draw, no suite excluded): inside the model's range.
+mkdir -p "$tmp/nosuites"
+shape=$("$bin" model holdout --shapes 3 --skinny-share 0 --max-dim 40 --seed 1000001 --exclude-suites "$tmp/nosuites" \
+  --list-shapes | grep -v '^#' | head -1)
+out=$(TESSERA_CACHE_DIR="$tmp/calcache" TESSERA_VERBOSE=1 "$bin" gemm $shape --verify 2>&1)
+[[ $out == *"choice=model:calibrated"* && $out == *"verify: ok"* ]] && ok || bad "the calibrated model unused: $shape: $out"
+out=$(TESSERA_VERBOSE=1 "$bin" gemm $shape 2>&1)
+[[ $out != *"calibrated"* ]] && ok || bad "another cache directory's calibration used: $out"
+expect_bad "no such file" model calibrate --base-records "$tmp/none.sqlite"
+expect_bad "at least two machines" model eval --records "$tmp/r.sqlite" --split host
 # A records row with malformed JSON is named, not a crash (model train, eval and features).
 cp "$tmp/r.sqlite" "$tmp/damaged.sqlite"
 if command -v sqlite3 >/dev/null && sqlite3 "$tmp/damaged.sqlite" "UPDATE measurements SET signature = '{' WHERE rowid = 1"; then
@@ -295,7 +311,7 @@ if "$bin" tune gemm --shapes 1x256x64 --layout-a col --top-k 2 --records "$tmp/o
 else bad "one-row column-major A: $(cat "$tmp/onerow.out")"; fi
 printf '# family: weights b-hot\n24 256 64\n' >"$tmp/badattr.txt"
 expect_bad "unknown family attribute 'b-hot'" tune gemm --suite "$tmp/badattr.txt" --top-k 1
-expect_bad "must be random or family" model eval --records "$tmp/r.sqlite" --split sideways
+expect_bad "must be random, family or host" model eval --records "$tmp/r.sqlite" --split sideways
 expect_bad "no such file" model eval --records "$tmp/none.sqlite"
 
 # The demo verifies its kernels and exits 0.

@@ -47,7 +47,7 @@ void LearnedCpuModel::read_forests(const nlohmann::json& document) {
 
 std::string LearnedCpuModel::to_json() const { return document_; }
 
-std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::string& text) {
+std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::string& text, const std::string& name) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -57,6 +57,7 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
       throw InvalidArgument("model", "trained on other features than this tessera computes; retrain it");
     auto model = std::shared_ptr<LearnedCpuModel>(new LearnedCpuModel());
     model->target_ = j.at("target").get<std::string>();
+    model->name_ = name;
     // Optional: models written before it was recorded cover any FMA rate of their ISA.
     model->vector_fmas_per_cycle_ = j.value("vector_fmas_per_cycle", 0);
     if (model->vector_fmas_per_cycle_ < 0 || model->vector_fmas_per_cycle_ > 2)

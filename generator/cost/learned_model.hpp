@@ -67,13 +67,14 @@ class LearnedCpuModel : public CpuCostModel {
  public:
   ~LearnedCpuModel() override;
   // Parses a model document; throws InvalidArgument when it is not one (or was made for other features).
-  static std::shared_ptr<const LearnedCpuModel> from_json(const std::string& text);
+  // `name`: what the runtime's choice path calls it ("model:<name>": "learned", or "calibrated" for a host's own).
+  static std::shared_ptr<const LearnedCpuModel> from_json(const std::string& text, const std::string& name = "learned");
   // `target` is the recording machine's (its ISA and FMA rate are the model's to cover).
   static std::shared_ptr<const LearnedCpuModel> train(const TrainingSet& set, const CpuTarget& target,
                                                       const TrainingOptions& options = {});
   std::string to_json() const;
 
-  std::string name() const override { return "learned"; }
+  std::string name() const override { return name_; }
   // Lower is better: the predicted slowdown over its scale plus ranker_weight times the ranker score over its scale,
   // negated (both scales fixed at training, so a variant scores the same whatever it is ranked with; models without
   // them are standardised over `configs`). Scores compare only within one problem. A problem the training records
@@ -109,6 +110,7 @@ class LearnedCpuModel : public CpuCostModel {
   double slowdown_scale_ = 0, ranker_scale_ = 0;
   std::string document_;  // the model as JSON, what to_json returns
   std::string target_;
+  std::string name_ = "learned";
   int vector_fmas_per_cycle_ = 0;
   std::vector<double> range_min_, range_max_;           // of the features in kRangeFeatures, over the training set
   std::map<std::string, CpuGemmConfig> measured_best_;  // measured_problem_key → fastest measured config

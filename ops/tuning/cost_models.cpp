@@ -1,6 +1,7 @@
 #include "tessera/cost_models.hpp"
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <cmath>
 #include <fstream>
@@ -10,7 +11,9 @@
 
 #include "generator/core/error.hpp"
 #include "generator/cost/learned_model.hpp"
+#include "jit/disk_cache.hpp"
 #include "ops/gemm/grid_plan.hpp"
+#include "tessera/measurement_store.hpp"
 
 namespace tessera {
 
@@ -24,10 +27,49 @@ const std::string& shipped_model_text(const std::string& target) {
   return it == models.end() ? none : it->second;
 }
 
+std::string calibrated_model_path(const CpuTarget& target) {
+  std::string dir;
+  try {
+    dir = tessera_cache_dir();
+  } catch (const Error&) {
+    return "";
+  }
+  std::string key = target.cost_model_key();
+  for (char& c : key)
+    if (c == ':') c = '_';
+  const std::string host = host_hardware();
+  return fmt::format("{}/models/{}-{:016x}.json", dir, key, XXH3_64bits(host.data(), host.size()));
+}
+
+namespace {
+// This host's calibrated model for the target, read once per process and target; null when there is none (or it
+// does not load: then the shipped model serves, and the verbose log says why).
+std::shared_ptr<const LearnedCpuModel> calibrated_model(const CpuTarget& target) {
+  static std::mutex mutex;
+  static auto* loaded = new std::map<std::string, std::shared_ptr<const LearnedCpuModel>>();
+  std::lock_guard lock(mutex);
+  const auto [at, added] = loaded->try_emplace(target.cost_model_key());
+  if (!added) return at->second;
+  const std::string path = calibrated_model_path(target);
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    auto model = LearnedCpuModel::from_json(text.str(), "calibrated");
+    if (model->target() == target.str()) at->second = std::move(model);
+  } catch (const Error&) {
+  }
+  return at->second;
+}
+}  // namespace
+
 LoadedCostModel load_cpu_cost_model(const std::string& which, const CpuTarget& target) {
   if (which == "heuristic") return {nullptr, ""};
   if (which == "analytic") return {std::make_shared<AnalyticCpuModel>(), ""};
-  if (which == "default") {
+  if (which == "default")
+    if (auto calibrated = calibrated_model(target)) return {calibrated, ""};
+  if (which == "default" || which == "shipped") {
     const std::string& text = shipped_model_text(target.cost_model_key());
     if (text.empty())
       return {std::make_shared<DefaultFirstCpuModel>(), "no learned model was trained for " + target.cost_model_key() +

@@ -114,27 +114,32 @@ std::string canonical_hardware(const std::string& hardware) {
 }
 }  // namespace
 
-std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target) {
-  // The most common hardware and thread count among this target's records.
+std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target,
+                                               RecordedHosts hosts) {
+  // The most common hardware and thread count among this target's records (with every host: the most common
+  // thread count).
   std::map<std::pair<std::string, int>, int> settings;
   std::map<std::string, std::string> canonical;  // each description's canonical form
   for (const auto& r : records) {
     auto [at, added] = canonical.try_emplace(r.hardware);
     if (added) at->second = canonical_hardware(r.hardware);
-    if (r.target == target) ++settings[{at->second, r.threads}];
+    if (r.target == target) ++settings[{hosts == RecordedHosts::every ? std::string() : at->second, r.threads}];
   }
   if (settings.empty()) return {};
   const auto setting =
       std::max_element(settings.begin(), settings.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
-  // A problem timed with B cold and with B in the caches is two problems (the order of its variants differs).
-  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+  // A problem timed with B cold and with B in the caches is two problems (the order of its variants differs); so is
+  // one timed on two machines.
+  using Key = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
   std::map<Key, RecordedProblem> grouped;
   std::map<Key, std::vector<double>> spreads;
   for (const auto& r : records) {
-    if (r.op != "gemm" || r.target != target || canonical[r.hardware] != setting.first || r.threads != setting.second)
+    const std::string& hardware = canonical[r.hardware];
+    if (r.op != "gemm" || r.target != target || r.threads != setting.second ||
+        (hosts == RecordedHosts::most_common && hardware != setting.first))
       continue;
     const GemmExtents size = gemm_extents(r);
-    const Key key{r.signature, size.m, size.n, size.k, size.batch, r.b_cold};
+    const Key key{hardware, r.signature, size.m, size.n, size.k, size.batch, r.b_cold};
     RecordedProblem& p = grouped[key];
     // A row whose JSON does not parse (a damaged or foreign database) is named, not a crash.
     const auto parsed = [&](const std::string& text, const char* column) {
@@ -151,7 +156,7 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
         p.problem.m = size.m, p.problem.n = size.n, p.problem.k = size.k, p.problem.batch = size.batch;
         p.problem.signature = from_json<GemmSignature>(parsed(r.signature, "signature"));
         p.family = r.family;
-        p.hardware = setting.first;
+        p.hardware = hardware;
         p.problem.b_cold = r.b_cold;  // timed with B evicted from the caches before each call
       }
       p.configs.push_back(from_json<CpuGemmConfig>(parsed(r.config, "config")));
@@ -176,7 +181,8 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
 TrainingSet training_set(const std::vector<RecordedProblem>& problems, const CpuTarget& target) {
   TrainingSet set;
   for (const auto& p : problems) {
-    const std::vector<float> rows = cpu_feature_rows(p.problem, p.configs, target);
+    const CpuTarget host = TuningRecords::hardware_target(target, p.hardware);
+    const std::vector<float> rows = cpu_feature_rows(p.problem, p.configs, host);
     set.features.insert(set.features.end(), rows.begin(), rows.end());
     for (double ns : p.ns) set.log_time.push_back(static_cast<float>(std::log2(ns)));
     set.group_sizes.push_back(static_cast<unsigned>(p.configs.size()));
@@ -185,8 +191,8 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Cpu
     for (double ns : p.ns) slowdown.push_back(std::log2(ns / fastest));
     // Measured ties go to the tile issuing fewest loads where that was measured to pay: AVX-512 cores with two
     // full-width FMA units.
-    const std::size_t best = target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle >= 2
-                                 ? fewest_loads_among_ties(p.configs, slowdown, target.vector_lanes())
+    const std::size_t best = host.isa == CpuIsa::Avx512 && host.vector_fmas_per_cycle >= 2
+                                 ? fewest_loads_among_ties(p.configs, slowdown, host.vector_lanes())
                                  : static_cast<std::size_t>(std::min_element(p.ns.begin(), p.ns.end()) - p.ns.begin());
     set.measured_best.emplace_back(measured_problem_key(p.problem), p.configs[best]);
   }
@@ -280,7 +286,8 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
   };
   if (std::none_of(problems.begin(), problems.end(), scored))
     throw InvalidArgument("--families", "none of the records belongs to these families");
-  if (split != "random" && split != "family") throw InvalidArgument("--split", "must be random or family");
+  if (split != "random" && split != "family" && split != "host")
+    throw InvalidArgument("--split", "must be random, family or host");
   if (problems.size() < 5) throw InvalidArgument("--records", "fewer than 5 problems with measurements");
   // Folds of held-out problems: 5 random folds, or one per family.
   std::vector<int> fold(problems.size());
@@ -292,13 +299,20 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     for (std::size_t i = 0; i < order.size(); ++i) fold[order[i]] = static_cast<int>(i % 5);
     fold_names = {"0", "1", "2", "3", "4"};
   } else {
-    std::set<std::string> families;
-    for (const auto& p : problems) families.insert(p.family);
-    fold_names.assign(families.begin(), families.end());
+    // One fold per family, or per machine (leave one host out: trained on the others, judged on its records).
+    const auto group = [&](const RecordedProblem& p) -> const std::string& {
+      return split == "family" ? p.family : p.hardware;
+    };
+    std::set<std::string> groups;
+    for (const auto& p : problems) groups.insert(group(p));
+    fold_names.assign(groups.begin(), groups.end());
     for (std::size_t i = 0; i < problems.size(); ++i)
       fold[i] =
-          static_cast<int>(std::find(fold_names.begin(), fold_names.end(), problems[i].family) - fold_names.begin());
-    if (fold_names.size() < 2) throw InvalidArgument("--split", "family needs records from at least two families");
+          static_cast<int>(std::find(fold_names.begin(), fold_names.end(), group(problems[i])) - fold_names.begin());
+    if (fold_names.size() < 2)
+      throw InvalidArgument("--split", split == "family"
+                                           ? "family needs records from at least two families"
+                                           : "host needs records of at least two machines (--every-host)");
   }
   Outcome learned, analytic, fixed_default, runtime;
   std::size_t fallbacks = 0;
@@ -319,7 +333,8 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     Outcome fold_learned;
     for (const auto& recorded : test) {
       const RecordedProblem p = within_space(recorded);
-      const auto scores = model->score(p.problem, p.configs, target);
+      const CpuTarget host = TuningRecords::hardware_target(target, p.hardware);  // the recording machine's
+      const auto scores = model->score(p.problem, p.configs, host);
       score_problem(learned, p, scores, true);
       {
         const std::size_t chosen = rank_by_score(scores)[0];
@@ -332,25 +347,25 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
                           {"best", to_json(p.configs[best])}}});
       }
       score_problem(fold_learned, p, scores, true);
-      score_problem(analytic, p, analytic_model.score(p.problem, p.configs, target), true);
+      score_problem(analytic, p, analytic_model.score(p.problem, p.configs, host), true);
       // The fixed default: default_for's config when it was measured (it is part of every space).
-      const CpuGemmConfig d = CpuGemmConfig::default_for(p.problem, target);
+      const CpuGemmConfig d = CpuGemmConfig::default_for(p.problem, host);
       std::vector<double> chosen(p.configs.size(), 1.0);
       bool found = false;
       for (std::size_t i = 0; i < p.configs.size(); ++i)
         if (p.configs[i] == d) chosen[i] = 0.0, found = true;
       if (found) score_problem(fixed_default, p, chosen, false);
       // What the runtime compiles: the learned top-1 where the model's training covers the problem, else the default.
-      if (model->covers(p.problem, target)) {
+      if (model->covers(p.problem, host)) {
         score_problem(runtime, p, scores, false);
       } else if (found) {
         score_problem(runtime, p, chosen, false);
         ++fallbacks;
       }
       // The cost of ranking the problem's whole variant space.
-      const auto space = cpu_variants(p.problem, target);
+      const auto space = cpu_variants(p.problem, host);
       const auto start = std::chrono::steady_clock::now();
-      rank_by_score(model->score(p.problem, space, target));
+      rank_by_score(model->score(p.problem, space, host));
       rank_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     per_fold.push_back({{"held_out", fold_names[static_cast<std::size_t>(f)]},

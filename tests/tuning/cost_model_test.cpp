@@ -343,6 +343,38 @@ TEST(ModelEval, DescriptionsOfOneMachineKindPool) {
   }
 }
 
+// With every host, the same shape timed on two machines is two problems, each described by its own machine, and each
+// problem's features use that machine's caches (a B of 1.5 MiB is beyond one machine's L2 and within the other's).
+TEST(ModelEval, EveryHostKeepsEachMachinesProblemsWithItsOwnCaches) {
+  const CpuTarget t = avx512();
+  const GemmProblem p = problem(64, 768, 512);  // B: 1.5 MiB
+  const auto space = cpu_variants(p, t);
+  const std::string small_l2 = "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB, L3 32768 KiB, AVX-512 FMAs 2/cycle",
+                    large_l2 = "Intel Xeon (family 6); L1d 48 KiB, L2 2048 KiB, L3 266240 KiB, AVX-512 FMAs 2/cycle";
+  std::vector<TuningRecord> records;
+  for (const std::string& hardware : {small_l2, large_l2, large_l2})
+    for (int i = 0; i < 3; ++i)
+      records.push_back({to_json(space[i]).dump() + hardware, "gemm", record_problem(p), "square",
+                         to_json(p.signature).dump(), to_json(space[i]).dump(), t.str(), hardware, 1, 100.0 + i, 0.01,
+                         5, "0.3.2", "2026-11-28T00:00:00Z"});
+  const auto most = recorded_problems(records, t.str());
+  ASSERT_EQ(most.size(), 1u);
+  EXPECT_EQ(most[0].hardware, large_l2) << "the most common machine's only";
+  const auto every = recorded_problems(records, t.str(), RecordedHosts::every);
+  ASSERT_EQ(every.size(), 2u) << "one problem per machine";
+  EXPECT_NE(every[0].hardware, every[1].hardware);
+  const TrainingSet set = training_set(every, t);
+  const std::size_t columns = cpu_feature_names().size(),
+                    b_over_l2 = static_cast<std::size_t>(
+                        std::find(cpu_feature_names().begin(), cpu_feature_names().end(), "b_over_l2") -
+                        cpu_feature_names().begin());
+  ASSERT_LT(b_over_l2, columns);
+  // Problem 0's first row against problem 1's first row (the same config): B over each machine's own L2.
+  const double first = set.features[b_over_l2], second = set.features[every[0].configs.size() * columns + b_over_l2];
+  const bool small_first = every[0].hardware == small_l2;
+  EXPECT_NEAR(small_first ? first / second : second / first, 2.0, 1e-6) << "features with each machine's L2";
+}
+
 TEST(ModelEval, ANoiseFloorCountsOnlyVariantsTimedMoreThanOnce) {
   const CpuTarget t = avx512();
   const GemmProblem p = problem(64, 256, 128);

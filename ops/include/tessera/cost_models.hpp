@@ -1,6 +1,7 @@
-// Choosing a cost model by name: "default" (the learned model shipped for this CPU target; when none was trained
-// for it, default_for's config first and the analytic order after it), "analytic", "heuristic" (default_for's rules: no
-// ranking), or a model file.
+// Choosing a cost model by name: "default" (this host's calibrated model where `tessera model calibrate` made one,
+// else the learned model shipped for this CPU target; when none was trained for it, default_for's config first and
+// the analytic order after it), "shipped" (the shipped one whatever calibration did), "analytic", "heuristic"
+// (default_for's rules: no ranking), or a model file.
 #pragma once
 
 #include <memory>
@@ -27,5 +28,10 @@ std::vector<double> score_on_threads(const CpuCostModel& model, const GemmProble
 
 // The learned models compiled into tessera (models/*.json at build time): model text for a target, or empty.
 const std::string& shipped_model_text(const std::string& target);
+
+// Where `tessera model calibrate` keeps this host's model for a target, and where "default" looks for it first:
+// $TESSERA_CACHE_DIR/models/<target's model key>-<hash of this host's description>.json (another kind of host sharing
+// the directory does not take it). Empty when no cache directory can be named.
+std::string calibrated_model_path(const CpuTarget& target);
 
 }  // namespace tessera

@@ -26,17 +26,23 @@ struct RecordedProblem {
   std::vector<int> samples;  // times each config was timed (1: dropped by the tuner after one look; empty: unknown)
 };
 
-// Groups one target's records (one hardware, one thread count: the most common) into problems with at least two
-// measured variants, in a stable order. Hardware descriptions that name the same caches and FMA rate (written by
-// different tessera versions) count as one.
-std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target);
+// Which machines' records make problems: the most common one's, or every machine's (the same shape timed on two
+// machines is two problems, each with its machine's description: one model trained for several host kinds).
+enum class RecordedHosts { most_common, every };
 
+// Groups one target's records (one thread count: the most common; one hardware or each) into problems with at least
+// two measured variants, in a stable order. Hardware descriptions that name the same caches and FMA rate (written by
+// different tessera versions) count as one.
+std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target,
+                                               RecordedHosts hosts = RecordedHosts::most_common);
+
+// Each problem's features as its recording machine saw them: `target` with that machine's caches and FMA rate.
 TrainingSet training_set(const std::vector<RecordedProblem>& problems, const CpuTarget& target);
 
-// split: "random" or "family". Returns {"learned": {...}, "analytic": {...}, "default": {...}, "noise_floor",
-// "problems", "split", ...}; each model holds top1_regret_mean/p90/max, top5_score, kendall_tau,
-// measurements_to_98, measurements_to_99. "runtime" is the top-1 the runtime would compile (the learned model's
-// where its training covers the problem, default_for's elsewhere; "runtime_fallbacks" counts the latter).
+// split: "random", "family" or "host" (one fold per recording machine). Returns {"learned": {...}, "analytic": {...},
+// "default": {...}, "noise_floor", "problems", "split", ...}; each model holds top1_regret_mean/p90/max, top5_score,
+// kendall_tau, measurements_to_98, measurements_to_99. "runtime" is the top-1 the runtime would compile (the learned
+// model's where its training covers the problem, default_for's elsewhere; "runtime_fallbacks" counts the latter).
 // `scored_families` (empty: all) limits which held-out problems are scored; every family still trains the models.
 // With `retest` (the same problems measured again, e.g. by a second tuning run), the report also holds
 // "retest": the regret of the first run's best variant as the second run times it — the measurement noise floor of
