@@ -111,7 +111,7 @@ void dump_file(const std::string& dir, const std::string& name, const std::strin
   }
 }
 
-std::string tessera_cache_dir() {
+std::string tessera_cache_dir_path() {
   fs::path dir;
   if (!env("TESSERA_CACHE_DIR").empty())
     dir = env("TESSERA_CACHE_DIR");
@@ -121,6 +121,11 @@ std::string tessera_cache_dir() {
     dir = fs::path(env("HOME")) / ".cache" / "tessera";
   else
     dir = fs::temp_directory_path() / fmt::format("tessera-cache-{}", getuid());
+  return dir.string();
+}
+
+std::string tessera_cache_dir() {
+  const fs::path dir = tessera_cache_dir_path();
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw Unavailable(fmt::format("cache directory {}: {}", dir.string(), error.message()));

@@ -20,6 +20,8 @@ namespace tessera {
 // $TESSERA_CACHE_DIR, else $XDG_CACHE_HOME/tessera, else ~/.cache/tessera (created if needed; throws Unavailable
 // when it cannot be).
 std::string tessera_cache_dir();
+// The same directory's name, nothing created (for looking up what may be there).
+std::string tessera_cache_dir_path();
 
 // A variable of the environment, "" when unset or empty.
 std::string environment(const char* name);

@@ -30,8 +30,8 @@ const std::string& shipped_model_text(const std::string& target) {
 std::string calibrated_model_path(const CpuTarget& target) {
   std::string dir;
   try {
-    dir = tessera_cache_dir();
-  } catch (const Error&) {
+    dir = tessera_cache_dir_path();  // a lookup: nothing created
+  } catch (const std::exception&) {
     return "";
   }
   std::string key = target.cost_model_key();
