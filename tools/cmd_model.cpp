@@ -20,6 +20,17 @@
 namespace tessera::cli {
 
 namespace {
+// A model written next to its destination and renamed: a failed run leaves no partial model.
+void write_model(const LearnedCpuModel& model, const std::string& out) {
+  const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
+  {
+    std::ofstream file(tmp);
+    file << model.to_json() << "\n";
+    if (!file) throw Error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, out);
+}
+
 struct ModelCommand {
   std::string records, retest, out, split = "random", target = "cpu";
   bool every_host = false;  // every machine's records, each problem's features with its machine's caches
@@ -48,14 +59,7 @@ struct ModelCommand {
     const auto problems = load(CpuTarget::named(target));
     const CpuTarget t = recorded_target(CpuTarget::named(target), problems);
     const auto model = LearnedCpuModel::train(training_set(problems, t), t, options);
-    // Written next to its destination and renamed: a failed run leaves no partial model.
-    const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
-    {
-      std::ofstream file(tmp);
-      file << model->to_json() << "\n";
-      if (!file) throw Error("cannot write " + tmp);
-    }
-    std::filesystem::rename(tmp, out);
+    write_model(*model, out);
     std::cout << fmt::format("trained on {} problems ({} measurements) for {} → {}\n", problems.size(),
                              training_set(problems, t).rows(), t.str(), out);
     return kOk;
@@ -205,13 +209,7 @@ struct CalibrateCommand {
     const auto problems = recorded_problems(all, host.str(), RecordedHosts::every);
     if (problems.empty()) throw Error("no measurements to train on");
     const auto model = LearnedCpuModel::train(training_set(problems, host), host, training);
-    const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
-    {
-      std::ofstream f(tmp);
-      f << model->to_json() << "\n";
-      if (!f) throw Error("cannot write " + tmp);
-    }
-    std::filesystem::rename(tmp, out);
+    write_model(*model, out);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     nlohmann::json report{{"model", out},
                           {"records", records_path},

@@ -301,18 +301,9 @@ static int run_{0}(const attention_variant* v, const {1}_attention_args* x) {{
   return attention_run(v, &y, {5}, {6}, {7});
 }}
 
-int {0}_variant_count(void) {{ return (int)(sizeof {0}_variants / sizeof {0}_variants[0]); }}
-const char* {0}_variant_name(int variant) {{
-  return variant >= 0 && variant < {0}_variant_count() ? {0}_variants[variant].symbol : NULL;
-}}
 int {0}_variant_for(int64_t seq_q, int64_t seq_kv, int64_t group) {{
   const attention_variant* v = attention_pick({0}_variants, {0}_variant_count(), seq_q, seq_kv, group);
   return v ? (int)(v - {0}_variants) : -1;
-}}
-int {0}_run_variant(int index, const {1}_attention_args* x) {{
-  if (index < 0 || index >= {0}_variant_count()) return fail("{0}_run_variant: no such variant");
-  const int status = check_{0}(x);
-  return status ? status : run_{0}(&{0}_variants[index], x);
 }}
 int {0}(const {1}_attention_args* x) {{
   const int status = check_{0}(x);
@@ -335,7 +326,7 @@ int {0}(const {1}_attention_args* x) {{
 )C",
                    fn, lib, checks, c_upper(lib), s.lse ? 1 : 0, s.head_dim_qk, s.head_dim_v,
                    s.dtype == DType::bf16 ? 1 : 0);
-  return c;
+  return c + variant_accessors(fn, lib + "_attention_args", "run_" + fn) + "\n";
 }
 
 }  // namespace tessera

@@ -24,6 +24,10 @@ std::string operand_checks(const std::string& fn, const char* name, const Layout
 std::string input_checks(const std::string& fn, const std::vector<EpilogueInput>& inputs, const char* rows,
                          const char* cols);
 
+// What every kernel of a library has beside its dispatcher: its variants' count and names, and a variant run by index
+// after the kernel's argument checks (`check_<fn>`), as `run(&variant, x)`.
+std::string variant_accessors(const std::string& fn, const std::string& args_type, const std::string& run);
+
 // GEMM: the args type (header), the kernels' calling convention, variant table and dispatch (driver, once), and
 // each kernel's functions.
 std::string gemm_header_types(const std::string& lib);

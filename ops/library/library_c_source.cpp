@@ -76,6 +76,20 @@ std::string input_checks(const std::string& fn, const std::vector<EpilogueInput>
   return checks;
 }
 
+std::string variant_accessors(const std::string& fn, const std::string& args_type, const std::string& run) {
+  return fmt::format(R"C(int {0}_variant_count(void) {{ return (int)(sizeof {0}_variants / sizeof {0}_variants[0]); }}
+const char* {0}_variant_name(int variant) {{
+  return variant >= 0 && variant < {0}_variant_count() ? {0}_variants[variant].symbol : NULL;
+}}
+int {0}_run_variant(int index, const {1}* x) {{
+  if (index < 0 || index >= {0}_variant_count()) return fail("{0}_run_variant: no such variant");
+  const int status = check_{0}(x);
+  return status ? status : {2}(&{0}_variants[index], x);
+}}
+)C",
+                     fn, args_type, run);
+}
+
 namespace {
 
 bool holds(const std::vector<ResolvedKernel>& kernels, const std::string& op) {

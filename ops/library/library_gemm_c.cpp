@@ -191,18 +191,9 @@ std::string gemm_driver_kernel(const std::string& lib, const ResolvedKernel& r) 
 {2}  return {3}_OK;
 }}
 
-int {0}_variant_count(void) {{ return (int)(sizeof {0}_variants / sizeof {0}_variants[0]); }}
-const char* {0}_variant_name(int variant) {{
-  return variant >= 0 && variant < {0}_variant_count() ? {0}_variants[variant].symbol : NULL;
-}}
 int {0}_variant_for(int64_t m, int64_t n, int64_t k) {{
   const gemm_variant* v = gemm_pick({0}_variants, {0}_variant_count(), m, n, k);
   return v ? (int)(v - {0}_variants) : -1;
-}}
-int {0}_run_variant(int index, const {1}_gemm_args* x) {{
-  if (index < 0 || index >= {0}_variant_count()) return fail("{0}_run_variant: no such variant");
-  const int status = check_{0}(x);
-  return status ? status : gemm_run(&{0}_variants[index], x);
 }}
 int {0}(const {1}_gemm_args* x) {{
   const int status = check_{0}(x);
@@ -217,7 +208,7 @@ int {0}(const {1}_gemm_args* x) {{
 
 )C",
                    fn, lib, checks, c_upper(lib));
-  return c;
+  return c + variant_accessors(fn, lib + "_gemm_args", "gemm_run") + "\n";
 }
 
 }  // namespace tessera

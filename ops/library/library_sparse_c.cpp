@@ -399,19 +399,10 @@ std::string sparse_driver_kernel(const std::string& lib, const ResolvedKernel& r
 }}
 static int run_{0}(const {4}_variant* v, const {1}_{4}_args* x) {{ return {5}; }}
 
-int {0}_variant_count(void) {{ return (int)(sizeof {0}_variants / sizeof {0}_variants[0]); }}
-const char* {0}_variant_name(int variant) {{
-  return variant >= 0 && variant < {0}_variant_count() ? {0}_variants[variant].symbol : NULL;
-}}
 int {0}_variant_for(int64_t m, int64_t n, int64_t k) {{
   (void)m, (void)n, (void)k;
   const {4}_variant* v = {6};
   return v ? (int)(v - {0}_variants) : -1;
-}}
-int {0}_run_variant(int index, const {1}_{4}_args* x) {{
-  if (index < 0 || index >= {0}_variant_count()) return fail("{0}_run_variant: no such variant");
-  const int status = check_{0}(x);
-  return status ? status : run_{0}(&{0}_variants[index], x);
 }}
 int {0}(const {1}_{4}_args* x) {{
   const int status = check_{0}(x);
@@ -428,7 +419,7 @@ int {0}(const {1}_{4}_args* x) {{
 
 )C",
                    fn, lib, checks, c_upper(lib), op, run, pick, op == "spmm" ? "x->n" : "0");
-  return c;
+  return c + variant_accessors(fn, lib + "_" + op + "_args", "run_" + fn) + "\n";
 }
 
 }  // namespace tessera
