@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "bench/attention_benchmark.hpp"
+#include "bench/compile_benchmark.hpp"
 #include "bench/cuda_benchmark.hpp"
 #include "bench/dispatch_benchmark.hpp"
 #include "bench/fusion_benchmark.hpp"
@@ -107,6 +108,13 @@ int main(int argc, char** argv) {
   dispatch->add_option("--repeat", options.repeat, "samples per path (median reported)");
   dispatch->add_option("--sample-ms", options.sample_ms, "approximate length of one sample");
   dispatch->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
+  CLI::App* compile = app.add_subcommand(
+      "compile", "cold compile time of the demo's kernels and the quick suite's, with each kernel's run speed");
+  int compile_threads = 1;
+  compile->add_option("--repeat", options.repeat, "cold compiles per kernel (median reported)");
+  compile->add_option("--threads", compile_threads, "the runtime's threads (compiling and running)");
+  compile->add_option("--sample-ms", options.sample_ms, "approximate length of one run-speed sample");
+  compile->add_option("--json", json_path, "write the results as JSON to FILE (- for stdout)");
   CLI::App* library = app.add_subcommand(
       "library",
       "a kernel library from `tessera library build` against the JIT, on the same GEMMs (row-major f32) and sparse "
@@ -156,6 +164,14 @@ int main(int argc, char** argv) {
           std::cerr << "tessera-bench: the library disagrees with the JIT on " << row["shape"] << "\n";
           return 1;
         }
+      return 0;
+    }
+    if (compile->parsed()) {
+      std::string command = "tessera-bench";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      std::ostream& log = json_path == "-" ? std::cerr : std::cout;
+      const auto rows = run_compile_benchmark(options.repeat, compile_threads, {options.sample_ms, 0}, log);
+      write_json(nlohmann::json{{"command", command}, {"rows", rows}});
       return 0;
     }
     if (dispatch->parsed()) {

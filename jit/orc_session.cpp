@@ -21,6 +21,7 @@
 
 #include "generator/core/error.hpp"
 #include "jit/disk_cache.hpp"
+#include "jit/object_bundle.hpp"
 
 namespace tessera {
 
@@ -90,22 +91,57 @@ llvm::TargetMachine& thread_target_machine(ObjectKind kind) {
   return *tm;
 }
 
-// Whether the bytes are an object file that defines `symbol`.
-bool defines_symbol(const std::string& object, const std::string& symbol) {
-  auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, symbol));
-  if (!parsed) {
-    llvm::consumeError(parsed.takeError());
-    return false;
-  }
-  for (const auto& s : (*parsed)->symbols()) {
-    auto name = s.getName();
-    if (!name) {
-      llvm::consumeError(name.takeError());
-      continue;
+// Whether the bytes are an object file, or a bundle of them, that defines `symbol`.
+bool defines_symbol(const std::string& bytes, const std::string& symbol) {
+  const auto objects = unbundle_objects(bytes);
+  if (!objects) return false;
+  for (const std::string& object : *objects) {
+    auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, symbol));
+    if (!parsed) {
+      llvm::consumeError(parsed.takeError());
+      return false;
     }
-    if (*name == symbol) return true;
+    for (const auto& s : (*parsed)->symbols()) {
+      auto name = s.getName();
+      if (!name) {
+        llvm::consumeError(name.takeError());
+        continue;
+      }
+      if (*name == symbol) return true;
+    }
   }
   return false;
+}
+
+// How much a function costs LLVM's backend, roughly: about 5 us per instruction plus 5 ms per function (Zen 5: a
+// packing routine or a driver of 100-150 instructions in a few loops takes 5-8 ms, a 1000-instruction micro-kernel
+// 9 ms; a function of one trivial loop 0.5 ms).
+std::size_t compile_weight(const llvm::Function& f) { return f.getInstructionCount() + 1000; }
+
+// The module's functions in `parts` groups of about equal weight (the heaviest first, each to the lightest group).
+std::vector<std::vector<std::string>> partition_functions(const llvm::Module& module, std::size_t parts) {
+  std::vector<std::pair<std::size_t, std::string>> weights;
+  for (const llvm::Function& f : module)
+    if (!f.isDeclaration()) weights.emplace_back(compile_weight(f), f.getName().str());
+  std::sort(weights.rbegin(), weights.rend());
+  std::vector<std::vector<std::string>> groups(std::min(parts, weights.size()));
+  std::vector<std::size_t> load(groups.size(), 0);
+  for (const auto& [weight, name] : weights) {
+    const auto lightest = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[lightest] += weight;
+    groups[lightest].push_back(name);
+  }
+  return groups;
+}
+
+// Makes the module's local functions visible to the other parts of it, under names no other module has.
+void externalise_functions(llvm::Module& module, const std::string& entry) {
+  for (llvm::Function& f : module)
+    if (!f.isDeclaration() && f.hasLocalLinkage()) {
+      f.setName(entry + "." + f.getName());
+      f.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      f.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
 }
 
 // The host's CPU and features as LLVM sees them: generated code depends on them (tune-cpu, the JIT's defaults).
@@ -141,6 +177,9 @@ const char* origin_name(KernelOrigin origin) {
 
 OrcSession::OrcSession(OrcOptions options) : options_(options) {
   initialise_llvm();
+  // The workers sleep at once after a job (compiles are rare) and stay on whatever CPU they are given.
+  if (options_.compile_threads > 1)
+    compile_pool_ = std::make_unique<ThreadPool>(options_.compile_threads - 1, 0, false);
   jit_ = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(host_machine()).create(), "creating LLJIT");
 }
 
@@ -152,7 +191,43 @@ Hash128 OrcSession::disk_key(const CpuModuleSource& source, ObjectKind kind) con
                                kind == ObjectKind::jit ? "jit" : "library"));
 }
 
+std::optional<std::vector<std::string>> OrcSession::compile_parts(const CpuModuleSource& source) const {
+  // The module is emitted once here to plan the parts, and again by each part in a context of its own (an
+  // LLVMContext is used by one thread at a time); emitting costs about 1 ms, a function's backend 4-25 ms.
+  std::vector<std::vector<std::string>> groups;
+  {
+    llvm::LLVMContext ctx;
+    groups = partition_functions(*source.emit(ctx), static_cast<std::size_t>(compile_pool_->max_participants()));
+  }
+  if (groups.size() < 2) return std::nullopt;
+  std::vector<std::string> objects(groups.size());
+  const auto compile_group = [&](std::int64_t part, void*) {
+    const auto& group = groups[static_cast<std::size_t>(part)];
+    llvm::TargetMachine& tm = thread_target_machine(ObjectKind::jit);
+    llvm::LLVMContext ctx;
+    auto module = host_module(source, ctx, tm, 0);
+    std::vector<llvm::Function*> others;  // defined here, compiled in another part
+    for (llvm::Function& f : *module)
+      if (!f.isDeclaration() && std::find(group.begin(), group.end(), f.getName().str()) == group.end())
+        others.push_back(&f);
+    externalise_functions(*module, source.entry);
+    for (llvm::Function* f : others) {
+      f->deleteBody();
+      f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+    auto object = unwrap(llvm::orc::SimpleCompiler(tm)(*module), "compiling " + source.entry);
+    objects[static_cast<std::size_t>(part)] = std::string(object->getBuffer());
+  };
+  const auto parts = static_cast<std::int64_t>(groups.size());
+  if (!compile_pool_->try_run(static_cast<int>(parts), parts, 0, compile_group)) return std::nullopt;
+  return objects;
+}
+
 std::string OrcSession::compile_object(const CpuModuleSource& source, ObjectKind kind) const {
+  // Only the JIT's modules without the IR pipeline are split: a library archives one object per kernel and builds
+  // its kernels in parallel already, and the IR pipeline works across functions.
+  if (compile_pool_ && kind == ObjectKind::jit && options_.ir_opt_level == 0 && environment("TESSERA_DUMP").empty())
+    if (auto objects = compile_parts(source)) return bundle_objects(*objects);
   llvm::TargetMachine& tm = thread_target_machine(kind);
   llvm::LLVMContext ctx;
   auto module = host_module(source, ctx, tm, options_.ir_opt_level);
@@ -185,8 +260,11 @@ OrcEntry OrcSession::compile(const CpuModuleSource& source) {
   const std::string object = cached_object(source, ObjectKind::jit, &entry.origin);
   std::lock_guard lock(mutex_);
   if (void* address = linked()) return {address, KernelOrigin::memory};  // another thread linked it meanwhile
-  if (auto err = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, name)))
-    throw CompileError("adding " + name + ": " + llvm::toString(std::move(err)));
+  const auto objects = unbundle_objects(object);
+  if (!objects) throw CompileError("adding " + name + ": not an object bundle");
+  for (const std::string& part : *objects)
+    if (auto err = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(part, name)))
+      throw CompileError("adding " + name + ": " + llvm::toString(std::move(err)));
   entry.address = unwrap(jit_->lookup(name), "linking " + name).toPtr<void*>();
   return entry;
 }

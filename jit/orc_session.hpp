@@ -3,9 +3,12 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "generator/llvm/cpu_module_source.hpp"
+#include "jit/thread_pool.hpp"
 
 namespace llvm::orc {
 class LLJIT;
@@ -21,6 +24,8 @@ struct OrcOptions {
   int ir_opt_level = 0;
   // Where object code is kept between processes (null: nowhere). Must outlive the session.
   const DiskCache* disk_cache = nullptr;
+  // Threads a module's functions may compile on at once (see compile_parts); 1: the calling thread alone.
+  int compile_threads = 1;
 };
 
 // Object code for the JIT (its code model) or for a shared library (position-independent, small code model).
@@ -45,7 +50,8 @@ class OrcSession {
   // The module's entry: linked before, or its object code from the disk cache, or emitted and compiled now (and
   // stored on disk). Thread-safe; modules compile concurrently, only linking is serialised.
   OrcEntry compile(const CpuModuleSource& source);
-  // The object code the module compiles to on this host (what the disk cache holds). Thread-safe.
+  // The object code the module compiles to on this host (what the disk cache holds): one object, or for the JIT
+  // an object bundle (jit/object_bundle.hpp) where its functions compiled in parts. Thread-safe.
   std::string compile_object(const CpuModuleSource& source, ObjectKind kind = ObjectKind::jit) const;
   // The same through the disk cache: taken from it when there, else compiled and stored. `origin` says which.
   std::string cached_object(const CpuModuleSource& source, ObjectKind kind, KernelOrigin* origin = nullptr) const;
@@ -63,7 +69,12 @@ class OrcSession {
   static std::string llvm_version();
 
  private:
+  // The module's functions compiled as `parts` objects on the compile pool, or nullopt where the pool is busy
+  // with another module (the caller then compiles it whole).
+  std::optional<std::vector<std::string>> compile_parts(const CpuModuleSource& source) const;
+
   OrcOptions options_;
+  std::unique_ptr<ThreadPool> compile_pool_;  // compile_threads - 1 workers; null for one thread
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::mutex mutex_;
 };

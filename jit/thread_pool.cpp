@@ -132,6 +132,17 @@ void ThreadPool::place_workers() {
 
 void ThreadPool::run(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task) {
   std::lock_guard region(region_);
+  run_locked(participants, tasks, scratch_bytes, task);
+}
+
+bool ThreadPool::try_run(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task) {
+  std::unique_lock region(region_, std::try_to_lock);
+  if (!region) return false;
+  run_locked(participants, tasks, scratch_bytes, task);
+  return true;
+}
+
+void ThreadPool::run_locked(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task) {
   error_ = nullptr;
   failed_ = false;
   task_ = &task;

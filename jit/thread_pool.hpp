@@ -46,8 +46,11 @@ class ThreadPool {
   // Runs task(i, scratch) for i in [0, tasks) on up to `participants` threads (the caller is one) and returns when
   // all are done; the first exception thrown is rethrown. Calls from several threads run one after another.
   void run(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task);
+  // The same where no other call is running; false (and nothing run) where one is.
+  bool try_run(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task);
 
  private:
+  void run_locked(int participants, std::int64_t tasks, std::size_t scratch_bytes, const Task& task);
   void worker_loop(int index);
   // Pins the workers of this job to CPUs other than the caller's. Unpinned, a worker woken after a pause is placed
   // on the waker's CPU and shares it with the caller until the load balancer moves it, which on this kind of VM

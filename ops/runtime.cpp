@@ -54,9 +54,11 @@ std::unique_ptr<DiskCache> own_disk_cache(const RuntimeOptions& options) {
 }
 
 OrcOptions orc_options(const RuntimeOptions& options, const DiskCache* own) {
-  return {checked_ir_opt_level(options.ir_opt_level), own                  ? own
-                                                      : options.disk_cache ? DiskCache::process_cache()
-                                                                           : nullptr};
+  return {checked_ir_opt_level(options.ir_opt_level),
+          own                  ? own
+          : options.disk_cache ? DiskCache::process_cache()
+                               : nullptr,
+          pool_threads(options)};
 }
 }  // namespace
 

@@ -141,9 +141,10 @@ TEST(DiskCache, AnUnusableDirectoryLeavesTheCacheInMemory) {
 }
 
 // A GEMM through a runtime whose kernels live in `cache_dir`, checked exactly against a plain loop.
-std::string gemm_origin(const std::string& cache_dir, std::int64_t m = 37, std::int64_t n = 29, std::int64_t k = 41) {
+std::string gemm_origin(const std::string& cache_dir, std::int64_t m = 37, std::int64_t n = 29, std::int64_t k = 41,
+                        int threads = 1) {
   RuntimeOptions options;
-  options.threads = 1;
+  options.threads = threads;
   options.cache_dir = cache_dir;
   options.cost_model = "heuristic";
   Runtime runtime(options);
@@ -181,6 +182,23 @@ TEST(DiskCache, ASecondRuntimeTakesTheKernelFromDiskAndDamageIsRebuilt) {
   // A directory that cannot be used: built, right, and nothing written.
   write_all(dir.path / "plainfile", "");
   EXPECT_EQ(gemm_origin((dir.path / "plainfile" / "kernels").string()), "built");
+}
+
+// With two threads a kernel's functions compile in two parts; the entry holds both objects, later runtimes (of any
+// thread count) link them and the result is exact; damage is rebuilt.
+TEST(DiskCache, AKernelCompiledInPartsIsKeptWhole) {
+  TempDir dir;
+  EXPECT_EQ(gemm_origin(dir.path.string(), 37, 29, 41, 2), "built");
+  const fs::path entry = only_entry(dir.path);
+  std::string bytes = read_all(entry);
+  const std::size_t magic = bytes.find("tessera object bundle 1\n");
+  ASSERT_NE(magic, std::string::npos) << "a 2-thread runtime compiled the kernel in one part";
+  EXPECT_EQ(gemm_origin(dir.path.string(), 37, 29, 41, 2), "disk");
+  EXPECT_EQ(gemm_origin(dir.path.string(), 37, 29, 41, 1), "disk");  // a one-thread runtime links the parts too
+  bytes[magic + 40] ^= 0x01;                                         // inside the first part's size or bytes
+  write_all(entry, bytes);
+  EXPECT_EQ(gemm_origin(dir.path.string(), 37, 29, 41, 2), "built");
+  EXPECT_EQ(gemm_origin(dir.path.string(), 37, 29, 41, 2), "disk");
 }
 
 TEST(DiskCache, ConcurrentThreadsGetWholeKernels) {

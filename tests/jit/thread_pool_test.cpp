@@ -64,6 +64,28 @@ TEST(ThreadPool, TaskExceptionReachesTheCallerAndThePoolStaysUsable) {
   }
 }
 
+// try_run runs a job where the pool is free and refuses, running nothing, while another job is in it.
+TEST(ThreadPool, TryRunRefusesWhileAJobRuns) {
+  ThreadPool pool(1, 0);
+  std::atomic<int> count{0};
+  EXPECT_TRUE(pool.try_run(2, 8, 0, [&](std::int64_t, void*) { count.fetch_add(1); }));
+  EXPECT_EQ(count.load(), 8);
+  std::atomic<bool> inside{false}, release{false};
+  std::thread holder([&] {
+    pool.run(1, 1, 0, [&](std::int64_t, void*) {
+      inside = true;
+      while (!release.load()) std::this_thread::yield();
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  EXPECT_FALSE(pool.try_run(2, 8, 0, [&](std::int64_t, void*) { count.fetch_add(100); }));
+  release = true;
+  holder.join();
+  EXPECT_EQ(count.load(), 8);
+  EXPECT_TRUE(pool.try_run(2, 4, 0, [&](std::int64_t, void*) { count.fetch_add(1); }));
+  EXPECT_EQ(count.load(), 12);
+}
+
 // Jobs submitted from several threads at once run one after another, each complete.
 TEST(ThreadPool, ConcurrentCallersAreSerialised) {
   ThreadPool pool(1);
