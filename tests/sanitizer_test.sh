@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The unit suites under a sanitizer, in a build of their own (BUILD_DIR/sanitize-KIND, -O2, no debug info):
+#   address  AddressSanitizer + UndefinedBehaviorSanitizer, every suite of tessera_tests (two shards at once)
+#   thread   ThreadSanitizer, the concurrency tests: the thread pool, the kernel and disk caches, runtimes shared by
+#            threads, records written from several threads, kernels run on several threads
+# Any report fails the test (halt_on_error); the JIT's kernels and LLVM are not instrumented, tessera's code is.
+set -u
+build=$(cd "${1:?usage: sanitizer_test.sh BUILD_DIR address|thread}" && pwd)
+kind=${2:?usage: sanitizer_test.sh BUILD_DIR address|thread}
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+out=$build/sanitize-$kind
+case $kind in
+  address) sanitize=address,undefined ;;
+  thread) sanitize=thread ;;
+  *)
+    echo "FAIL: unknown sanitizer '$kind' (address or thread)"
+    exit 2
+    ;;
+esac
+start=$(date +%s)
+if ! { cmake -S "$source_dir" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O2 \
+  -DTESSERA_SANITIZE=$sanitize -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_PYTHON=OFF &&
+  ninja -C "$out" tessera_tests; } >"$out.log" 2>&1; then
+  echo "FAIL: building the $kind-sanitized suites:"
+  grep -m10 -E "error|FAILED" "$out.log"
+  exit 1
+fi
+echo "built in $(($(date +%s) - start)) s"
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# Leaks inside LLVM's and the C++ runtime's one-time initialisation are not tessera's.
+printf 'leak:libLLVM\nleak:libstdc++\n' >"$out/lsan.supp"
+export LSAN_OPTIONS=suppressions=$out/lsan.supp
+start=$(date +%s)
+failed=0
+if [[ $kind == address ]]; then
+  for shard in 0 1; do
+    GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard "$out/bin/tessera_tests" --gtest_brief=1 >"$out/shard$shard.log" 2>&1 &
+  done
+  for shard in 0 1; do
+    wait -n || failed=1
+  done
+  logs=("$out/shard0.log" "$out/shard1.log")
+else
+  filter='ThreadPool.*:KernelCache.*:RuntimeCache.*:DiskCache.*:TuningRecords.*:GemmNumerics.ThreadCountDoesNotChangeResults'
+  filter+=':Spmm.ThreadsAndIsas:Attention.BothIsasAndThreadCounts'
+  "$out/bin/tessera_tests" --gtest_brief=1 --gtest_filter="$filter" >"$out/run.log" 2>&1 || failed=1
+  logs=("$out/run.log")
+fi
+for log in "${logs[@]}"; do
+  if grep -q -E "ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|WARNING: ThreadSanitizer" "$log"; then
+    failed=1
+    echo "FAIL: sanitizer report in $log:"
+    grep -m5 -A12 -E "ERROR: |runtime error:|WARNING: ThreadSanitizer" "$log"
+  fi
+  grep -E "^\[  (PASSED|FAILED)  \]|tests ran" "$log"
+done
+echo "ran in $(($(date +%s) - start)) s"
+[[ $failed -eq 0 ]]
