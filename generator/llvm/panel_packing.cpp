@@ -168,8 +168,6 @@ llvm::Value* PanelPacking::grouped_depth(llvm::Value* depth, int G) {
 void PanelPacking::emit_pack_groups_from_rows(const GroupPackArgs& a) {
   const int R = a.R, G = a.G;
   const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(a.element, base, index); };
-  auto* row_ty = llvm::FixedVectorType::get(a.element, lanes_);
-  llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
   llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(a.depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
   llvm::Value* depth_g = grouped_depth(a.depth, G);
   llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.ncols, i64c(R - 1)), i64c(R));
@@ -186,22 +184,49 @@ void PanelPacking::emit_pack_groups_from_rows(const GroupPackArgs& a) {
               llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
               llvm::Value* out =
                   at(a.dst, b_.CreateAdd(b_.CreateMul(first_col, depth_g), b_.CreateMul(q, i64c(G * R))));
-              for (int piece = 0; piece < R; piece += lanes_) {
-                llvm::Value* mask = lane_mask(lanes_, b_.CreateSub(a.ncols, first_col), piece);
-                llvm::Value* col = b_.CreateAdd(a.n0, b_.CreateAdd(first_col, i64c(piece)));
-                std::vector<llvm::Value*> rows;
-                for (int i = 0; i < G; ++i) {
-                  llvm::Value* row_mask = i == 0 ? mask : b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_row[i]));
-                  rows.push_back(b_.CreateMaskedLoad(
-                      row_ty, at(a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(i)), a.ld), col)),
-                      llvm::Align(1), row_mask, zero));
-                }
-                b_.CreateAlignedStore(interleave_rows(rows), at(out, i64c(G * piece)), llvm::Align(1));
-              }
+              // A whole sliver of a whole group (all but the edges): one unmasked load of R elements per row, the
+              // rows interleaved in registers. Masked loads of one vector's columns at a time made this pack, not
+              // the products, what a skinny int8 GEMM waited for.
+              llvm::Value* whole = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(first_col, i64c(R)), a.ncols),
+                                                has_row[static_cast<std::size_t>(G - 1)]);
+              emit_if_else(
+                  b_, whole,
+                  [&] {
+                    auto* sliver_row = llvm::FixedVectorType::get(a.element, static_cast<unsigned>(R));
+                    llvm::Value* col = b_.CreateAdd(a.n0, first_col);
+                    std::vector<llvm::Value*> rows;
+                    for (int i = 0; i < G; ++i)
+                      rows.push_back(b_.CreateAlignedLoad(
+                          sliver_row, at(a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(i)), a.ld), col)),
+                          llvm::Align(1)));
+                    b_.CreateAlignedStore(interleave_rows(rows), out, llvm::Align(1));
+                  },
+                  [&] { emit_group_sliver_edge(a, k, has_row, first_col, out); }, "pack.whole");
             },
             "pack.sliver");
       },
       "pack.group");
+}
+
+void PanelPacking::emit_group_sliver_edge(const GroupPackArgs& a, llvm::Value* k,
+                                          const std::vector<llvm::Value*>& has_row, llvm::Value* first_col,
+                                          llvm::Value* out) {
+  const int R = a.R, G = a.G;
+  const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(a.element, base, index); };
+  auto* row_ty = llvm::FixedVectorType::get(a.element, lanes_);
+  llvm::Value* zero = llvm::Constant::getNullValue(row_ty);
+  for (int piece = 0; piece < R; piece += lanes_) {
+    llvm::Value* mask = lane_mask(lanes_, b_.CreateSub(a.ncols, first_col), piece);
+    llvm::Value* col = b_.CreateAdd(a.n0, b_.CreateAdd(first_col, i64c(piece)));
+    std::vector<llvm::Value*> rows;
+    for (int i = 0; i < G; ++i) {
+      llvm::Value* row_mask = i == 0 ? mask : b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_row[i]));
+      rows.push_back(b_.CreateMaskedLoad(row_ty,
+                                         at(a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(i)), a.ld), col)),
+                                         llvm::Align(1), row_mask, zero));
+    }
+    b_.CreateAlignedStore(interleave_rows(rows), at(out, i64c(G * piece)), llvm::Align(1));
+  }
 }
 
 void PanelPacking::emit_pack_groups_from_columns(const GroupPackArgs& a) {
@@ -256,22 +281,82 @@ void PanelPacking::emit_pack_groups_from_columns(const GroupPackArgs& a) {
 }
 
 llvm::Value* PanelPacking::interleave_rows(std::vector<llvm::Value*> rows) {
+  auto* type = llvm::cast<llvm::FixedVectorType>(rows[0]->getType());
+  const int n = static_cast<int>(type->getNumElements());
+  const int bits = static_cast<int>(type->getElementType()->getPrimitiveSizeInBits());
+  const int G = static_cast<int>(rows.size());
+  if ((G == 2 || G == 4) && n * bits % 128 == 0) return interleave_rows_by_lanes(rows);
   while (rows.size() > 1) {
     std::vector<llvm::Value*> next;
     for (std::size_t i = 0; i < rows.size(); i += 2) {
-      auto* type = llvm::cast<llvm::FixedVectorType>(rows[i]->getType());
-      const int n = static_cast<int>(type->getNumElements());
+      auto* row_type = llvm::cast<llvm::FixedVectorType>(rows[i]->getType());
+      const int elements = static_cast<int>(row_type->getNumElements());
       std::vector<int> order;
-      for (int e = 0; e < n; ++e) order.insert(order.end(), {e, e + n});
+      for (int e = 0; e < elements; ++e) order.insert(order.end(), {e, e + elements});
       llvm::Value* pair = b_.CreateShuffleVector(rows[i], rows[i + 1], order);
-      const unsigned wide_bits = 2 * type->getElementType()->getPrimitiveSizeInBits();
-      next.push_back(rows.size() == 2 ? pair
-                                      : b_.CreateBitCast(pair, llvm::FixedVectorType::get(b_.getIntNTy(wide_bits),
-                                                                                          static_cast<unsigned>(n))));
+      const unsigned wide_bits = 2 * row_type->getElementType()->getPrimitiveSizeInBits();
+      next.push_back(rows.size() == 2
+                         ? pair
+                         : b_.CreateBitCast(pair, llvm::FixedVectorType::get(b_.getIntNTy(wide_bits),
+                                                                             static_cast<unsigned>(elements))));
     }
     rows = std::move(next);
   }
   return rows[0];
+}
+
+// The x86 unpack instructions interleave the low or high halves of each 128-bit lane; a whole-vector interleave
+// written as one shuffle of wide rows is lowered to cross-lane permutes of every piece. So: log2(G) rounds of
+// lane-wise unpacks (rows 0,1 and 2,3 by elements, then those pairs by double elements), after which vector j's lane
+// l holds the j-th G-th of lane l's columns, and one gather of 128-bit lanes into column order.
+llvm::Value* PanelPacking::interleave_rows_by_lanes(const std::vector<llvm::Value*>& rows) {
+  auto* type = llvm::cast<llvm::FixedVectorType>(rows[0]->getType());
+  llvm::Type* element = type->getElementType();
+  const int n = static_cast<int>(type->getNumElements()), G = static_cast<int>(rows.size());
+  const int bits = static_cast<int>(element->getPrimitiveSizeInBits()), lanes = n * bits / 128;
+  const auto unpack = [&](llvm::Value* x, llvm::Value* y, int width, bool high) {
+    const int count = n * bits / width, per_lane = 128 / width;
+    auto* ty = llvm::FixedVectorType::get(b_.getIntNTy(static_cast<unsigned>(width)), static_cast<unsigned>(count));
+    std::vector<int> order;
+    for (int l = 0; l < lanes; ++l)
+      for (int i = 0; i < per_lane / 2; ++i) {
+        const int e = l * per_lane + i + (high ? per_lane / 2 : 0);
+        order.insert(order.end(), {e, e + count});
+      }
+    // The result has count elements of `width` bits: viewed as count / 2 elements twice as wide.
+    llvm::Value* pair = b_.CreateShuffleVector(b_.CreateBitCast(x, ty), b_.CreateBitCast(y, ty), order);
+    return b_.CreateBitCast(pair, llvm::FixedVectorType::get(b_.getIntNTy(static_cast<unsigned>(2 * width)),
+                                                             static_cast<unsigned>(count / 2)));
+  };
+  std::vector<llvm::Value*> parts;  // parts[j]: the j-th G-th of every lane's columns, G elements per column
+  if (G == 2) {
+    parts = {unpack(rows[0], rows[1], bits, false), unpack(rows[0], rows[1], bits, true)};
+  } else {
+    llvm::Value* lo01 = unpack(rows[0], rows[1], bits, false);
+    llvm::Value* hi01 = unpack(rows[0], rows[1], bits, true);
+    llvm::Value* lo23 = unpack(rows[2], rows[3], bits, false);
+    llvm::Value* hi23 = unpack(rows[2], rows[3], bits, true);
+    parts = {unpack(lo01, lo23, 2 * bits, false), unpack(lo01, lo23, 2 * bits, true),
+             unpack(hi01, hi23, 2 * bits, false), unpack(hi01, hi23, 2 * bits, true)};
+  }
+  // Lane l of the result's G·lanes lanes: parts[l % G]'s lane l / G. Lanes as pairs of i64.
+  auto* quads = llvm::FixedVectorType::get(b_.getInt64Ty(), static_cast<unsigned>(2 * lanes));
+  for (auto& part : parts) part = b_.CreateBitCast(part, quads);
+  const auto concat = [&](llvm::Value* x, llvm::Value* y) {
+    const int count = static_cast<int>(llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements());
+    std::vector<int> order(static_cast<std::size_t>(2 * count));
+    for (int i = 0; i < 2 * count; ++i) order[static_cast<std::size_t>(i)] = i;
+    return b_.CreateShuffleVector(x, y, order);
+  };
+  llvm::Value* all =
+      G == 2 ? concat(parts[0], parts[1]) : concat(concat(parts[0], parts[1]), concat(parts[2], parts[3]));
+  std::vector<int> order;
+  for (int l = 0; l < G * lanes; ++l) {
+    const int source = (l % G) * 2 * lanes + 2 * (l / G);  // part l % G, its lane l / G
+    order.insert(order.end(), {source, source + 1});
+  }
+  llvm::Value* gathered = b_.CreateShuffleVector(all, order);
+  return b_.CreateBitCast(gathered, llvm::FixedVectorType::get(element, static_cast<unsigned>(G * n)));
 }
 
 }  // namespace tessera

@@ -39,6 +39,9 @@ class PanelPacking : protected IrKit {
   };
   // The source's K steps are rows: element (k, n) at k·ld + n (GEMM's row-major B, attention's V).
   void emit_pack_groups_from_rows(const GroupPackArgs& a);
+  // One sliver of one group at the edges (columns past ncols, K past depth): masked loads of one vector's columns.
+  void emit_group_sliver_edge(const GroupPackArgs& a, llvm::Value* k, const std::vector<llvm::Value*>& has_row,
+                              llvm::Value* first_col, llvm::Value* out);
   // The source's K steps run along columns: element (k, n) at n·ld + k (nn.Linear's weight, attention's K). Per block
   // of `lanes` groups and 8 columns: one vector load per column (K past depth masked off, so nothing past the source is
   // read), the 8 rows of words transposed in registers, each group's 8 words stored into its row of the sliver.
@@ -48,6 +51,8 @@ class PanelPacking : protected IrKit {
   // Interleaves equal vectors element by element (r0[0], r1[0], ..., r0[1], r1[1], ...): pairs of vectors at a time,
   // each level's pairs taken as elements twice as wide by the next.
   llvm::Value* interleave_rows(std::vector<llvm::Value*> rows);
+  // interleave_rows of 2 or 4 rows whose length is whole 128-bit lanes, in lane-wise unpacks.
+  llvm::Value* interleave_rows_by_lanes(const std::vector<llvm::Value*>& rows);
 
   // R rows × `lanes_` columns (from depth p) of a source with unit column stride, transposed in registers into
   // the sliver: per chunk of at most `lanes_` rows, one vector load per row and one shuffle; rows past nrows read
