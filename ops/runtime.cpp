@@ -7,6 +7,7 @@
 
 #include "generator/gemm/gemm_variants.hpp"
 #include "generator/llvm/gemm_emitter.hpp"
+#include "jit/amx_permission.hpp"
 #include "jit/disk_cache.hpp"
 #include "ops/gemm/gemm_binding.hpp"
 #include "ops/runtime_impl.hpp"
@@ -200,6 +201,7 @@ GemmKernel Runtime::compile_chosen(const GemmProblem& problem, const CpuGemmConf
   problem.signature.check();
   CpuGemmSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
+  if (config.amx == CpuGemmConfig::kAmxTiles) request_amx_tile_data();
   bool compiled_now = false;  // the cache built it on this call (else it had it): for the verbose log
   auto compiled = impl_->cache.get_or_build(spec.hash(), [&] {
     compiled_now = true;

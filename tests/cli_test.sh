@@ -90,7 +90,10 @@ if "$bin" emit gemm 64 96 130 --dtype i8 --target cpu:avx2+vnni --asm | grep -qE
   bad "emit gemm --dtype i8 --target cpu:avx2+vnni lacks VEX vpdpbusd"; fi
 if "$bin" emit gemm 64 96 130 --dtype i8 --target cpu:avx512+vnni --asm | grep -qE "vpdpbusd\s+%zmm"; then ok; else
   bad "emit gemm --dtype i8 --target cpu:avx512+vnni lacks zmm vpdpbusd"; fi
-expect_bad "unknown extension 'amx'" emit gemm 64 64 64 --target cpu:avx512+amx
+expect_bad "unknown extension 'amx2'" emit gemm 64 64 64 --target cpu:avx512+amx2
+expect_bad "bf16 or amx on cpu:avx512" emit gemm 64 64 64 --target cpu:avx2+amx
+if "$bin" emit gemm 64 96 130 --dtype i8 --target cpu:avx512+amx --asm | grep -qE "tdpbusd\s+%tmm"; then ok; else
+  bad "emit gemm --dtype i8 --target cpu:avx512+amx lacks tdpbusd"; fi
 expect_bad "--out-dtype" gemm 10 10 10 --out-dtype f16
 # D rounded to bf16 from an f32 GEMM, by rows and by columns.
 for layout in row col; do
@@ -131,6 +134,16 @@ if [[ ! -e /dev/nvidia0 ]]; then
     expect_unavailable "stub library" env TESSERA_CUDA_DRIVER=/usr/local/cuda/lib64/stubs/libcuda.so \
       "$bin" gemm 128 128 128 --target cuda:sm_80 --dtype f16
   fi
+fi
+
+# AMX: a host without it refuses the target naming what it lacks; the tile kernel emulated runs anywhere with
+# AVX-512 VNNI and is verified.
+if ! grep -qw amx_tile /proc/cpuinfo; then
+  expect_unavailable "AMX unavailable: the CPU lacks amx_tile" "$bin" gemm 64 64 64 --dtype i8 --target cpu:amx
+fi
+if grep -qw avx512_vnni /proc/cpuinfo; then
+  out=$("$bin" gemm 77 50 203 --dtype i8 --config amx=2,mr=32,nr=32,kc=128 --verify --json --repeat 1)
+  if [[ $? -eq 0 && $out == *'"ok":true'* && $out == *'_amxemu_'* ]]; then ok; else bad "gemm --config amx=2: $out"; fi
 fi
 
 # The same CUDA kernels in the SIMT emulator: verified against the reference.

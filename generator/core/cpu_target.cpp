@@ -53,6 +53,19 @@ bool host_vnni(CpuIsa isa) {
 }
 }  // namespace
 
+std::string CpuTarget::host_amx_missing() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return "CPUID leaf 7 is missing";
+  for (const auto& [bit, flag] : {std::pair{24, "amx_tile"}, {22, "amx_bf16"}, {25, "amx_int8"}})
+    if ((edx & (1u << bit)) == 0) return std::string("the CPU lacks ") + flag;
+  // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS saves tile state across context switches.
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || (ecx & (1u << 27)) == 0) return "the OS has not enabled XSAVE";
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  if ((xcr0_low & (3u << 17)) != (3u << 17)) return "the OS does not save AMX tile state (XCR0)";
+  return "";
+}
+
 std::string CpuTarget::str() const { return isa == CpuIsa::Avx512 ? "cpu:avx512" : "cpu:avx2"; }
 
 std::string CpuTarget::cost_model_key() const {
@@ -73,6 +86,7 @@ CpuTarget CpuTarget::host() {
   t.isa = host_supports(CpuIsa::Avx512) ? CpuIsa::Avx512 : CpuIsa::Avx2;
   t.avx512_bf16 = t.isa == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
   t.vnni = host_vnni(t.isa);
+  t.amx = t.isa == CpuIsa::Avx512 && host_amx_missing().empty();
   if (t.isa == CpuIsa::Avx512) t.vector_fmas_per_cycle = host_avx512_fmas_per_cycle();
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t.l1d_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);
@@ -83,12 +97,15 @@ CpuTarget CpuTarget::host() {
 
 bool CpuTarget::host_has_extensions() const {
   __builtin_cpu_init();
-  return host_supports(isa) && (!avx512_bf16 || __builtin_cpu_supports("avx512bf16")) && (!vnni || host_vnni(isa));
+  return host_supports(isa) && (!avx512_bf16 || __builtin_cpu_supports("avx512bf16")) && (!vnni || host_vnni(isa)) &&
+         (!amx || host_amx_missing().empty());
 }
 
 CpuTarget CpuTarget::parse(std::string_view text) {
   const CpuTarget t = named(text);
   if (!host_supports(t.isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
+  if (t.amx && !host_amx_missing().empty())
+    throw Unavailable("target " + std::string(text) + ": AMX unavailable: " + host_amx_missing());
   if (!t.host_has_extensions())
     throw Unavailable(
         "target " + std::string(text) + ": this host's CPU lacks " +
@@ -99,6 +116,7 @@ CpuTarget CpuTarget::parse(std::string_view text) {
 CpuTarget CpuTarget::named(std::string_view text) {
   CpuTarget t = host();
   if (text == "cpu") return t;
+  if (text == "cpu:amx") return named("cpu:avx512+amx");
   const std::string_view isa_text = text.substr(0, text.find('+'));
   CpuIsa isa;
   if (isa_text == "cpu:avx512")
@@ -107,11 +125,13 @@ CpuTarget CpuTarget::named(std::string_view text) {
     isa = CpuIsa::Avx2;
   else
     throw InvalidArgument("target", "unknown target '" + std::string(text) +
-                                        "' (expected cpu, cpu:avx512 or cpu:avx2, optionally +vnni or +bf16)");
+                                        "' (expected cpu, cpu:avx512, cpu:avx2 or cpu:amx, optionally +vnni, +bf16 or "
+                                        "+amx)");
   if (isa != t.isa) t.vector_fmas_per_cycle = 2;  // AVX2 on an AVX-512 host, or AVX-512 named on an AVX2 one
   t.isa = isa;
   t.avx512_bf16 = t.avx512_bf16 && isa == CpuIsa::Avx512;
   t.vnni = host_vnni(isa);
+  t.amx = t.amx && isa == CpuIsa::Avx512;
   for (std::string_view rest = text.substr(isa_text.size()); !rest.empty();) {
     rest.remove_prefix(1);  // the '+'
     const std::string_view extension = rest.substr(0, rest.find('+'));
@@ -120,9 +140,11 @@ CpuTarget CpuTarget::named(std::string_view text) {
       t.vnni = true;
     else if (extension == "bf16" && isa == CpuIsa::Avx512)
       t.avx512_bf16 = true;
+    else if (extension == "amx" && isa == CpuIsa::Avx512)
+      t.amx = t.avx512_bf16 = t.vnni = true;  // every AMX CPU has both
     else
       throw InvalidArgument("target", "unknown extension '" + std::string(extension) + "' in '" + std::string(text) +
-                                          "' (vnni; bf16 on cpu:avx512)");
+                                          "' (vnni; bf16 or amx on cpu:avx512; or cpu:amx)");
   }
   return t;
 }

@@ -14,6 +14,9 @@ struct CpuTarget {
   bool avx512_bf16 = false;  // vdpbf16ps: bf16 GEMMs with f32 accumulation
   // vpdpbusd: u8×i8 GEMMs with i32 accumulation, from AVX512_VNNI on AVX-512 targets and AVX-VNNI (VEX) on AVX2 ones.
   bool vnni = false;
+  // AMX (amx_tile, amx_bf16, amx_int8, with the OS saving tile state): bf16 and int8 GEMM on tile registers. Only on
+  // AVX-512 targets; a process must still ask Linux for the tile data (request_amx_tile_data) before running them.
+  bool amx = false;
   int cores = 1;
   std::int64_t l1d_bytes = 32 << 10;
   std::int64_t l2_bytes = 1 << 20;
@@ -43,8 +46,10 @@ struct CpuTarget {
   // unknown text.
   static CpuTarget named(std::string_view text);
   static bool host_supports(CpuIsa isa);
-  // Whether the host has the extensions this target's kernels may use (avx512_bf16, VNNI of the target's width).
+  // Whether the host has the extensions this target's kernels may use (avx512_bf16, VNNI of the target's width, AMX).
   bool host_has_extensions() const;
+  // Why the host cannot run AMX kernels ("" when it can): the CPUID flag it lacks, or tile state the OS does not save.
+  static std::string host_amx_missing();
 };
 
 }  // namespace tessera

@@ -82,6 +82,7 @@ bool LearnedCpuModel::covers(const GemmProblem& problem, const CpuTarget& target
   if (target.str() != target_) return false;  // trained on another ISA's kernels and caches
   // f32 and bf16 records only (bf16 as a range feature): an int8 kernel's timing is none of theirs.
   if (is_int8(problem.signature)) return false;
+  if (amx_pays(problem, target)) return false;  // no records of AMX kernels yet: the rules choose
   if (vector_fmas_per_cycle_ != 0 && target.vector_fmas_per_cycle != vector_fmas_per_cycle_) return false;
   // The problem as asked (a default that transposes it would describe the transposed operands' layouts).
   // Range features are the problem's own: no variant space to compare with.

@@ -109,8 +109,29 @@ bool direct_beats_transposed(const GemmProblem& p, const CpuTarget& t) {
 }
 }  // namespace
 
+CpuGemmConfig amx_config(const GemmProblem& problem, const CpuTarget& target, int mr, int nr, int kc) {
+  CpuGemmConfig c;
+  c.amx = CpuGemmConfig::kAmxTiles;
+  c.mr = mr, c.nr = nr, c.kc = kc, c.k_unroll = 1;
+  c.pack_a = false, c.pack_b = true;
+  // B's KC×NC panel in half of L2 (bytes: kc K steps of int8 or bf16 per column); rows in blocks of 256.
+  const int element_bytes = is_int8(problem.signature) ? 1 : 2;
+  c.nc = std::clamp(static_cast<int>(target.l2_bytes / 2 / (std::int64_t{kc} * element_bytes)) / nr * nr, nr, 64 * nr);
+  c.mc = std::max(mr, 256 / mr * mr);
+  return c;
+}
+
+bool amx_pays(const GemmProblem& problem, const CpuTarget& target) {
+  const bool low_precision = is_int8(problem.signature) ||
+                             (problem.signature.a.dtype == DType::bf16 && problem.signature.b.dtype == DType::bf16);
+  // Fewer than 16 rows would leave most of every tile empty: the vector kernels stream B as fast.
+  return target.amx && low_precision && problem.m >= 16;
+}
+
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarget& target) {
   const GemmProblem problem = with_nonempty_output(asked);
+  // Not yet tuned on an AMX host: the largest tile (4 accumulator tiles of 16×16), 1 KiB of K per B column.
+  if (amx_pays(problem, target)) return amx_config(problem, target, 32, 32, is_int8(problem.signature) ? 1024 : 512);
   if (transpose_pays(problem) && !direct_beats_transposed(problem, target)) {
     CpuGemmConfig t = default_for(transposed(problem), target);
     t.transpose = true;
@@ -308,10 +329,12 @@ CpuGemmConfig CpuGemmConfig::with_overrides(const std::string& text) const {
       c.dot = value != 0;
     else if (key == "transpose")
       c.transpose = value != 0;
+    else if (key == "amx")
+      c.amx = value;
     else
       throw InvalidArgument("config", "unknown key '" + key +
                                           "' (mr, nr, kc, mc, nc, k_unroll, pack_a, pack_b, fixed_m, fixed_n, fixed_k, "
-                                          "dot, transpose)");
+                                          "dot, transpose, amx)");
   }
   return c;
 }
@@ -325,6 +348,7 @@ nlohmann::json to_json(const CpuGemmConfig& config) {
   // kernels existed stay what they were.
   if (config.dot) j["dot"] = true;
   if (config.transpose) j["transpose"] = true;
+  if (config.amx != CpuGemmConfig::kAmxNone) j["amx"] = config.amx;
   return j;
 }
 
@@ -344,6 +368,7 @@ CpuGemmConfig from_json<CpuGemmConfig>(const nlohmann::json& j) {
   c.fixed_k = integer_at<int>(j, "fixed_k");
   c.dot = j.value("dot", false);
   c.transpose = j.value("transpose", false);
+  c.amx = j.contains("amx") ? integer_at<int>(j, "amx") : CpuGemmConfig::kAmxNone;
   return c;
 }
 
@@ -413,6 +438,25 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
 
   const int lanes = target.vector_lanes();
   if (c.mr < 1 || c.mr > 32) fail(fmt::format("MR ({}) must be in 1..32", c.mr));
+  if (c.amx != CpuGemmConfig::kAmxNone) {
+    if (c.amx != CpuGemmConfig::kAmxTiles && c.amx != CpuGemmConfig::kAmxEmulated)
+      fail(fmt::format("amx ({}) must be 0 (vector registers), 1 (AMX tiles) or 2 (AMX emulated)", c.amx));
+    if (!bf16 && !int8) fail("AMX tiles multiply bf16 or int8 (u8 A × i8 B), not f32");
+    if (target.isa != CpuIsa::Avx512) fail(fmt::format("AMX kernels are AVX-512 kernels, not {}", target.str()));
+    if (c.amx == CpuGemmConfig::kAmxTiles && !target.amx)
+      fail(fmt::format("AMX tiles need amx_tile, amx_bf16 and amx_int8, which {} lacks ({})", target.str(),
+                       CpuTarget::host_amx_missing()));
+    if (c.dot || c.fixed()) fail("AMX kernels are packed-B kernels of runtime sizes (no dot, no fixed sizes)");
+    const int a_tiles = c.mr / 16, b_tiles = c.nr / 16;
+    if (c.mr % 16 != 0 || c.nr % 16 != 0 || a_tiles * b_tiles + a_tiles + b_tiles > 8)
+      fail(
+          fmt::format("AMX tile {}x{} must be 16-row tiles that fit the 8 tile registers ({} accumulators + {} A + "
+                      "{} B): 16x16, 16x32, 16x48, 32x16 or 32x32",
+                      c.mr, c.nr, a_tiles * b_tiles, a_tiles, b_tiles));
+    const int block = int8 ? 64 : 32;
+    if (c.kc % block != 0)
+      fail(fmt::format("KC ({}) of an AMX kernel must be a multiple of {} (64 bytes of K per tile)", c.kc, block));
+  }
   if (c.dot) {
     if (c.nr < 1 || c.nr > lanes)
       fail(fmt::format("NR ({}) of a dot kernel must be in 1..{} (one lane of the result per column)", c.nr, lanes));
@@ -431,7 +475,7 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
           fmt::format("NR ({}) must be a positive multiple of the vector width ({}) on {}", c.nr, lanes, target.str()));
     const int vectors = c.nr / lanes;
     const int registers = c.mr * vectors + vectors + 1;
-    if (registers > target.vector_registers())
+    if (c.amx == CpuGemmConfig::kAmxNone && registers > target.vector_registers())
       fail(
           fmt::format("MR×NR register tile {}x{} needs {} vector registers ({} accumulators + {} B + 1 broadcast), "
                       "{} has {}",

@@ -45,10 +45,16 @@ struct CpuGemmConfig {
   // the operand streamed in place and A the one packed. For x·Wᵀ the large W is then read once, in place, instead of
   // being transposed into panels; a column-major A and B become row-major ones.
   bool transpose = false;
+  // bf16 and int8 products on AMX tiles (AmxTiles) instead of vector register tiles: MR and NR in 16-row tiles,
+  // A in place, B packed with its depth padded to 64-byte tile blocks. kAmxEmulated is the same kernel with the tile
+  // instructions' effect in vector code: it runs anywhere (slowly) and checks the AMX kernels' tiling and edges.
+  static constexpr int kAmxNone = 0, kAmxTiles = 1, kAmxEmulated = 2;
+  int amx = kAmxNone;
 
   // The default for a problem on a target, derived from the ISA and the cache sizes.
   static CpuGemmConfig default_for(const GemmProblem& problem, const CpuTarget& target);
-  // Applies "mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,pack_a=0,pack_b=1,transpose=1" (any subset) to this config.
+  // Applies "mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,pack_a=0,pack_b=1,transpose=1,amx=1" (any subset) to this
+  // config.
   CpuGemmConfig with_overrides(const std::string& text) const;
   // Bytes of per-thread scratch: packed A and B panels and the partial-sum tile for K > KC.
   std::int64_t workspace_bytes() const;
@@ -67,6 +73,11 @@ struct CpuGemmConfig {
 // Whether computing Dᵀ = Bᵀ·Aᵀ (CpuGemmConfig::transpose) beats D = A·B by default: B column-major and A the
 // smaller operand.
 bool transpose_pays(const GemmProblem& problem);
+
+// Whether default_for gives a problem AMX tiles: the target has AMX, the inputs are bf16 or int8, M has a tile's rows.
+bool amx_pays(const GemmProblem& problem, const CpuTarget& target);
+// An AMX config (CpuGemmConfig::amx = kAmxTiles) of an MR×NR tile over KC-deep slabs, MC and NC from the caches.
+CpuGemmConfig amx_config(const GemmProblem& problem, const CpuTarget& target, int mr, int nr, int kc);
 
 // K steps one multiply instruction consumes per 32-bit lane, which the packed B panel interleaves: 1 for f32, 2 for
 // bf16 (vdpbf16ps), 4 for u8×i8 (vpdpbusd).

@@ -45,7 +45,10 @@ std::string CpuGemmSpec::name() const {
                               : config.pack_a                ? "_ub"
                               : config.pack_b                ? "_ua"
                                                              : "_uab";
-  const std::string kind = config.transpose ? "_t" : "";
+  const std::string kind =
+      std::string(config.transpose ? "_t" : "") + (config.amx == CpuGemmConfig::kAmxTiles      ? "_amx"
+                                                   : config.amx == CpuGemmConfig::kAmxEmulated ? "_amxemu"
+                                                                                               : "");
   return fmt::format("gemm_{}_{}_{}x{}x{}{}{}{}_{}_{}_{}", types_tag(signature), layouts_tag(signature), config.mr,
                      config.nr, config.kc, packing, fixed, kind, epilogue_tag(signature), isa,
                      hash().hex().substr(0, 8));

@@ -43,6 +43,18 @@ void add_fixed_variants(const GemmProblem& p, const CpuTarget& target, const Cpu
   }
 }
 
+// AMX tiles (on AMX targets, for bf16 and int8): every tile shape that fits the 8 tile registers, 2-16 blocks of
+// 64 bytes of K per slab.
+void add_amx_variants(const GemmProblem& p, const CpuTarget& target, std::vector<CpuGemmConfig>& out) {
+  if (!target.amx || k_group(p.signature) == 1) return;
+  const int block = is_int8(p.signature) ? 64 : 32;
+  for (auto [mr, nr] : {std::pair{16, 16}, {16, 32}, {16, 48}, {32, 16}, {32, 32}})
+    for (int blocks : {2, 4, 8, 16}) {
+      const CpuGemmConfig c = amx_config(p, target, mr, nr, blocks * block);
+      if (valid(p.signature, c, target)) add_unique(out, c);
+    }
+}
+
 // The configs that compute D = A·B as it is (not transposed).
 std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget& target, bool prune_rows) {
   const GemmSignature& s = p.signature;
@@ -64,6 +76,7 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget
     // Small problems (batched ones: the dot kernels run one matrix) also get the fixed-size kernels: with only the
     // dot tiles, a small A·Bᵀ's space was default_for's one kernel.
     add_fixed_variants(p, target, base, out);
+    add_amx_variants(p, target, out);
     return out;
   }
   std::vector<int> vector_counts = {1, 2, 3, 4};
@@ -95,6 +108,7 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget
             if (!(prune_rows && recomputes_rows(p, c)) && valid(s, c, target)) add_unique(out, c);
           }
   add_fixed_variants(p, target, base, out);
+  add_amx_variants(p, target, out);
   return out;
 }
 }  // namespace

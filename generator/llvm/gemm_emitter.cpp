@@ -40,7 +40,9 @@ std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
 // The ISA extension a kernel's multiply instructions need beyond its target's base ISA, as a feature string.
 std::string extension_features(const CpuGemmSpec& spec) {
   const std::string_view extension = spec.required_extension();
-  return extension.empty() ? std::string() : fmt::format("+{}", extension);
+  std::string features = extension.empty() ? std::string() : fmt::format("+{}", extension);
+  if (spec.config.amx == CpuGemmConfig::kAmxTiles) features += ",+amx-tile,+amx-int8,+amx-bf16";
+  return features;
 }
 
 class CpuGemmEmitter : OutputTiles {
@@ -103,7 +105,9 @@ class CpuGemmEmitter : OutputTiles {
   llvm::Value* add_sums(llvm::Value* x, llvm::Value* y) { return int8_ ? b_.CreateAdd(x, y) : b_.CreateFAdd(x, y); }
   // Elements of one packed B row sliver per K step: bf16 and int8 pack K in groups, so a slab is padded to whole
   // groups.
-  llvm::Value* packed_depth(llvm::Value* kc) { return grouped_depth(kc, group_); }
+  // AMX tiles read B in blocks of 64 bytes of K: its panel is padded to them.
+  int packed_depth_multiple() const { return cfg_.amx ? 64 / (int8_ ? 1 : 2) : group_; }
+  llvm::Value* packed_depth(llvm::Value* kc) { return grouped_depth(kc, packed_depth_multiple()); }
 
   llvm::Value* args_field(llvm::Value* args, unsigned field, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args, field));
@@ -119,7 +123,7 @@ class CpuGemmEmitter : OutputTiles {
     llvm::Value* column_stride = arg++;
     llvm::Value* ldb = arg++;
     a.dst = arg++;
-    a.element = ab_elem_, a.R = cfg_.nr, a.G = group_;
+    a.element = ab_elem_, a.R = cfg_.nr, a.G = group_, a.depth_multiple = packed_depth_multiple();
     if (sig_.b.layout.kind() == LayoutKind::ColMajor) {
       a.ld = column_stride;
       emit_pack_groups_from_columns(a);
@@ -232,7 +236,16 @@ class CpuGemmEmitter : OutputTiles {
       });
       return values;
     };
-    if (group_ > 1) {
+    if (cfg_.amx) {
+      AmxProduct product;
+      for (int t = 0; t < mr; t += 16) product.a_tiles.push_back(a_rows[static_cast<std::size_t>(t)]);
+      product.rows = rows;
+      product.a_stride = b_.CreateMul(a_rs_arg, i64c(int8_ ? 1 : 2));
+      product.bp = bp, product.nr = cfg_.nr, product.kc = kc;
+      product.inputs = int8_ ? DotInputs::U8I8 : DotInputs::BF16;
+      product.emulated = cfg_.amx == CpuGemmConfig::kAmxEmulated;
+      acc = amx_k_loop(product);
+    } else if (group_ > 1) {
       acc = grouped_k_loop(acc, a_rows, bp, kc, cfg_.nr, int8_ ? DotInputs::U8I8 : DotInputs::BF16, cfg_.k_unroll);
     } else if (fixed_kc > 0 && fixed_kc * chains <= kFullUnrollFmas) {
       // A short constant K runs straight through, without the loop's counter and branch.

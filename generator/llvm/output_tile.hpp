@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "generator/gemm/gemm_problem.hpp"
-#include "generator/llvm/register_tile.hpp"
+#include "generator/llvm/amx_tiles.hpp"
 
 namespace tessera {
 
@@ -19,9 +19,9 @@ struct EpilogueOperands {
   llvm::Value* beta;
 };
 
-class OutputTiles : protected RegisterTiles {
+class OutputTiles : protected AmxTiles {
  protected:
-  using RegisterTiles::RegisterTiles;
+  using AmxTiles::AmxTiles;
 
   // Stores acc (mr rows of acc.size() / mr vectors, row-major) at (row0, col0) of batch `batch` of D through the
   // signature's epilogue; only the first `rows` × `cols` of the tile are real.

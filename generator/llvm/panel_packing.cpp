@@ -168,8 +168,8 @@ llvm::Value* PanelPacking::grouped_depth(llvm::Value* depth, int G) {
 void PanelPacking::emit_pack_groups_from_rows(const GroupPackArgs& a) {
   const int R = a.R, G = a.G;
   const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(a.element, base, index); };
-  llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(a.depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
-  llvm::Value* depth_g = grouped_depth(a.depth, G);
+  llvm::Value* depth_g = grouped_depth(a.depth, a.padded_to());
+  llvm::Value* groups = b_.CreateLShr(depth_g, i64c(G == 2 ? 1 : 2));  // zero groups past depth up to depth_g
   llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.ncols, i64c(R - 1)), i64c(R));
   emit_for(
       b_, i64c(0), groups, i64c(1),
@@ -220,7 +220,7 @@ void PanelPacking::emit_group_sliver_edge(const GroupPackArgs& a, llvm::Value* k
     llvm::Value* col = b_.CreateAdd(a.n0, b_.CreateAdd(first_col, i64c(piece)));
     std::vector<llvm::Value*> rows;
     for (int i = 0; i < G; ++i) {
-      llvm::Value* row_mask = i == 0 ? mask : b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_row[i]));
+      llvm::Value* row_mask = b_.CreateAnd(mask, b_.CreateVectorSplat(lanes_, has_row[i]));  // padded groups too
       rows.push_back(b_.CreateMaskedLoad(row_ty,
                                          at(a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(k, i64c(i)), a.ld), col)),
                                          llvm::Align(1), row_mask, zero));
@@ -234,8 +234,8 @@ void PanelPacking::emit_pack_groups_from_columns(const GroupPackArgs& a) {
   const auto at = [&](llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(a.element, base, index); };
   auto* bytes_ty = llvm::FixedVectorType::get(a.element, static_cast<unsigned>(G * block));
   auto* words_ty = llvm::FixedVectorType::get(f32_, static_cast<unsigned>(block));  // the words' bits, as f32
-  llvm::Value* groups = b_.CreateLShr(b_.CreateAdd(a.depth, i64c(G - 1)), i64c(G == 2 ? 1 : 2));
-  llvm::Value* depth_g = grouped_depth(a.depth, G);
+  llvm::Value* depth_g = grouped_depth(a.depth, a.padded_to());
+  llvm::Value* groups = b_.CreateLShr(depth_g, i64c(G == 2 ? 1 : 2));  // zero groups past depth up to depth_g
   llvm::Value* slivers = b_.CreateSDiv(b_.CreateAdd(a.ncols, i64c(R - 1)), i64c(R));
   emit_for(
       b_, i64c(0), groups, i64c(block),

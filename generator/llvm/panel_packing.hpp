@@ -36,6 +36,9 @@ class PanelPacking : protected IrKit {
     llvm::Value* dst = nullptr;
     llvm::Type* element = nullptr;  // i16 (bf16) or i8
     int R = 0, G = 2;
+    // K steps the panel's depth is padded to, with zero groups (0: G); a power of two. AMX tiles read 64 bytes of K.
+    int depth_multiple = 0;
+    int padded_to() const { return depth_multiple ? depth_multiple : G; }
   };
   // The source's K steps are rows: element (k, n) at k·ld + n (GEMM's row-major B, attention's V).
   void emit_pack_groups_from_rows(const GroupPackArgs& a);

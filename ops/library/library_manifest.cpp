@@ -305,6 +305,7 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
     CpuTarget target = CpuTarget::named(text);
     target.vnni = target.vnni || int8;
     target.avx512_bf16 = target.avx512_bf16 || (bf16 && target.isa == CpuIsa::Avx512);
+    target.amx = false;  // libraries hold vector kernels: AMX ones would need the tile permission and its dispatch
     k.targets.push_back(target);
   }
   if (!entry.contains("shapes") || !entry["shapes"].is_array() || entry["shapes"].empty())

@@ -173,6 +173,33 @@ TEST_P(GemmInt8Isa, EveryVariantIsExact) {
 
 INSTANTIATE_TEST_SUITE_P(Targets, GemmInt8Isa, testing::Values("cpu", "cpu:avx2"));
 
+// AMX tiles with the tile instructions' effect emulated in vector code (CpuGemmConfig::kAmxEmulated), so that every
+// AVX-512 VNNI host checks the AMX kernels' tiling exactly: every tile shape, M, N and K edges (K % 4 != 0, one and
+// several 64-byte blocks, a partial last block, several slabs), B either layout, batches; the padding of A and B holds
+// extreme values that a read past K or N would add.
+TEST(GemmInt8, AmxTilesEmulatedAreExact) {
+  Runtime runtime;
+  if (const std::string why = int8_missing(runtime.target()); !why.empty()) GTEST_SKIP() << why;
+  if (runtime.target().isa != CpuIsa::Avx512) GTEST_SKIP() << "AMX kernels are AVX-512 kernels; host lacks avx512f";
+  int i = 0;
+  for (const auto& [m, n, k] : {std::array<std::int64_t, 3>{1, 16, 1},
+                                {17, 33, 5},
+                                {131, 77, 203},
+                                {45, 100, 1000},
+                                {64, 64, 128},
+                                {33, 17, 0}})
+    for (const auto& [mr, nr] : {std::pair{16, 16}, {16, 32}, {16, 48}, {32, 16}, {32, 32}}) {
+      Int8Case t(m, n, k, static_cast<std::uint32_t>(i), i % 3 == 1 ? 2 : 1, i % 2 == 1);
+      ++i;
+      SCOPED_TRACE(fmt::format("{}x{}x{} tile {}x{} B {}", m, n, k, mr, nr, t.b_col ? "col" : "row"));
+      const GemmProblem p = runtime.describe(t.args);
+      CpuGemmConfig c = amx_config(p, runtime.target(), mr, nr, 128);  // two blocks per slab: several slabs
+      c.amx = CpuGemmConfig::kAmxEmulated;
+      runtime.compile(p, c).run(t.args);
+      t.expect_exact_sums();
+    }
+}
+
 // A, B and D flush against inaccessible pages, from either side, with K and N residues: a kernel or packing routine
 // that reads a byte past an operand (a whole group of 4 at K's end, a whole vector at N's) faults. Every variant.
 TEST(GemmInt8, NeverTouchOutsideTheirOperands) {
@@ -194,7 +221,12 @@ TEST(GemmInt8, NeverTouchOutsideTheirOperands) {
         args.b = Tensor::matrix(b.data(), k, n, b_col ? Layout::col_major() : Layout::row_major(), 0, DType::i8);
         args.d = Tensor::matrix(d.data(), m, n);
         const GemmProblem p = runtime.describe(args);
-        for (const CpuGemmConfig& c : cpu_variants(p, runtime.target())) {
+        std::vector<CpuGemmConfig> configs = cpu_variants(p, runtime.target());
+        if (runtime.target().isa == CpuIsa::Avx512) {  // and the AMX kernels, emulated: the same reads of A and B
+          configs.push_back(amx_config(p, runtime.target(), 32, 32, 64));
+          configs.back().amx = CpuGemmConfig::kAmxEmulated;
+        }
+        for (const CpuGemmConfig& c : configs) {
           runtime.compile(p, c).run(args);
           std::int64_t wrong = 0;
           for (std::int64_t i = 0; i < m; ++i)

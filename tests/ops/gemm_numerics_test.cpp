@@ -816,18 +816,20 @@ TEST(GemmAssembly, UsesTheWidestFmaOfTheIsa) {
 namespace tessera {
 namespace {
 
+// A bf16 copy of an f32 matrix in `storage`, viewed as the matrix is.
+Tensor bf16_view(const Matrix& m, std::vector<std::uint16_t>& storage) {
+  storage.resize(m.storage.size());
+  for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = to_bf16(m.storage[i]);
+  Tensor t = m.view;
+  t.data = storage.data();
+  t.dtype = DType::bf16;
+  return t;
+}
+
 // bf16 A and B (small integers are exact in bf16, so sums are exact in f32): edge shapes, odd K, several slabs.
 TEST(GemmBf16, EdgeShapesAreExact) {
   Runtime runtime;
   if (!runtime.target().avx512_bf16) GTEST_SKIP() << "host lacks avx512_bf16";
-  const auto bf16_view = [](const Matrix& m, std::vector<std::uint16_t>& storage) {
-    storage.resize(m.storage.size());
-    for (std::size_t i = 0; i < storage.size(); ++i) storage[i] = to_bf16(m.storage[i]);
-    Tensor t = m.view;
-    t.data = storage.data();
-    t.dtype = DType::bf16;
-    return t;
-  };
   std::vector<std::array<std::int64_t, 3>> shapes = edge_shapes();
   shapes.push_back({37, 70, 1031});  // two K slabs and an odd last one
   shapes.push_back({3, 500, 1200});  // the in-place-B class shapes fall back to packed pairs for bf16
@@ -847,6 +849,38 @@ TEST(GemmBf16, EdgeShapesAreExact) {
     EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
     EXPECT_EQ(written(ops.d), m * n);
   }
+}
+
+// AMX tiles with the tile instructions' effect emulated in vector code (CpuGemmConfig::kAmxEmulated), so that every
+// host with avx512_bf16 checks the AMX kernels' tiling: every tile shape, M, N and K edges (K = 1, 2, one and several
+// 32-step blocks, a partial last one, several slabs), B and D either layout, an epilogue. Small integers keep the
+// sums exact.
+TEST(GemmBf16, AmxTilesEmulatedAreExact) {
+  Runtime runtime;
+  if (!runtime.target().avx512_bf16) GTEST_SKIP() << "host lacks avx512_bf16";
+  int i = 0;
+  for (const auto& [m, n, k] :
+       {std::array<std::int64_t, 3>{1, 16, 1}, {17, 33, 2}, {131, 77, 203}, {45, 100, 1000}, {32, 32, 64}, {50, 20, 0}})
+    for (const auto& [mr, nr] : {std::pair{16, 16}, {16, 48}, {32, 16}, {32, 32}}) {
+      Case t{m, n, k};
+      t.lb = i % 2 ? kRow : kCol;
+      t.ld = i % 3 ? kRow : kCol;
+      t.epilogue = i % 4 ? "" : "relu(alpha*acc + bias[n])";
+      ++i;
+      SCOPED_TRACE(fmt::format("{} tile {}x{}", t.describe(), mr, nr));
+      Operands ops(t, 23);
+      std::vector<std::uint16_t> a16, b16;
+      ops.args.a = bf16_view(ops.a, a16);
+      ops.args.b = bf16_view(ops.b, b16);
+      const GemmReference ref = reference_gemm(ops.args);
+      const GemmProblem p = runtime.describe(ops.args);
+      CpuGemmConfig c = amx_config(p, runtime.target(), mr, nr, 64);  // two blocks per slab: several slabs
+      c.amx = CpuGemmConfig::kAmxEmulated;
+      runtime.compile(p, c).run(ops.args);
+      const Comparison cmp = compare_gemm(ref, ops.d.view, true);
+      EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
+      EXPECT_EQ(written(ops.d), m * n);
+    }
 }
 
 // B column-major (nn.Linear's weight, N×K): dot kernels along K up to 128 rows, pairs packed from B's columns above;
