@@ -24,6 +24,10 @@ namespace tessera {
 
 namespace {
 
+// Multiply-adds per micro-kernel call (MR·NR·KC) from which the driver around the calls is compiled unoptimised
+// (IrKit::unoptimised): its loop overhead per call is then a few percent of the call at most.
+constexpr std::int64_t kUnoptimisedDriverWork = 65536;
+
 // The IR struct types below mirror these C layouts field by field.
 static_assert(offsetof(TensorArg, bs) == 24 && sizeof(TensorArg) == 32);
 static_assert(offsetof(GemmKernelArgs, tile_n) == 40 && offsetof(GemmKernelArgs, a) == 48 &&
@@ -94,6 +98,8 @@ class CpuGemmEmitter : OutputTiles {
           llvm::InlineFunctionInfo info;
           if (!llvm::InlineFunction(*call, info).isSuccess()) throw std::logic_error("emit_llvm: tile not inlined");
         }
+      else if (std::int64_t{cfg_.kc} * cfg_.mr * cfg_.nr >= kUnoptimisedDriverWork)
+        unoptimised(module_->getFunction(name_));
     }
     return verified_module("emit_llvm");
   }
