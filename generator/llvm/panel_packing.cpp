@@ -247,33 +247,45 @@ void PanelPacking::emit_pack_groups_from_columns(const GroupPackArgs& a) {
             [&](llvm::Value* sl) {
               llvm::Value* first_col = b_.CreateMul(sl, i64c(R));
               llvm::Value* out = at(a.dst, b_.CreateMul(first_col, depth_g));
-              for (int c0 = 0; c0 < R; c0 += chunk) {
-                std::vector<llvm::Value*> rows;
-                for (int c = c0; c < c0 + chunk; ++c) {
-                  llvm::Value* col = b_.CreateAdd(first_col, i64c(c));
-                  llvm::Value* mask =
-                      b_.CreateAnd(in_k, b_.CreateVectorSplat(G * block, b_.CreateICmpSLT(col, a.ncols)));
-                  llvm::Value* src =
-                      at(a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(a.n0, col), a.ld), b_.CreateAdd(a.k0, k_first)));
-                  rows.push_back(b_.CreateBitCast(b_.CreateMaskedLoad(bytes_ty, src, llvm::Align(G == 2 ? 2 : 1), mask,
-                                                                      llvm::Constant::getNullValue(bytes_ty)),
-                                                  words_ty));
+              // `whole`: every column of the sliver and every group of the block real, so no load is masked and no
+              // store guarded (the edges take the masked code).
+              const auto pack = [&](bool whole) {
+                for (int c0 = 0; c0 < R; c0 += chunk) {
+                  std::vector<llvm::Value*> rows;
+                  for (int c = c0; c < c0 + chunk; ++c) {
+                    llvm::Value* col = b_.CreateAdd(first_col, i64c(c));
+                    llvm::Value* src = at(
+                        a.src, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(a.n0, col), a.ld), b_.CreateAdd(a.k0, k_first)));
+                    const llvm::Align align(G == 2 ? 2 : 1);
+                    llvm::Value* loaded =
+                        whole ? static_cast<llvm::Value*>(b_.CreateAlignedLoad(bytes_ty, src, align))
+                              : b_.CreateMaskedLoad(
+                                    bytes_ty, src, align,
+                                    b_.CreateAnd(in_k, b_.CreateVectorSplat(G * block, b_.CreateICmpSLT(col, a.ncols))),
+                                    llvm::Constant::getNullValue(bytes_ty));
+                    rows.push_back(b_.CreateBitCast(loaded, words_ty));
+                  }
+                  llvm::Value* columns = transpose_rows(std::move(rows), chunk);  // [g·chunk + c]
+                  std::vector<int> piece(static_cast<std::size_t>(chunk));
+                  for (int g = 0; g < block; ++g) {
+                    for (int c = 0; c < chunk; ++c) piece[static_cast<std::size_t>(c)] = g * chunk + c;
+                    llvm::Value* q = b_.CreateAdd(q0, i64c(g));
+                    const auto store = [&] {
+                      b_.CreateAlignedStore(b_.CreateShuffleVector(columns, piece),
+                                            at(out, b_.CreateAdd(b_.CreateMul(q, i64c(G * R)), i64c(G * c0))),
+                                            llvm::Align(4));
+                    };
+                    if (whole)
+                      store();
+                    else
+                      emit_if(b_, b_.CreateICmpSLT(q, groups), store, "pack.group");
+                  }
                 }
-                llvm::Value* columns = transpose_rows(std::move(rows), chunk);  // [g·chunk + c]
-                std::vector<int> piece(static_cast<std::size_t>(chunk));
-                for (int g = 0; g < block; ++g) {
-                  for (int c = 0; c < chunk; ++c) piece[static_cast<std::size_t>(c)] = g * chunk + c;
-                  llvm::Value* q = b_.CreateAdd(q0, i64c(g));
-                  emit_if(
-                      b_, b_.CreateICmpSLT(q, groups),
-                      [&] {
-                        b_.CreateAlignedStore(b_.CreateShuffleVector(columns, piece),
-                                              at(out, b_.CreateAdd(b_.CreateMul(q, i64c(G * R)), i64c(G * c0))),
-                                              llvm::Align(4));
-                      },
-                      "pack.group");
-                }
-              }
+              };
+              llvm::Value* whole = b_.CreateAnd(b_.CreateICmpSLE(b_.CreateAdd(k_first, i64c(G * block)), a.depth),
+                                                b_.CreateICmpSLE(b_.CreateAdd(first_col, i64c(R)), a.ncols));
+              emit_if_else(
+                  b_, whole, [&] { pack(true); }, [&] { pack(false); }, "pack.whole");
             },
             "pack.sliver");
       },
