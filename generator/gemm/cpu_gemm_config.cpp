@@ -451,11 +451,16 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
                        CpuTarget::host_amx_missing()));
     if (c.dot || c.fixed()) fail("AMX kernels are packed-B kernels of runtime sizes (no dot, no fixed sizes)");
     const int a_tiles = c.mr / 16, b_tiles = c.nr / 16;
-    if (c.mr % 16 != 0 || c.nr % 16 != 0 || a_tiles * b_tiles + a_tiles + b_tiles > 8)
+    if (c.mr % 16 != 0 || c.nr % 16 != 0)
       fail(
-          fmt::format("AMX tile {}x{} must be 16-row tiles that fit the 8 tile registers ({} accumulators + {} A + "
-                      "{} B): 16x16, 16x32, 16x48, 32x16 or 32x32",
-                      c.mr, c.nr, a_tiles * b_tiles, a_tiles, b_tiles));
+          fmt::format("AMX tile {}x{}: MR and NR must be multiples of 16 (tiles of 16 rows and 16 columns): 16x16, "
+                      "16x32, 16x48, 32x16 or 32x32",
+                      c.mr, c.nr));
+    if (a_tiles * b_tiles + a_tiles + b_tiles > 8)
+      fail(
+          fmt::format("AMX tile {}x{} needs {} tile registers ({} accumulators + {} A + {} B), AMX has 8: 16x16, "
+                      "16x32, 16x48, 32x16 or 32x32",
+                      c.mr, c.nr, a_tiles * b_tiles + a_tiles + b_tiles, a_tiles * b_tiles, a_tiles, b_tiles));
     const int block = int8 ? 64 : 32;
     if (c.kc % block != 0)
       fail(fmt::format("KC ({}) of an AMX kernel must be a multiple of {} (64 bytes of K per tile)", c.kc, block));

@@ -68,10 +68,10 @@ TEST(GemmAmx, ConfigRulesNameWhatTheyReject) {
   EXPECT_NO_THROW(validate(p.signature, good, amx));
   CpuGemmConfig c = good;
   c.mr = 8, c.mc = 256;
-  rejects(c, p.signature, amx, "16-row tiles");
+  rejects(c, p.signature, amx, "MR and NR must be multiples of 16");
   c = good;
   c.mr = 32, c.nr = 48, c.nc = 480;
-  rejects(c, p.signature, amx, "8 tile registers");
+  rejects(c, p.signature, amx, "needs 11 tile registers");
   c = good;
   c.kc = 96;
   rejects(c, p.signature, amx, "multiple of 64");
