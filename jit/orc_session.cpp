@@ -6,6 +6,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
@@ -15,7 +16,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -111,6 +116,49 @@ bool defines_symbol(const std::string& bytes, const std::string& symbol) {
     }
   }
   return false;
+}
+
+// TESSERA_PERF_MAP=1: every function of a linked kernel object is appended to /tmp/perf-PID.map, perf's file of JIT
+// symbols, so that `perf report` names kernels and `perf script` gives offsets into them. The JIT resolves only
+// global names (`address`); the object's other functions are placed relative to a global one of its text.
+void write_perf_map(const std::string& object, const std::function<std::uint64_t(const std::string&)>& address) {
+  auto parsed = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "kernel"));
+  if (!parsed) return llvm::consumeError(parsed.takeError());
+  struct Function {
+    std::string name;
+    std::uint64_t value, size;
+    bool global;
+    llvm::object::section_iterator section;
+  };
+  std::vector<Function> functions;
+  for (const llvm::object::ELFSymbolRef s : (*parsed)->symbols()) {
+    auto name = s.getName();
+    auto value = s.getValue();
+    auto type = s.getType();
+    auto flags = s.getFlags();
+    auto section = s.getSection();
+    if (name && value && type && flags && section && *type == llvm::object::SymbolRef::ST_Function &&
+        !(*flags & llvm::object::SymbolRef::SF_Undefined))
+      functions.push_back(
+          {name->str(), *value, s.getSize(), (*flags & llvm::object::SymbolRef::SF_Global) != 0, *section});
+    if (!section) llvm::consumeError(section.takeError());
+    if (!name) llvm::consumeError(name.takeError());
+    if (!value) llvm::consumeError(value.takeError());
+    if (!type) llvm::consumeError(type.takeError());
+    if (!flags) llvm::consumeError(flags.takeError());
+  }
+  const auto anchor = std::find_if(functions.begin(), functions.end(), [](const Function& f) { return f.global; });
+  if (anchor == functions.end()) return;
+  const std::uint64_t anchor_address = address(anchor->name);
+  if (anchor_address == 0) return;
+  std::string lines;
+  for (const Function& f : functions)
+    if (f.section == anchor->section)
+      lines += fmt::format("{:x} {:x} {}\n", anchor_address + f.value - anchor->value, f.size, f.name);
+  if (std::FILE* file = std::fopen(fmt::format("/tmp/perf-{}.map", ::getpid()).c_str(), "a")) {
+    std::fputs(lines.c_str(), file);
+    std::fclose(file);
+  }
 }
 
 // How much a function costs LLVM's backend, roughly: about 5 us per instruction plus 5 ms per function (Zen 5: a
@@ -266,6 +314,15 @@ OrcEntry OrcSession::compile(const CpuModuleSource& source) {
     if (auto err = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(part, name)))
       throw CompileError("adding " + name + ": " + llvm::toString(std::move(err)));
   entry.address = unwrap(jit_->lookup(name), "linking " + name).toPtr<void*>();
+  if (!environment("TESSERA_PERF_MAP").empty())
+    for (const std::string& part : *objects)
+      write_perf_map(part, [&](const std::string& symbol) -> std::uint64_t {
+        if (auto found = jit_->lookup(symbol))
+          return found->getValue();
+        else
+          llvm::consumeError(found.takeError());
+        return 0;
+      });
   return entry;
 }
 

@@ -547,6 +547,17 @@ TESSERA_DUMP=$dump "$bin" emit gemm 64 64 64 --target cuda:sm_80 --dtype f16 --p
 if grep -q "__global__" "$dump"/*sm_80.cu && grep -q "mma.sync" "$dump"/*sm_80.ptx; then ok; else
   bad "TESSERA_DUMP (CUDA): $(ls "$dump")"; fi
 rm -rf "$dump"
+# TESSERA_PERF_MAP=1: each function of a kernel built (the entry and its internal routines) in perf's map of the
+# process, /tmp/perf-PID.map, as "ADDRESS SIZE NAME" in hex, the entry named as the JSON names the kernel.
+json_out=$(mktemp)
+marker=$(mktemp)
+TESSERA_PERF_MAP=1 TESSERA_CACHE=0 "$bin" attention 1 8 1 128 --kv-heads 2 --seq-kv 300 --repeat 1 --json >"$json_out" 2>/dev/null
+name=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['name'])" "$json_out" 2>/dev/null)
+maps=$(find /tmp -maxdepth 1 -name 'perf-*.map' -newer "$marker")
+if [[ -n $name && -n $maps ]] && grep -Eq "^[0-9a-f]+ [1-9a-f][0-9a-f]* $name\$" $maps &&
+  grep -Eq "^[0-9a-f]+ [1-9a-f][0-9a-f]* ([a-z0-9_]+\.)?pack_k\$" $maps; then ok; else
+  bad "TESSERA_PERF_MAP=1 ($name): $maps: $(cat $maps 2>&1)"; fi
+rm -f "$json_out" "$marker" $maps
 [[ $("$bin" --version) == "tessera "* ]] && ok || bad "--version"
 # Under --json an error is also one JSON object on stdout.
 out=$("$bin" gemm 10 10 --json 2>/dev/null)

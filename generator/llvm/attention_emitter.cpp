@@ -63,6 +63,8 @@ constexpr int kDepthUnroll = 4;
 constexpr int kKeyUnroll = 4;
 // How far ahead reads of K and V in place prefetch, in keys.
 constexpr std::int64_t kPrefetchKeys = 16;
+// Keys per chunk of P·V when V is read in place by several column tiles (32 keys of d 128 f32: 16 KiB of V).
+constexpr std::int64_t kPvChunkKeys = 32;
 
 class CpuAttentionEmitter : RegisterTiles {
  public:
@@ -112,11 +114,13 @@ class CpuAttentionEmitter : RegisterTiles {
   llvm::Value* field(unsigned index, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args_, index));
   }
-  // A read prefetch into L2, not L1 (it never faults, so addresses past the tensor need no test). Decoding streams
-  // every key from DRAM: prefetches into L1 hold its few miss buffers and evict the scores and Q (Zen 4, 32×16384
-  // keys, d 128, one thread: 41 ms into L1, 29 ms into L2, 34 ms without prefetching).
+  // A read prefetch, non-temporal (it never faults, so addresses past the tensor need no test). Decoding streams
+  // every key from DRAM, and its loops spend several FMAs per byte: the out-of-order window fills with them and the
+  // hardware prefetchers alone keep too few lines in flight. Into L2 (T1) the prefetches still held the core's few L1
+  // miss buffers; NTA ones did not (Zen 5, 32 query heads × 8 KV heads × 32768 keys, d 128, one thread: 14.9 ms with
+  // T1, 11.4 with NTA, against 9.7 for the memory-bound 8 × 8). Each line is read a few keys after its prefetch.
   void prefetch(llvm::Value* address) {
-    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(0), b_.getInt32(1)});
   }
   llvm::Value* fconst(double v) { return llvm::ConstantFP::get(f32_, v); }
   // Element `index` of a Q, K, V or O tensor (f32 or bf16) read in place.
@@ -340,7 +344,20 @@ class CpuAttentionEmitter : RegisterTiles {
           emit_for(
               b_, i64c(0), groups_, i64c(1),
               [&](llvm::Value* g) {
-                for (std::int64_t s = 0; s < dv_padded_ / nr_; ++s) emit_output_tile(g, s, kn);
+                const std::int64_t tiles = dv_padded_ / nr_;
+                if (!cfg_.in_place || grouped_ || tiles == 1) {
+                  for (std::int64_t s = 0; s < tiles; ++s) emit_output_tile(g, s, i64c(0), kn, kn);
+                  return;
+                }
+                // V in place, read by several column tiles: every tile over a chunk of keys before the next chunk,
+                // so that the later tiles find the chunk's V rows in L1 and V streams in at one pace.
+                emit_for(
+                    b_, i64c(0), kn, i64c(kPvChunkKeys),
+                    [&](llvm::Value* j0) {
+                      llvm::Value* j1 = smin(b_.CreateAdd(j0, i64c(kPvChunkKeys)), kn);
+                      for (std::int64_t s = 0; s < tiles; ++s) emit_output_tile(g, s, j0, j1, kn);
+                    },
+                    "pv.chunk");
               },
               "pv.group");
         },
@@ -369,13 +386,15 @@ class CpuAttentionEmitter : RegisterTiles {
             llvm::Value* j = smin(b_.CreateAdd(j0, i64c(c)), b_.CreateSub(kn, i64c(1)));
             k_rows.push_back(tensor_gep(k, b_.CreateMul(b_.CreateAdd(kb, j), k_rs)));
           }
-          // The keys kPrefetchKeys ahead, whole K and V rows: the hardware prefetchers leave a stream of key rows
-          // (each a few lines, a head's rows far apart in BSHD memory) waiting on DRAM's latency. V is fetched here,
-          // while the scores are computed, so that P·V finds it in L2 (and fetches the next block's K meanwhile).
+          // The rows kPrefetchKeys ahead of those read: K's within the block, then the first of V's, which P·V reads
+          // next (it prefetches the rest of V and the next block's first K rows). Whole rows: the hardware
+          // prefetchers leave a stream of key rows (each a few lines, a head's rows far apart in BSHD) waiting on
+          // DRAM's latency.
           for (int c = 0; c < keys; ++c) {
-            llvm::Value* j = b_.CreateAdd(b_.CreateAdd(kb, j0), i64c(c + kPrefetchKeys));
-            prefetch_row(tensor_gep(k, b_.CreateMul(j, k_rs)), dqk_);
-            prefetch_row(tensor_gep(v, b_.CreateMul(j, v_rs)), dv_);
+            llvm::Value* t = b_.CreateAdd(j0, i64c(c + kPrefetchKeys));
+            llvm::Value* k_row = tensor_gep(k, b_.CreateMul(b_.CreateAdd(kb, t), k_rs));
+            llvm::Value* v_row = tensor_gep(v, b_.CreateMul(b_.CreateAdd(kb, b_.CreateSub(t, kn)), v_rs));
+            prefetch_row(b_.CreateSelect(b_.CreateICmpSLT(t, kn), k_row, v_row), std::max(dqk_, dv_));
           }
           emit_for(
               b_, i64c(0), groups_, i64c(1),
@@ -570,14 +589,16 @@ class CpuAttentionEmitter : RegisterTiles {
   }
 
   // O[g·mr + r][s·nr + c] = rescale[r]·O + Σ_j P[r][j]·V[j][c]: GEMM's micro-kernel over the key block.
-  void emit_output_tile(llvm::Value* g, std::int64_t s, llvm::Value* kn) {
+  // Keys [j_begin, j_end) of the block's kn; the block's first chunk applies the rows' rescale factors.
+  void emit_output_tile(llvm::Value* g, std::int64_t s, llvm::Value* j_begin, llvm::Value* j_end, llvm::Value* kn) {
     const int mr = cfg_.mr, nv = cfg_.nv;
     llvm::Value* row0 = b_.CreateMul(g, i64c(mr));
     LoopValues acc;
     std::vector<llvm::Value*> out_index;
+    llvm::Value* first = b_.CreateICmpEQ(j_begin, i64c(0));
     for (int r = 0; r < mr; ++r) {
       llvm::Value* row = b_.CreateAdd(row0, i64c(r));
-      llvm::Value* rescale = splat(load_f32(row_rescale_, row));
+      llvm::Value* rescale = splat(b_.CreateSelect(first, load_f32(row_rescale_, row), fconst(1)));
       for (int v = 0; v < nv; ++v) {
         out_index.push_back(b_.CreateAdd(b_.CreateMul(row, i64c(dv_padded_)), i64c(s * nr_ + v * lanes_)));
         acc.push_back(b_.CreateFMul(load_vec(out_, out_index.back()), rescale));
@@ -604,9 +625,13 @@ class CpuAttentionEmitter : RegisterTiles {
       if (cfg_.in_place) {
         // V's row kb + j where it lies; columns past head_dim_v read as zeros.
         llvm::Value* row = tensor_gep(v_base, b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
-        if (s == 0)  // V is in L2 (the scores' loop fetched it): fetch the next block's K meanwhile.
-          prefetch_row(tensor_gep(k_base, b_.CreateMul(b_.CreateAdd(kb_, b_.CreateAdd(j, i64c(cfg_.block_kv))), k_rs)),
-                       dqk_);
+        if (s == 0) {  // V's rows kPrefetchKeys ahead, then the next block's first K rows
+          llvm::Value* t = b_.CreateAdd(j, i64c(kPrefetchKeys));
+          llvm::Value* at = b_.CreateAdd(kb_, t);
+          prefetch_row(b_.CreateSelect(b_.CreateICmpSLT(t, kn), tensor_gep(v_base, b_.CreateMul(at, v_rs)),
+                                       tensor_gep(k_base, b_.CreateMul(at, k_rs))),
+                       std::max(dqk_, dv_));
+        }
         for (int v = 0; v < nv; ++v) {
           const std::int64_t col = s * nr_ + v * lanes_;
           if (col >= dv_)
@@ -627,9 +652,10 @@ class CpuAttentionEmitter : RegisterTiles {
       outer_product_step(values, 0, mr, bv,
                          [&](int r) { return load_f32(p, b_.CreateAdd(i64c(std::int64_t{r} * cfg_.block_kv), j)); });
     };
-    llvm::Value* whole = b_.CreateMul(b_.CreateSDiv(kn, i64c(kKeyUnroll)), i64c(kKeyUnroll));
+    llvm::Value* whole = b_.CreateAdd(
+        j_begin, b_.CreateMul(b_.CreateSDiv(b_.CreateSub(j_end, j_begin), i64c(kKeyUnroll)), i64c(kKeyUnroll)));
     acc = emit_for(
-        b_, i64c(0), whole, i64c(kKeyUnroll), acc,
+        b_, j_begin, whole, i64c(kKeyUnroll), acc,
         [&](llvm::Value* j, const LoopValues& carried) {
           LoopValues values = carried;
           for (int u = 0; u < kKeyUnroll; ++u) step(values, b_.CreateAdd(j, i64c(u)));
@@ -637,7 +663,7 @@ class CpuAttentionEmitter : RegisterTiles {
         },
         "pv.j");
     acc = emit_for(
-        b_, whole, kn, i64c(1), acc,
+        b_, whole, j_end, i64c(1), acc,
         [&](llvm::Value* j, const LoopValues& carried) {
           LoopValues values = carried;
           step(values, j);
