@@ -265,6 +265,45 @@ PtxCounts count_ptx(const std::string& ptx) {
       count_occurrences(ptx, "cp.async.cg.shared.global") + count_occurrences(ptx, "cp.async.ca.shared.global");
   c.cp_async_wait = count_occurrences(ptx, "cp.async.wait_group");
   c.local_access = count_occurrences(ptx, "ld.local.") + count_occurrences(ptx, "st.local.");
+
+  std::vector<std::string_view> lines;
+  for (std::size_t at = 0; at < ptx.size();) {
+    std::size_t end = ptx.find('\n', at);
+    if (end == std::string::npos) end = ptx.size();
+    std::string_view line(ptx.data() + at, end - at);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    lines.push_back(line);
+    at = end + 1;
+  }
+  std::map<std::string_view, std::size_t> labels;
+  std::size_t best_begin = 0, best_end = 0;
+  int best_mma = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string_view line = lines[i];
+    if (!line.empty() && line.back() == ':') {
+      labels[line.substr(0, line.size() - 1)] = i;
+      continue;
+    }
+    const std::size_t bra = line.find("bra");
+    if (bra == std::string_view::npos || (bra > 0 && line[bra - 1] != ' ' && line[bra - 1] != '\t')) continue;
+    std::string_view target = line.substr(bra + 3);
+    if (target.starts_with(".uni")) target.remove_prefix(4);
+    while (!target.empty() && (target.front() == ' ' || target.front() == '\t')) target.remove_prefix(1);
+    if (const std::size_t semi = target.find(';'); semi != std::string_view::npos) target = target.substr(0, semi);
+    const auto label = labels.find(target);
+    if (label == labels.end()) continue;  // a forward branch
+    int mma = 0;
+    for (std::size_t j = label->second; j < i; ++j) mma += lines[j].starts_with("mma.sync.aligned.") ? 1 : 0;
+    if (mma > best_mma || (mma == best_mma && mma > 0 && i - label->second < best_end - best_begin))
+      best_mma = mma, best_begin = label->second, best_end = i;
+  }
+  c.main_loop_mma = best_mma;
+  if (best_mma > 0)
+    for (std::size_t j = best_begin; j <= best_end; ++j) {
+      const std::string_view line = lines[j];
+      const bool instruction = !line.empty() && line.back() == ';' && line.front() != '.' && !line.starts_with("//");
+      if (instruction && !line.starts_with("mma.sync.aligned.")) ++c.main_loop_other;
+    }
   return c;
 }
 
@@ -290,7 +329,9 @@ nlohmann::json kernel_report(const std::string& name, const CudaTarget& target, 
           {"ldmatrix_count", ptx.ldmatrix},
           {"cp_async_count", ptx.cp_async},
           {"cp_async_wait_count", ptx.cp_async_wait},
-          {"local_access_count", ptx.local_access}};
+          {"local_access_count", ptx.local_access},
+          {"main_loop_mma", ptx.main_loop_mma},
+          {"main_loop_other", ptx.main_loop_other}};
 }
 
 }  // namespace tessera

@@ -29,6 +29,10 @@ struct PtxCounts {
   int cp_async = 0;       // cp.async.{ca,cg}.shared.global
   int cp_async_wait = 0;  // cp.async.wait_group
   int local_access = 0;   // ld.local / st.local (spills or stack arrays)
+  // The main loop: of the loops (a label and a branch back to it), the one holding the most mma, the innermost of
+  // equals. Its mma and its other instructions (everything that issues: no labels, directives or asm braces).
+  int main_loop_mma = 0;
+  int main_loop_other = 0;
 };
 PtxCounts count_ptx(const std::string& ptx);
 

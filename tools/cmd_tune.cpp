@@ -10,6 +10,8 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "generator/core/cuda_rates.hpp"
+#include "generator/gemm/cuda_gemm_model.hpp"
 #include "generator/gemm/cuda_gemm_spec.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "generator/gemm/shape_suite.hpp"
@@ -48,11 +50,19 @@ struct TuneCommand {
       const auto space = cuda_variants(p, t);
       const auto scores = cuda_analytic_scores(p, space, t);
       const auto order = rank_by_score(scores);
-      std::cout << fmt::format("{}x{}x{} [{}] {} variants; analytic top {}:\n", p.m, p.n, p.k, s.family, space.size(),
-                               std::min<std::size_t>(static_cast<std::size_t>(top_k), space.size()));
-      for (std::size_t i = 0; i < std::min<std::size_t>(static_cast<std::size_t>(top_k), space.size()); ++i)
-        std::cout << fmt::format("  {:.1f} TFLOP/s predicted  {}\n", p.flops() / scores[order[i]] / 1e12,
-                                 CudaGemmSpec{p.signature, space[order[i]], t}.name());
+      // Percentages are of the device's peak (wgmma's on Hopper, which today's kernels do not use).
+      const double peak = cuda_peak_flops(t, *dt, true);
+      std::cout << fmt::format(
+          "{}x{}x{} [{}] {} variants; analytic top {} (peak {:.1f} TFLOP/s{}):\n", p.m, p.n, p.k, s.family,
+          space.size(), std::min<std::size_t>(static_cast<std::size_t>(top_k), space.size()), peak / 1e12,
+          peak > cuda_peak_flops(t, *dt) ? fmt::format(", {:.1f} through mma.sync", cuda_peak_flops(t, *dt) / 1e12)
+                                         : "");
+      for (std::size_t i = 0; i < std::min<std::size_t>(static_cast<std::size_t>(top_k), space.size()); ++i) {
+        const CudaGemmEstimate e = cuda_gemm_estimate(p, space[order[i]], t);
+        std::cout << fmt::format("  {:.1f} TFLOP/s predicted ({:.0f}% of peak, bound by {}, SMs {:.0f}% busy)  {}\n",
+                                 p.flops() / e.seconds / 1e12, 100 * p.flops() / e.seconds / peak, e.bound,
+                                 100 * e.sm_busy, CudaGemmSpec{p.signature, space[order[i]], t}.name());
+      }
     }
     return kOk;
   }

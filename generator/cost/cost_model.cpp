@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "generator/gemm/cuda_gemm_model.hpp"
 #include "generator/gemm/gemm_features.hpp"
 
 namespace tessera {

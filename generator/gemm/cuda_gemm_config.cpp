@@ -70,16 +70,19 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
     if (TileGrid{p.m, p.n, 128, 128, p.batch}.count() < target.sm_count)
       c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
   } else {
-    // 128-byte rows of K per stage (CUTLASS's sm80 defaults): 32 f16/bf16 or 16 tf32 elements.
-    c.block_k = 64 / elem;
+    // 128-byte rows of K per stage, as CUTLASS's sm80 defaults: 64 f16/bf16 or 32 tf32 elements, four mma k-steps
+    // per barrier.
+    c.block_k = 128 / elem;
     const bool big_smem = target.max_shared_per_block > 160 * 1024;
-    c.stages = big_smem ? 4 : 3;
     const std::int64_t tiles128 = TileGrid{p.m, p.n, 128, 128, p.batch}.count();
     if (tiles128 < target.sm_count / 2) {
       c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
     } else if (big_smem && tiles128 >= 2 * target.sm_count && p.n >= 256) {
       c.block_n = 256;  // 8 warps of 64×64: more reuse per byte of shared memory once the grid is several waves
     }
+    // As many stages as fit, up to 4 (3 at least where a 16-bit 128×256 tile allows it).
+    c.stages = 4;
+    while (c.stages > 2 && c.shared_bytes(s) > target.max_shared_per_block) --c.stages;
   }
   // Split K when the output grid leaves most SMs idle and K is deep enough to share.
   const std::int64_t tiles = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count();

@@ -223,40 +223,4 @@ std::vector<float> cpu_features(const GemmProblem& p, const CpuGemmConfig& c, co
   return cpu_feature_rows(p, {c}, t);
 }
 
-double cuda_analytic_seconds(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
-  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
-  const double batch = static_cast<double>(p.batch);
-  const GemmSignature& s = p.signature;
-  // Per-SM throughput (flops per clock) and DRAM bandwidth of the flagship part at ~1.4-1.8 GHz.
-  const bool tensor = c.math == CudaMath::TensorOp;
-  const double tc_rate = t.sm >= 90 ? 4096.0 : 2048.0;  // dense f16/bf16 per SM per clock
-  const double rate = !tensor ? 128.0 : s.a.dtype == DType::tf32 ? tc_rate / 2 : tc_rate;
-  const double clock = t.sm >= 90 ? 1.75e9 : 1.41e9;
-  const double dram = t.sm == 90 ? 3.35e12 : t.sm == 80 ? 1.6e12 : 1.0e12;
-  // Occupancy: blocks per SM from shared memory, registers and threads.
-  const double smem = static_cast<double>(c.shared_bytes(s));
-  const double by_smem = smem > 0 ? std::floor(t.shared_per_sm / (smem + 1024)) : 8;
-  const double by_regs = std::floor(t.registers_per_sm / (std::min(c.register_estimate(), 255) * c.threads()));
-  const double per_sm = std::max(1.0, std::min({by_smem, by_regs, 2048.0 / c.threads(), 32.0}));
-  const double tiles = tiles_of(m, c.block_m) * tiles_of(n, c.block_n) * batch * c.split_k;
-  const double waves = tiles_of(tiles, t.sm_count * per_sm);
-  // Efficiency of one block: warp-tile operand reuse (bigger warp tiles amortise fragment loads), latency hiding by
-  // stages and co-resident warps, and the K edge.
-  const double reuse = (c.warp_m * c.warp_n) / (16.0 * (c.warp_m + c.warp_n));
-  const double hiding = std::min(1.0, (c.stages - 1) * per_sm * c.warps() / 8.0);
-  const double efficiency = std::clamp(0.35 + 0.12 * reuse, 0.3, 0.92) * (0.6 + 0.4 * hiding);
-  const double k_split = tiles_of(tiles_of(k, c.block_k), c.split_k) * c.block_k;
-  const double block_flops = 2.0 * c.block_m * c.block_n * k_split;
-  const double compute = waves * per_sm * block_flops / (rate * per_sm * efficiency) / clock;
-  const double elem = dtype_bytes(s.a.dtype);
-  // A tiles are re-read once per column of blocks and B once per row, softened by L2 reuse within a raster group.
-  const double l2_reuse = c.swizzle > 1 ? 0.5 : 1.0;
-  const double bytes = batch * elem * (m * k * tiles_of(n, c.block_n) + k * n * tiles_of(m, c.block_m)) * l2_reuse /
-                           std::max(1.0, std::min(tiles_of(m, c.block_m), tiles_of(n, c.block_n)) / 4.0) +
-                       batch * m * n * 4.0 * (c.split_k > 1 ? 2.0 * c.split_k + 1.0 : 1.0);
-  const double memory = bytes / dram;
-  const double launch = 4e-6 * (c.split_k > 1 ? 2.0 : 1.0);
-  return std::max(compute, memory) + launch;
-}
-
 }  // namespace tessera

@@ -36,9 +36,4 @@ struct CpuAnalyticParts {
 };
 CpuAnalyticParts cpu_analytic_parts(const GemmProblem& problem, const CpuGemmConfig& config, const CpuTarget& target);
 
-// The analytic estimate of a CUDA GEMM's time in seconds on the target's flagship part: waves of blocks over the
-// SMs at the occupancy shared memory and registers allow, tensor-core or FFMA throughput scaled by warp-tile reuse
-// and pipeline depth, DRAM traffic, the split-K reduction.
-double cuda_analytic_seconds(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);
-
 }  // namespace tessera

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -151,8 +152,9 @@ class Reader {
     double v = 0;
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (ec != std::errc() || end != t.data() + t.size()) fail(fmt::format("the value '{}' is not a number", t));
-    if (field_ == Field::Integer && v != static_cast<double>(static_cast<std::int64_t>(v)))
-      fail(fmt::format("the value '{}' is not an integer (the field is 'integer')", t));
+    // Whole and within 64 bits (a cast of anything else is undefined), NaN and infinities refused with them.
+    if (field_ == Field::Integer && !(std::fabs(v) < 0x1p63 && v == std::trunc(v)))
+      fail(fmt::format("the value '{}' is not a 64-bit integer (the field is 'integer')", t));
     return v;
   }
   void end_of_line(std::string_view rest) {

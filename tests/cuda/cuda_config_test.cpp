@@ -63,6 +63,16 @@ TEST(CudaGemmConfig, DefaultsFollowTheProblem) {
   const CudaGemmConfig big = CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::f16), t);
   EXPECT_EQ(big.split_k, 1);
   EXPECT_GE(big.block_m * big.block_n, 128 * 128);
+  // 128-byte rows of K per stage (four mma k-steps per barrier, as CUTLASS) and as many stages as fit, at least 3.
+  for (const char* arch : {"cuda:sm_80", "cuda:sm_86", "cuda:sm_89", "cuda:sm_90"})
+    for (DType in : {DType::f16, DType::bf16, DType::tf32}) {
+      const CudaTarget target = CudaTarget::parse(arch);
+      const GemmProblem p = problem(4096, 4096, 4096, in);
+      const CudaGemmConfig c = CudaGemmConfig::default_for(p, target);
+      EXPECT_EQ(c.block_k * dtype_bytes(in), 128) << arch;
+      EXPECT_GE(c.stages, 3) << arch;
+      EXPECT_LE(c.shared_bytes(p.signature), target.max_shared_per_block) << arch;
+    }
   const CudaGemmConfig deep = CudaGemmConfig::default_for(problem(64, 64, 16384, DType::f16), t);
   EXPECT_GT(deep.split_k, 1) << "one output tile and deep K: split K over the idle SMs";
   const CudaGemmConfig odd = CudaGemmConfig::default_for(problem(100, 100, 1001, DType::f16), t);

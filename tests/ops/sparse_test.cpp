@@ -704,7 +704,12 @@ TEST(MatrixMarket, MalformedFilesNameTheLine) {
       {header + "2 2 1\n1 1 1.0 7\n", ":3: unexpected '7'"},
       {header + "99999999999999 2 1\n", "sides must be"},
       {"%%MatrixMarket matrix coordinate real symmetric\n2 2 1\n1 2 1.0\n", ":3: entry (1, 2) is above"},
-      {"%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 1.5\n", "not an integer"},
+      {"%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 1.5\n", "not a 64-bit integer"},
+      // Found by fuzz_matrix_market: a value past 64 bits was cast to an integer (undefined behaviour).
+      {"%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 53333333333333333333333333333333\n",
+       ":3: the value '53333333333333333333333333333333' is not a 64-bit integer"},
+      {"%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 inf\n", "not a 64-bit integer"},
+      {"%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 nan\n", "not a 64-bit integer"},
       {"%%MatrixMarket matrix coordinate real symmetric\n3 2 1\n2 1 1.0\n", ":2: a symmetric matrix must be square"},
   };
   for (const auto& [text, expected] : cases) {

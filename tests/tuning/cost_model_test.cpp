@@ -5,9 +5,11 @@
 #include <cmath>
 #include <random>
 
+#include "generator/core/cuda_rates.hpp"
 #include "generator/core/error.hpp"
 #include "generator/cost/cost_model.hpp"
 #include "generator/cost/learned_model.hpp"
+#include "generator/gemm/cuda_gemm_model.hpp"
 #include "generator/gemm/gemm_features.hpp"
 #include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
@@ -166,6 +168,88 @@ TEST(VariantSpace, CudaVariantsValidate) {
       const auto scores = cuda_analytic_scores(p, space, t);
       for (double s : scores) EXPECT_TRUE(std::isfinite(s) && s > 0);
     }
+}
+
+// The CUDA model is physical: no variant of any shape is predicted above the peak of the instruction its kernel
+// uses (mma.sync or FFMA), on any architecture.
+TEST(CudaModel, NeverPredictsAboveThePeak) {
+  for (const char* arch : {"cuda:sm_80", "cuda:sm_86", "cuda:sm_89", "cuda:sm_90"})
+    for (DType in : {DType::f16, DType::bf16, DType::tf32, DType::f32}) {
+      const CudaTarget t = CudaTarget::parse(arch);
+      const double peak = cuda_peak_flops(t, in);
+      for (auto [m, n, k, batch] : {std::tuple{8192, 8192, 8192, 1},
+                                    {4096, 4096, 4096, 1},
+                                    {1536, 1152, 8192, 1},
+                                    {16, 4096, 4096, 1},
+                                    {256, 256, 256, 64},
+                                    {1, 1, 1, 1},
+                                    {100, 3000, 70, 3}}) {
+        GemmProblem p = problem(m, n, k, in);
+        p.batch = batch;
+        for (const auto& c : cuda_variants(p, t)) {
+          const CudaGemmEstimate e = cuda_gemm_estimate(p, c, t);
+          ASSERT_TRUE(std::isfinite(e.seconds) && e.seconds > 0) << arch;
+          ASSERT_LE(p.flops() / e.seconds, peak)
+              << arch << " " << m << "x" << n << "x" << k << " " << to_json(c).dump();
+          ASSERT_FALSE(e.bound.empty());
+        }
+      }
+    }
+  // Hopper's device peak is wgmma's; mma.sync kernels stay below two thirds of it.
+  const CudaTarget h100 = CudaTarget::parse("cuda:sm_90");
+  EXPECT_NEAR(cuda_peak_flops(h100, DType::bf16, true) / 1e12, 989.4, 1.0);
+  EXPECT_LT(cuda_peak_flops(h100, DType::bf16), cuda_peak_flops(h100, DType::bf16, true) * 0.7);
+  EXPECT_NEAR(cuda_peak_flops(CudaTarget::parse("cuda:sm_80"), DType::f16) / 1e12, 311.9, 1.0);
+}
+
+// The best predicted kernels for the shapes NVIDIA and CUTLASS publish land where mma.sync kernels do: A100 f16
+// 8192³ near CUTLASS's 235 TFLOP/s (75% of peak); on H100 below cuBLAS's 798 (it uses wgmma, which these do not).
+TEST(CudaModel, PublishedShapesLandNearTheirFigures) {
+  const auto best = [](const char* arch, DType in, std::int64_t size) {
+    const CudaTarget t = CudaTarget::parse(arch);
+    const GemmProblem p = problem(size, size, size, in);
+    const auto space = cuda_variants(p, t);
+    const auto scores = cuda_analytic_scores(p, space, t);
+    return p.flops() / *std::min_element(scores.begin(), scores.end()) / 1e12;
+  };
+  const double a100 = best("cuda:sm_80", DType::f16, 8192);
+  EXPECT_GT(a100, 0.6 * 312);
+  EXPECT_LT(a100, 0.85 * 312);
+  const double h100 = best("cuda:sm_90", DType::bf16, 8192);
+  EXPECT_GT(h100, 0.35 * 989);
+  EXPECT_LT(h100, 0.67 * 989);
+  EXPECT_LT(best("cuda:sm_80", DType::f32, 8192), 19.5);
+}
+
+// Blocks resident on one SM share its tensor cores: twice the blocks of a compute-bound shape on the same SMs take
+// about twice as long (the old model gave each block the whole SM).
+TEST(CudaModel, BlocksOnOneSmShareIt) {
+  const CudaTarget t = CudaTarget::parse("cuda:sm_80");
+  CudaGemmConfig c = CudaGemmConfig::default_for(problem(1536, 1152, 8192, DType::f16), t);
+  c.block_m = c.block_n = 128, c.warp_m = c.warp_n = 64, c.split_k = 1;
+  const GemmProblem one_wave = problem(1536, 1152, 8192, DType::f16);  // 108 tiles on 108 SMs
+  const GemmProblem two = problem(3072, 1152, 8192, DType::f16);       // 216: two per SM
+  const CudaGemmEstimate a = cuda_gemm_estimate(one_wave, c, t), b = cuda_gemm_estimate(two, c, t);
+  EXPECT_EQ(a.bound, "tensor");
+  EXPECT_GT(b.seconds / a.seconds, 1.8);
+  EXPECT_NEAR(a.sm_busy, 1.0, 1e-9);
+  // One more tile leaves a second round with one busy SM: the tail costs nearly a whole round.
+  const CudaGemmEstimate tail = cuda_gemm_estimate(problem(1536 + 128, 1152, 8192, DType::f16), c, t);
+  EXPECT_GT(tail.seconds / a.seconds, 1.5);
+  EXPECT_LT(tail.sm_busy, 0.6);
+}
+
+// Split-K's reduction runs after the main kernel: splitting a shape that already fills the machine only costs.
+TEST(CudaModel, SplitKPaysOnlyWhenTheGridIsSmall) {
+  const CudaTarget t = CudaTarget::parse("cuda:sm_80");
+  const auto with_split = [&](const GemmProblem& p, int split) {
+    CudaGemmConfig c = CudaGemmConfig::default_for(p, t);
+    c.split_k = split;
+    return cuda_analytic_seconds(p, c, t);
+  };
+  const GemmProblem full = problem(4096, 4096, 4096, DType::f16), small = problem(256, 256, 16384, DType::f16);
+  EXPECT_GT(with_split(full, 4), with_split(full, 1));
+  EXPECT_LT(with_split(small, 8), with_split(small, 1) * 0.5);
 }
 
 TEST(Features, AreFiniteAndNamed) {

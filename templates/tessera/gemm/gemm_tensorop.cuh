@@ -55,22 +55,22 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   const E* a = static_cast<const E*>(p.a.data) + batch * p.a.bs;
   const E* b = static_cast<const E*>(p.b.data) + batch * p.b.bs;
 
-  // One stage: A then B, each addressed as (row, contiguous column) of its shared tile.
+  // One stage: A then B, each addressed as (row, contiguous column) of its shared tile; each thread's copy offsets
+  // are set up once for the whole K loop.
+  const i64 a_stride = T::AKMajor ? p.a.rs : p.a.cs, b_stride = T::BKMajor ? p.b.cs : p.b.rs;
+  const TileIterator<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile> a_copies(a_stride, tid);
+  const TileIterator<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile> b_copies(b_stride, tid);
   auto load_stage = [&](int stage, int k0) {
     const u32 tile = stage * S::kStageBytes;
     const int k_valid = k_end - k0;
     if constexpr (T::AKMajor)
-      TileLoader<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile>::load(
-          tile, a + m0 * p.a.rs + k0, p.a.rs, p.m - m0, k_valid, tid);
+      a_copies.load(tile, a + m0 * p.a.rs + k0, a_stride, p.m - m0, k_valid, tid);
     else
-      TileLoader<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile>::load(
-          tile, a + k0 * p.a.cs + m0, p.a.cs, k_valid, p.m - m0, tid);
+      a_copies.load(tile, a + k0 * p.a.cs + m0, a_stride, k_valid, p.m - m0, tid);
     if constexpr (T::BKMajor)
-      TileLoader<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile>::load(
-          tile + S::kABytes, b + n0 * p.b.cs + k0, p.b.cs, p.n - n0, k_valid, tid);
+      b_copies.load(tile + S::kABytes, b + n0 * p.b.cs + k0, b_stride, p.n - n0, k_valid, tid);
     else
-      TileLoader<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile>::load(
-          tile + S::kABytes, b + k0 * p.b.rs + n0, p.b.rs, k_valid, p.n - n0, tid);
+      b_copies.load(tile + S::kABytes, b + k0 * p.b.rs + n0, b_stride, k_valid, p.n - n0, tid);
   };
 
   float acc[S::kMI][S::kNI][4];

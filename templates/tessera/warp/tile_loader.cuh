@@ -58,4 +58,51 @@ struct TileLoader {
   }
 };
 
+// The same copies for a tile loaded once per k-tile from a moving base: what does not change between k-tiles is
+// computed once. When the threads cover whole rows in each pass and a pass spans whole swizzle periods, a thread's
+// chunks share one column and one swizzle key, so the i-th sits a constant number of rows below the first: its
+// shared offset and its global offset follow from the first by constant steps (no per-chunk division, swizzle or
+// 64-bit multiply in the main loop). Other shapes fall back to TileLoader's per-chunk arithmetic.
+template <class E, int kRows, int kCols, int kThreads, int kAlign, class Tile>
+struct TileIterator {
+  using Loader = TileLoader<E, kRows, kCols, kThreads, kAlign, Tile>;
+  static constexpr int kChunkElems = Loader::kChunkElems;
+  static constexpr int kChunksPerRow = Loader::kChunksPerRow;
+  static constexpr int kPasses = Loader::kChunks / kThreads;
+  static constexpr int kRowStep = kThreads % kChunksPerRow == 0 ? kThreads / kChunksPerRow : 0;
+  static constexpr bool kRegular = kRowStep > 0 && kRowStep % (8 * Tile::kRowsPerLine) == 0;
+  static constexpr int kSharedStep = kRowStep * kCols * static_cast<int>(sizeof(E));
+
+  int first_row = 0, column = 0;
+  u32 first_offset = 0;
+  i64 first_element = 0, row_step = 0;
+
+  TESSERA_DEVICE TileIterator(i64 row_stride, int tid) {
+    if constexpr (kRegular) {
+      first_row = tid / kChunksPerRow;
+      column = (tid % kChunksPerRow) * kChunkElems;
+      first_offset = static_cast<u32>(Tile::offset(first_row, column * static_cast<int>(sizeof(E))));
+      first_element = first_row * row_stride + column;
+      row_step = kRowStep * row_stride;
+    }
+  }
+
+  // As TileLoader::load, from `global` (the tile's element (0, 0)) into the shared tile at `tile`.
+  TESSERA_DEVICE void load(u32 tile, const E* global, i64 row_stride, int rows_valid, int cols_valid, int tid) const {
+    if constexpr (!kRegular) {
+      Loader::load(tile, global, row_stride, rows_valid, cols_valid, tid);
+    } else {
+      int in_row = cols_valid - column;  // the same for every pass: one column
+      in_row = in_row < 0 ? 0 : (in_row > kChunkElems ? kChunkElems : in_row);
+      const E* src = global + first_element;
+#pragma unroll
+      for (int i = 0; i < kPasses; ++i) {
+        const int valid = first_row + i * kRowStep < rows_valid ? in_row : 0;
+        copy_chunk<E, kAlign>(tile + first_offset + i * kSharedStep, valid > 0 ? src : global, valid);
+        src += row_step;
+      }
+    }
+  }
+};
+
 }  // namespace tessera
