@@ -301,6 +301,19 @@ PtxCounts count_ptx(const std::string& ptx) {
   if (best_mma > 0)
     for (std::size_t j = best_begin; j <= best_end; ++j) {
       const std::string_view line = lines[j];
+      if (line.starts_with("{") && line.ends_with("}")) {
+        // An inline-assembly block on one line: each of its statements issues, its register declarations do not.
+        for (std::size_t at = 1; at < line.size();) {
+          std::size_t semi = line.find(';', at);
+          if (semi == std::string_view::npos) break;
+          std::string_view statement = line.substr(at, semi - at);
+          while (!statement.empty() && statement.front() == ' ') statement.remove_prefix(1);
+          if (!statement.empty() && statement.front() != '.' && !statement.starts_with("mma.sync.aligned."))
+            ++c.main_loop_other;
+          at = semi + 1;
+        }
+        continue;
+      }
       const bool instruction = !line.empty() && line.back() == ';' && line.front() != '.' && !line.starts_with("//");
       if (instruction && !line.starts_with("mma.sync.aligned.")) ++c.main_loop_other;
     }

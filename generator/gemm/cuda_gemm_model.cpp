@@ -28,18 +28,27 @@ double overlap(std::array<Demand, 5>& parts, std::string_view& bound) {
 
 CudaMainLoopCounts cuda_main_loop_counts(const GemmSignature& s, const CudaGemmConfig& c) {
   const double elem = dtype_bytes(s.a.dtype);
-  // 16-byte global→shared chunks each thread copies per k-tile, ~20 instructions each (address, bounds, swizzle,
-  // zero-fill size, the copy) as the PTX of today's kernels shows.
+  // 16-byte global→shared chunks each thread copies per k-tile.
   const double chunks = (c.block_m + c.block_n) * c.block_k * elem / 16.0 / c.threads();
   if (c.math == CudaMath::Simt) {
     // Per k: each lane's tm×tn FFMA, its A and B values as 128-bit shared loads; a register-staged copy per chunk.
     const double tm = c.warp_m / 8.0, tn = c.warp_n / 4.0;
     return {tm * tn * c.block_k, (tm / 4 + tn / 4) * c.block_k + chunks * 12 + 15};
   }
-  const double mma_k = s.a.dtype == DType::tf32 ? 8 : 16;
-  const double mi = c.warp_m / 16.0, ni = c.warp_n / 8.0, steps = c.block_k / mma_k;
-  const double ldmatrix = (mi + ni / 2) * steps;  // x4: a 16×16 A tile, or two n8 B tiles
-  return {mi * ni * steps, ldmatrix * 5 + chunks * 20 + 15};
+  const bool tf32 = s.a.dtype == DType::tf32;
+  const double mi = c.warp_m / 16.0, ni = c.warp_n / 8.0, steps = c.block_k / (tf32 ? 8.0 : 16.0);
+  // Calibrated on the PTX of the templates (nvcc -ptx of `tessera emit gemm`, every instruction between the loop's
+  // label and its branch back): an ldmatrix.x4 and the add of its precomputed offset; ~10 per copied chunk (row
+  // predicate, byte count, addresses, the copy); ~30 for the loop, the wait and the barrier. tf32 converts every
+  // fragment register and reads an M- or N-contiguous operand with 32-bit loads whose addresses it computes there.
+  const double ldmatrix = (mi + ni / 2) * steps;
+  double other = ldmatrix * 2 + chunks * 10 + 30;
+  if (tf32) {
+    other += (mi * 4 + ni * 2) * steps;
+    const bool a_mn = s.a.layout.kind() == LayoutKind::ColMajor, b_mn = s.b.layout.kind() == LayoutKind::RowMajor;
+    other += ((a_mn ? mi * 4 : 0.0) + (b_mn ? ni * 2 : 0.0)) * steps * 6;
+  }
+  return {mi * ni * steps, other};
 }
 
 CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "generator/core/error.hpp"
+#include "generator/gemm/cuda_gemm_model.hpp"
 #include "jit/cuda_gemm_build.hpp"
 #include "tests/cuda/cuda_matrix.hpp"
 
@@ -72,6 +73,39 @@ TEST_P(NvrtcMatrix, CompilesWithoutSpillsAndHasTheClaimedInstructions) {
     EXPECT_GT(build.reduce.registers, 0);
     EXPECT_EQ(build.reduce.spill_store_bytes + build.reduce.spill_load_bytes, 0);
   }
+}
+
+// The default 16-bit kernels' main loops, counted in their PTX: at most ~2 instructions beside each mma (4.4–5.0 before
+// copy offsets and fragment offsets were set up once per kernel and the shared window's base once), in every layout;
+// and the analytic model's count of those instructions within a quarter of the PTX's.
+TEST(CudaGemmMainLoop, DefaultKernelsIssueFewInstructionsBesideTheMma) {
+  for (const char* arch : {"cuda:sm_80", "cuda:sm_90"})
+    for (DType in : {DType::f16, DType::bf16})
+      for (Layout a : {Layout::row_major(), Layout::col_major()})
+        for (Layout b : {Layout::row_major(), Layout::col_major()}) {
+          CudaGemmSpec spec;
+          spec.target = CudaTarget::parse(arch);
+          GemmProblem p;
+          p.m = p.n = p.k = 4096;
+          p.signature.a = {in, a};
+          p.signature.b = {in, b};
+          p.signature.c = {DType::f32, Layout::zero()};
+          p.signature.d = {DType::f32, Layout::row_major()};
+          spec.signature = p.signature;
+          spec.config = CudaGemmConfig::default_for(p, spec.target);
+          CudaGemmBuild build;
+          try {
+            build = build_cuda_gemm(spec, false);
+          } catch (const Unavailable& e) {
+            GTEST_SKIP() << "NVRTC is not installed here: " << e.what();
+          }
+          SCOPED_TRACE(build.source.kernel);
+          const CudaMainLoopCounts model = cuda_main_loop_counts(spec.signature, spec.config);
+          const double warps_mma = build.ptx.main_loop_mma;
+          ASSERT_EQ(warps_mma, model.math) << "the main loop is one k-tile of the warp's mma";
+          EXPECT_LE(build.ptx.main_loop_other, 2.0 * warps_mma);
+          EXPECT_NEAR(model.other, build.ptx.main_loop_other, 0.25 * build.ptx.main_loop_other);
+        }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuda, NvrtcMatrix, ::testing::ValuesIn(matrix()),

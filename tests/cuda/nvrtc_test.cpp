@@ -54,10 +54,11 @@ TEST(Nvrtc, CountsInstructionFamiliesInPtx) {
       ".reg .b32 %r<9>;\n$L__BB0_1:\nadd.s32 %r1, %r1, 1;\n@%p1 bra $L__BB0_1;\n"
       "$L__BB0_2:\n\t// k-tile\n\tshl.b32 %r2, %r1, 4;\n\t{\n\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {};\n"
       "\t}\n\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {};\n\t@%p2 bra \t$L__BB0_3;\n$L__BB0_3:\n"
-      "\tbar.sync 0;\n\t@%p3 bra \t$L__BB0_2;\n\tret;\n";
+      "\tbar.sync 0;\n\t{ .reg .u64 a; cvta.to.shared.u64 a, %rd1; cvt.u32.u64 %r3, a; }\n\t@%p3 bra \t$L__BB0_2;\n"
+      "\tret;\n";
   const PtxCounts l = count_ptx(loops);
   EXPECT_EQ(l.main_loop_mma, 2);
-  EXPECT_EQ(l.main_loop_other, 4);  // shl, the forward branch, bar.sync, the branch back
+  EXPECT_EQ(l.main_loop_other, 6);  // shl, the forward branch, bar.sync, the asm block's two, the branch back
 }
 
 TEST(Nvrtc, CompileErrorsCarryTheLog) {

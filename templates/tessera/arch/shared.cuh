@@ -10,11 +10,10 @@ extern __shared__ __align__(128) char tessera_smem[];
 
 namespace tessera {
 
-// The 32-bit shared-window address of a shared-memory byte offset (what cp.async and ldmatrix take).
+// The 32-bit shared-window address of a shared-memory byte offset (what cp.async and ldmatrix take). The intrinsic,
+// not inline assembly: the compiler sees one base for the whole kernel rather than a conversion per access.
 TESSERA_DEVICE u32 shared_address(u32 offset) {
-  u32 base;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(base) : "l"(tessera_smem));
-  return base + offset;
+  return static_cast<u32>(__cvta_generic_to_shared(tessera_smem)) + offset;
 }
 
 template <class T>

@@ -88,6 +88,9 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
     cp_async_commit();
   }
 
+  // Each lane's fragment offsets within a stage, for the whole K loop.
+  const FragmentOffsets<T::kInput, T::AKMajor, typename S::ATile, S::kMI, S::kKSteps, true> a_at(warp_row, lane);
+  const FragmentOffsets<T::kInput, T::BKMajor, typename S::BTile, S::kNI, S::kKSteps, false> b_at(warp_col, lane);
   u32 fa[2][S::kMI][4];
   u32 fb[2][S::kNI][2];
   int read_stage = 0, write_stage = T::Stages - 1;
@@ -100,14 +103,14 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
     cp_async_commit();
 
     const u32 a_tile = read_stage * S::kStageBytes, b_tile = a_tile + S::kABytes;
-    load_a_fragments<T::kInput, T::AKMajor, typename S::ATile>(fa[0], a_tile, warp_row, 0, lane);
-    load_b_fragments<T::kInput, T::BKMajor, typename S::BTile>(fb[0], b_tile, warp_col, 0, lane);
+    load_a_fragments<T::kInput, T::AKMajor, typename S::ATile>(fa[0], a_tile, a_at, 0);
+    load_b_fragments<T::kInput, T::BKMajor, typename S::BTile>(fb[0], b_tile, b_at, 0);
 #pragma unroll
     for (int ks = 0; ks < S::kKSteps; ++ks) {
       // Fetch the next k-step's fragments while this one's mma.sync run.
       if (ks + 1 < S::kKSteps) {
-        load_a_fragments<T::kInput, T::AKMajor, typename S::ATile>(fa[(ks + 1) & 1], a_tile, warp_row, ks + 1, lane);
-        load_b_fragments<T::kInput, T::BKMajor, typename S::BTile>(fb[(ks + 1) & 1], b_tile, warp_col, ks + 1, lane);
+        load_a_fragments<T::kInput, T::AKMajor, typename S::ATile>(fa[(ks + 1) & 1], a_tile, a_at, ks + 1);
+        load_b_fragments<T::kInput, T::BKMajor, typename S::BTile>(fb[(ks + 1) & 1], b_tile, b_at, ks + 1);
       }
 #pragma unroll
       for (int mi = 0; mi < S::kMI; ++mi)
