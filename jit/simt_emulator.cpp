@@ -7,12 +7,15 @@
 #include <boost/context/detail/fcontext.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "generator/core/dtype.hpp"
 #include "jit/host_kernel_compiler.hpp"
@@ -37,6 +40,23 @@ struct Copy {
   const char* src;
 };
 
+// A memory access a lane made, for the profile: the call site tells which instruction it was, so that the lanes of
+// a warp are matched by instruction and occurrence even where some skip it.
+enum class AccessKind : unsigned char {
+  SharedLoad,
+  SharedStore,
+  CpAsyncShared,
+  GlobalLoad,
+  GlobalStore,
+  CpAsyncGlobal
+};
+struct Access {
+  const void* site;
+  AccessKind kind;
+  unsigned bytes;
+  std::uint64_t address;  // a shared offset or a global address
+};
+
 struct Thread {
   tessera_emu::ThreadIndex index{};
   ctx::fcontext_t context = nullptr;    // where this fiber resumes
@@ -45,6 +65,7 @@ struct Thread {
   int barrier_line = 0;
   std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
   std::vector<Copy> open_group;
+  std::vector<Access> accesses;  // since the last barrier, when profiling
   // The warp collective this lane waits in, with its operands.
   WarpOp op = WarpOp::None;
   unsigned mask = 0, offset = 0, value = 0, result = 0;
@@ -98,6 +119,8 @@ struct Block {
   bool in_fiber = false;
   std::string error;
   std::mt19937_64 rng;
+  EmuProfile profile;       // this worker's counts, added to the caller's after the launch
+  bool collective = false;  // reads on behalf of a warp collective, which counts them itself
 
   char* shared() { return arena.data() + kRedZone; }
   Thread& me() { return threads[static_cast<std::size_t>(current)]; }
@@ -197,6 +220,107 @@ void check_global(const void* address, unsigned bytes, const char* what) {
   fail(fmt::format("out-of-bounds global {} of {} bytes at {}", what, bytes, address));
 }
 
+// --- the profile ---
+
+void record(AccessKind kind, std::uint64_t address, unsigned bytes, const void* site) {
+  Block& b = *t_block;
+  if (!b.options->profile || b.collective) return;
+  b.me().accesses.push_back({site, kind, bytes, address});
+}
+
+struct LaneAccess {
+  int lane;
+  std::uint64_t address;
+  unsigned bytes;
+};
+
+// Wavefronts of one warp-level shared-memory request: its lanes go in phases of 128 bytes (32 lanes of 4 bytes, 16 of
+// 8, 8 of 16); within a phase, a bank serving several different 4-byte words serves them one per wavefront.
+void count_shared(const std::vector<LaneAccess>& lanes, EmuAccessCounters& c) {
+  unsigned widest = 4;
+  for (const LaneAccess& a : lanes) widest = std::max(widest, a.bytes);
+  const int per_phase = static_cast<int>(128 / std::min(widest, 16u));
+  ++c.requests;
+  for (int phase = 0; phase * per_phase < 32; ++phase) {
+    std::array<std::vector<std::uint64_t>, 32> words;
+    bool any = false;
+    for (const LaneAccess& a : lanes) {
+      if (a.lane / per_phase != phase) continue;
+      any = true;
+      for (std::uint64_t w = a.address / 4; w <= (a.address + a.bytes - 1) / 4; ++w) {
+        auto& bank = words[w % 32];
+        if (std::find(bank.begin(), bank.end(), w) == bank.end()) bank.push_back(w);
+      }
+    }
+    if (!any) continue;
+    std::size_t most = 1;
+    for (const auto& bank : words) most = std::max(most, bank.size());
+    c.transactions += most;
+    ++c.ideal;
+  }
+}
+
+// Sectors of one warp-level global request, against the bytes it moves.
+void count_global(const std::vector<LaneAccess>& lanes, EmuAccessCounters& c) {
+  std::vector<std::uint64_t> sectors;
+  std::vector<std::pair<std::uint64_t, unsigned>> distinct;
+  for (const LaneAccess& a : lanes) {
+    for (std::uint64_t s = a.address / 32; s <= (a.address + a.bytes - 1) / 32; ++s) sectors.push_back(s);
+    distinct.emplace_back(a.address, a.bytes);
+  }
+  std::sort(sectors.begin(), sectors.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::uint64_t bytes = 0;
+  for (const auto& d : distinct) bytes += d.second;
+  ++c.requests;
+  c.transactions += static_cast<std::uint64_t>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
+  c.ideal += (bytes + 31) / 32;
+}
+
+EmuAccessCounters& counters(EmuProfile& p, AccessKind kind) {
+  switch (kind) {
+    case AccessKind::SharedLoad:
+      return p.shared_load;
+    case AccessKind::SharedStore:
+      return p.shared_store;
+    case AccessKind::CpAsyncShared:
+      return p.cp_async_shared;
+    case AccessKind::GlobalLoad:
+      return p.global_load;
+    case AccessKind::GlobalStore:
+      return p.global_store;
+    default:
+      return p.cp_async_global;
+  }
+}
+
+// Counts the accesses logged since the last barrier, warp by warp: the lanes' n-th accesses from one call site form
+// one request.
+void count_accesses(Block& b) {
+  if (!b.options->profile) return;
+  const int warps = static_cast<int>(b.threads.size() / 32);
+  for (int w = 0; w < warps; ++w) {
+    std::map<std::tuple<const void*, AccessKind, std::size_t>, std::vector<LaneAccess>> requests;
+    for (int l = 0; l < 32; ++l) {
+      Thread& t = b.threads[static_cast<std::size_t>(w * 32 + l)];
+      std::map<std::pair<const void*, AccessKind>, std::size_t> seen;
+      for (const Access& a : t.accesses)
+        requests[{a.site, a.kind, seen[{a.site, a.kind}]++}].push_back({l, a.address, a.bytes});
+      t.accesses.clear();
+    }
+    for (const auto& [key, lanes] : requests) {
+      const AccessKind kind = std::get<1>(key);
+      const bool shared =
+          kind == AccessKind::SharedLoad || kind == AccessKind::SharedStore || kind == AccessKind::CpAsyncShared;
+      if (shared)
+        count_shared(lanes, counters(b.profile, kind));
+      else
+        count_global(lanes, counters(b.profile, kind));
+    }
+  }
+}
+
 // --- the Api functions the kernel calls ---
 
 const tessera_emu::ThreadIndex* api_index() { return &t_block->me().index; }
@@ -221,6 +345,7 @@ void api_syncwarp(unsigned mask) {
 }
 
 void api_shared_load(unsigned offset, unsigned bytes, void* out) {
+  record(AccessKind::SharedLoad, offset, bytes, __builtin_return_address(0));
   check_shared(offset, bytes, "read");
   check_in_flight(offset, bytes, "reads");
   track(t_block->current, offset, bytes, false);
@@ -228,6 +353,7 @@ void api_shared_load(unsigned offset, unsigned bytes, void* out) {
 }
 
 void api_shared_store(unsigned offset, unsigned bytes, const void* in) {
+  record(AccessKind::SharedStore, offset, bytes, __builtin_return_address(0));
   check_shared(offset, bytes, "write");
   check_in_flight(offset, bytes, "writes");
   track(t_block->current, offset, bytes, true);
@@ -235,11 +361,13 @@ void api_shared_store(unsigned offset, unsigned bytes, const void* in) {
 }
 
 void api_global_load(const void* address, unsigned bytes, void* out) {
+  record(AccessKind::GlobalLoad, reinterpret_cast<std::uintptr_t>(address), bytes, __builtin_return_address(0));
   check_global(address, bytes, "read");
   std::memcpy(out, address, bytes);
 }
 
 void api_global_store(void* address, unsigned bytes, const void* in) {
+  record(AccessKind::GlobalStore, reinterpret_cast<std::uintptr_t>(address), bytes, __builtin_return_address(0));
   check_global(address, bytes, "write");
   std::memcpy(address, in, bytes);
 }
@@ -251,6 +379,9 @@ void api_cp_async(unsigned dst, const void* src, unsigned size, unsigned src_byt
     fail(fmt::format("cp.async of {} bytes from misaligned {}", size, src));
   check_shared(dst, size, "cp.async write");
   if (src_bytes) check_global(src, src_bytes, "cp.async read");
+  const void* site = __builtin_return_address(0);
+  record(AccessKind::CpAsyncShared, dst, size, site);
+  if (src_bytes) record(AccessKind::CpAsyncGlobal, reinterpret_cast<std::uintptr_t>(src), src_bytes, site);
   Block& b = *t_block;
   for (unsigned w = dst / 4; w < (dst + size + 3) / 4; ++w) ++b.in_flight[w];
   b.me().open_group.push_back({dst, size, src_bytes, static_cast<const char*>(src)});
@@ -331,6 +462,20 @@ void run_ldmatrix(Block& b, int warp) {
         throw EmulationError(fmt::format("kernel {}: {}: ldmatrix row address {} is not 16-byte aligned",
                                          b.launch->kernel, thread_name(b, warp * 32 + m * 8 + r),
                                          lanes[m * 8 + r].offset));
+  if (b.options->profile) {
+    // One phase per 8×8 matrix: its eight 16-byte rows.
+    EmuAccessCounters& c = b.profile.ldmatrix;
+    ++c.requests;
+    for (int m = 0; m < count; ++m) {
+      std::vector<LaneAccess> rows;
+      for (int r = 0; r < 8; ++r) rows.push_back({r, lanes[m * 8 + r].offset, 16});
+      EmuAccessCounters phase;
+      count_shared(rows, phase);
+      c.transactions += phase.transactions;
+      c.ideal += phase.ideal;
+    }
+  }
+  b.collective = true;
   for (int l = 0; l < 32; ++l)
     for (int m = 0; m < count; ++m) {
       unsigned word = 0;
@@ -348,6 +493,7 @@ void run_ldmatrix(Block& b, int warp) {
       }
       lanes[l].regs[m] = word;
     }
+  b.collective = false;
 }
 
 float decode(int kind, unsigned bits, int half) {
@@ -516,6 +662,7 @@ bool resolve_barrier(Block& b, bool stuck) {
         fmt::format("kernel {}: block ({}, {}, {}): divergent __syncthreads: threads wait at "
                     "different barriers (lines {} and {})",
                     b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, lines[0], lines[1]));
+  count_accesses(b);
   ++b.epoch;
   for (Thread& t : b.threads) t.state = State::Runnable;
   return true;
@@ -572,6 +719,7 @@ void run_block(Block& b, const Stacks& stacks) {
       throw EmulationError(fmt::format("kernel {}: block ({}, {}, {}) made no progress", b.launch->kernel,
                                        b.block_idx.x, b.block_idx.y, b.block_idx.z));
   }
+  count_accesses(b);
   for (unsigned i = 0; i < kRedZone; ++i)
     if (b.arena[i] != static_cast<char>(0xa5) ||
         b.arena[kRedZone + b.launch->shared_bytes + i] != static_cast<char>(0xa5))
@@ -580,6 +728,17 @@ void run_block(Block& b, const Stacks& stacks) {
 }
 
 std::mutex g_modules_mutex;
+std::mutex g_profile_mutex;
+
+void add_counters(EmuAccessCounters& to, const EmuAccessCounters& from) {
+  to.requests += from.requests, to.transactions += from.transactions, to.ideal += from.ideal;
+}
+void add_profile(EmuProfile& to, const EmuProfile& from) {
+  for (auto member :
+       {&EmuProfile::shared_load, &EmuProfile::shared_store, &EmuProfile::ldmatrix, &EmuProfile::cp_async_shared,
+        &EmuProfile::global_load, &EmuProfile::global_store, &EmuProfile::cp_async_global})
+    add_counters(to.*member, from.*member);
+}
 }  // namespace
 
 std::shared_ptr<const EmuModule> EmuModule::compile(const std::string& source, const std::string& name) {
@@ -631,6 +790,10 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
                        static_cast<unsigned>(linear / (std::uint64_t{launch.grid_x} * launch.grid_y))};
         run_block(b, stacks);
       }
+      if (options.profile) {
+        std::lock_guard lock(g_profile_mutex);
+        add_profile(*options.profile, b.profile);
+      }
       t_block = nullptr;
     } catch (...) {
       t_block = nullptr;
@@ -644,6 +807,10 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
   work(0);
   for (auto& t : threads) t.join();
   if (first_error) std::rethrow_exception(first_error);
+  if (options.profile) {
+    std::lock_guard lock(g_profile_mutex);
+    ++options.profile->launches;
+  }
 }
 
 }  // namespace tessera

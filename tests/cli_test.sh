@@ -153,6 +153,16 @@ for dtype in bf16 tf32 f32; do
   if "$bin" gemm 65 33 17 --target cuda-emu:sm_90 --dtype $dtype --verify --repeat 1 >/dev/null; then ok; else
     bad "gemm --target cuda-emu:sm_90 --dtype $dtype"; fi
 done
+# The emulator as a profiler: the default kernel's main loop and epilogue without bank conflicts; a CPU target is
+# refused for --profile.
+out=$("$bin" gemm 256 256 256 --target cuda-emu:sm_80 --dtype f16 --profile --json --repeat 1)
+if [[ $? -eq 0 ]] && python3 -c '
+import json, sys
+p = json.loads(sys.argv[1])["profile"]
+assert all(p[k]["requests"] > 0 and p[k]["bank_conflicts"] == 0 for k in ("ldmatrix", "cp_async_shared", "shared_load", "shared_store")), p
+assert p["cp_async_global"]["sectors"] == p["cp_async_global"]["ideal_sectors"], p
+' "$out"; then ok; else bad "gemm --profile: $out"; fi
+expect_bad "--profile" gemm 64 64 64 --profile
 
 # Tuning: records a few shapes, resumes without measuring again, trains and evaluates a model from the records.
 tmp=$(mktemp -d)

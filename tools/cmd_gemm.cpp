@@ -13,14 +13,41 @@ namespace tessera::cli {
 
 namespace {
 
+// The emulator's access counts, per kind: requests, wavefronts (shared) or sectors (global) and the ideal, per
+// request; shared kinds add their bank conflicts (wavefronts beyond the ideal).
+nlohmann::json profile_json(const EmuProfile& p) {
+  nlohmann::json j;
+  const auto add = [&](const char* name, const EmuAccessCounters& c, bool shared) {
+    const double requests = static_cast<double>(std::max<std::uint64_t>(c.requests, 1));
+    nlohmann::json k{{"requests", c.requests},
+                     {shared ? "wavefronts" : "sectors", c.transactions},
+                     {shared ? "ideal_wavefronts" : "ideal_sectors", c.ideal},
+                     {"per_request", static_cast<double>(c.transactions) / requests},
+                     {"ideal_per_request", static_cast<double>(c.ideal) / requests}};
+    if (shared) k["bank_conflicts"] = c.transactions - c.ideal;
+    j[name] = k;
+  };
+  add("ldmatrix", p.ldmatrix, true);
+  add("cp_async_shared", p.cp_async_shared, true);
+  add("shared_load", p.shared_load, true);
+  add("shared_store", p.shared_store, true);
+  add("cp_async_global", p.cp_async_global, false);
+  add("global_load", p.global_load, false);
+  add("global_store", p.global_store, false);
+  return j;
+}
+
 struct GemmCommand {
   GemmRequest request;
   int repeat = 5;
   bool verify = false;
   bool json = false;
+  bool profile = false;
 
   int run() const {
     if (repeat < 1) throw InvalidArgument("--repeat", "must be >= 1");
+    if (profile && !request.target.starts_with("cuda-emu"))
+      throw InvalidArgument("--profile", "needs a cuda-emu:sm_XX target (the SIMT emulator counts the accesses)");
     if (CudaTarget::is_cuda_text(request.target)) return run_cuda();
     Runtime runtime({request.target, 0, request.ir_opt_level});
     const GemmRun r = run_gemm(runtime, request, repeat, verify);
@@ -65,7 +92,10 @@ struct GemmCommand {
   // On a GPU (or in the emulator): host buffers mirrored to the device, the kernel timed with CUDA events (wall time
   // in the emulator), D copied back and verified.
   int run_cuda() const {
-    CudaRuntime runtime(request.target);  // no driver or no device: Unavailable, with the reason
+    EmuProfile counts;
+    EmuOptions emulation;
+    if (profile) emulation.profile = &counts;
+    CudaRuntime runtime(request.target, emulation);  // no driver or no device: Unavailable, with the reason
     GemmBuffers host = make_gemm_buffers(request);
     GemmArgs device_args = host.args;
     DeviceMirror device(runtime);
@@ -107,6 +137,7 @@ struct GemmCommand {
                        {"verified", verify},
                        {"ok", ok}};
       if (verify) j["max_abs_err"] = cmp.max_abs_err, j["max_rel_err"] = cmp.max_rel_err;
+      if (profile) j["profile"] = profile_json(counts);
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format("{} on {}\n  {}x{}x{} batch {}  compile {:.1f} ms  run {:.3f} ms  {:.1f} GFLOP/s\n",
@@ -115,6 +146,16 @@ struct GemmCommand {
       if (verify)
         std::cout << fmt::format("  verify: {}  max abs err {:.3g}{}\n", ok ? "ok" : "FAILED", cmp.max_abs_err,
                                  ok ? "" : "  first: " + cmp.first_mismatch);
+      if (profile) {
+        std::cout << fmt::format("  profile over {} launches (per warp-level request; ideal in brackets):\n",
+                                 counts.launches);
+        const nlohmann::json table = profile_json(counts);
+        for (const auto& [name, kind] : table.items())
+          std::cout << fmt::format("    {:16} {:>10} requests  {:6.2f} {} per request [{:.2f}]\n", name,
+                                   kind["requests"].get<std::uint64_t>(), kind["per_request"].get<double>(),
+                                   kind.contains("wavefronts") ? "wavefronts" : "sectors",
+                                   kind["ideal_per_request"].get<double>());
+      }
     }
     return ok ? kOk : kVerifyFailed;
   }
@@ -129,6 +170,8 @@ void add_gemm_command(CLI::App& app, int& result) {
   sub->add_option("--repeat", cmd->repeat, "timed repetitions (median reported)");
   sub->add_flag("--verify", cmd->verify, "compare with the double-precision reference; exit 1 if out of tolerance");
   sub->add_flag("--json", cmd->json, "print one JSON object");
+  sub->add_flag("--profile", cmd->profile,
+                "cuda-emu targets: count shared-memory wavefronts (bank conflicts) and global sectors per request");
   sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 }
 

@@ -40,8 +40,8 @@ std::int64_t CudaGemmConfig::shared_bytes(const GemmSignature& s) const {
   const std::int64_t elem = input_bytes(s);
   const std::int64_t pipeline = std::int64_t{stages} * (block_m + block_n) * block_k * elem;
   if (math == CudaMath::Simt) return pipeline;
-  // The epilogue stages one 16-row slab of each warp's accumulators (rows padded by 4 floats against bank conflicts).
-  const std::int64_t staging = std::int64_t{warps()} * 16 * (warp_n + 4) * 4;
+  // The epilogue stages one 16-row slab of each warp's accumulators (rows padded by 8 floats against bank conflicts).
+  const std::int64_t staging = std::int64_t{warps()} * 16 * (warp_n + 8) * 4;
   return std::max(pipeline, staging);
 }
 

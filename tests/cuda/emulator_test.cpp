@@ -320,5 +320,57 @@ TEST(Emulator, BadSourcesAndLaunchesAreRejected) {
   EXPECT_THROW(launch(*m, "rotate", 48, 256, in, out), InvalidArgument);
 }
 
+// The profile counts what a profiler's source counters would: one warp reads a 16×64 f16 tile with ldmatrix.x4 from
+// shared memory laid out row after row (128-byte rows: the 8 rows of each matrix hit the same 4 banks, 8 wavefronts
+// where 1 would do) and XOR-swizzled (no conflicts); it loads 32 floats coalesced (4 sectors) and strided by 32
+// floats (32 sectors for 128 bytes).
+const char* kProfiled = R"(
+#include "tessera/warp/smem_swizzle.cuh"
+extern "C" __global__ void profiled(const GemmParams p) {
+  const int lane = threadIdx.x;
+  using Swizzled = SwizzledTile<128>;
+  for (int i = lane; i < 16 * 64 / 2; i += 32) {  // 16 rows of 64 halves, 4 bytes at a time
+    const int row = i / 32, byte = (i % 32) * 4;
+    st_shared<u32>(row * 128 + byte, u32(i));
+    st_shared<u32>(2048 + Swizzled::offset(row, byte), u32(i));
+  }
+  __syncthreads();
+  u32 plain[4], swizzled[4];
+  ldmatrix_x4(plain, (lane & 15) * 128 + (lane >> 4) * 16);
+  ldmatrix_x4(swizzled, 2048 + Swizzled::offset(lane & 15, (lane >> 4) * 16));
+  float sum = ld_global(IN + lane) + ld_global(IN + lane * 32);
+  for (int i = 0; i < 4; ++i) sum += float(plain[i] == swizzled[i]);
+  st_global(OUT + lane, sum);
+}
+)";
+
+TEST(Emulator, TheProfileCountsBankConflictsAndSectors) {
+  const auto m = module(kProfiled, "profiled");
+  std::vector<float> in(32 * 32, 1.0f), out(32);
+  EmuProfile profile;
+  EmuOptions options;
+  options.profile = &profile;
+  launch(*m, "profiled", 32, 4096, in, out, options);
+  for (float x : out) EXPECT_EQ(x, 6.0f) << "both layouts hold the same matrix";
+  EXPECT_EQ(profile.launches, 1u);
+  // Two ldmatrix.x4 of 4 phases each: the swizzled one 4 wavefronts, the plain one 8 per matrix.
+  EXPECT_EQ(profile.ldmatrix.requests, 2u);
+  EXPECT_EQ(profile.ldmatrix.ideal, 8u);
+  EXPECT_EQ(profile.ldmatrix.transactions, 4u + 4u * 8u);
+  // 32 lanes of 4-byte stores per request: row-after-row stores of consecutive words have no conflicts, and the
+  // swizzle only permutes 16-byte chunks within a line.
+  EXPECT_EQ(profile.shared_store.requests, 2u * 16u);
+  EXPECT_EQ(profile.shared_store.transactions, profile.shared_store.ideal);
+  // Global: 4 sectors for the coalesced load (5 where the vector's data is not 32-byte aligned), 32 for the strided
+  // one; each needs 4 at best.
+  const auto straddle = [](const std::vector<float>& v) {
+    return reinterpret_cast<std::uintptr_t>(v.data()) % 32 ? 1u : 0u;
+  };
+  EXPECT_EQ(profile.global_load.requests, 2u);
+  EXPECT_EQ(profile.global_load.transactions, 4u + straddle(in) + 32u);
+  EXPECT_EQ(profile.global_load.ideal, 8u);
+  EXPECT_EQ(profile.global_store.transactions, 4u + straddle(out));
+}
+
 }  // namespace
 }  // namespace tessera

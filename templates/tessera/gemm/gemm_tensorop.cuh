@@ -34,7 +34,9 @@ struct TensorOpShape {
   static constexpr int kABytes = T::BM * T::BK * kElem;
   static constexpr int kBBytes = T::BN * T::BK * kElem;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kStagePitch = T::WN + 4;  // floats per row of a warp's epilogue slab
+  // Floats per row of a warp's epilogue slab: WN + 8 puts the four rows a half-warp's 8-byte stores reach 8 banks
+  // apart, so its 16 lanes cover the 32 banks once.
+  static constexpr int kStagePitch = T::WN + 8;
 };
 
 template <class T, class Epi>
@@ -123,8 +125,9 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   cp_async_wait<0>();
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
 
-  // Epilogue: each warp moves one 16-row slab of its accumulators through shared memory at a time, then its lanes
-  // read the slab back along D's contiguous dimension and store kVec elements per lane.
+  // Epilogue: each warp moves one 16-row slab of its accumulators through shared memory at a time (each lane's pairs
+  // of adjacent columns as 8-byte stores), then its lanes read the slab back along D's contiguous dimension and store
+  // kVec elements per lane (a row-major D reads them as one vector: 8 lanes of 16 bytes cover one 128-byte line).
   const u32 slab = warp * 16 * S::kStagePitch * 4;  // byte offset of this warp's 16 × kStagePitch floats
   const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * S::kStagePitch + c) * 4); };
   const int g = lane >> 2, t = lane & 3;
@@ -133,10 +136,8 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   for (int mi = 0; mi < S::kMI; ++mi) {
 #pragma unroll
     for (int ni = 0; ni < S::kNI; ++ni) {
-      st_shared<float>(at(g, ni * 8 + t * 2), acc[mi][ni][0]);
-      st_shared<float>(at(g, ni * 8 + t * 2 + 1), acc[mi][ni][1]);
-      st_shared<float>(at(g + 8, ni * 8 + t * 2), acc[mi][ni][2]);
-      st_shared<float>(at(g + 8, ni * 8 + t * 2 + 1), acc[mi][ni][3]);
+      st_shared(at(g, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][0], acc[mi][ni][1]}});
+      st_shared(at(g + 8, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][2], acc[mi][ni][3]}});
     }
     syncwarp();
     const int row_base = m0 + warp_row + mi * 16, col_base = n0 + warp_col;
@@ -147,17 +148,19 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
           st_global(workspace_element(p, split, row_base + r, col_base + c, batch), ld_shared<float>(at(r, c)));
       }
     } else if constexpr (T::DRowMajor) {
-      constexpr int kPerRow = T::WN / kVec;
+      // Up to 4 floats per lane (16-bit outputs aligned for 8 store 4 at a time: 8 bytes per lane, still coalesced).
+      constexpr int kRead = kVec < 4 ? kVec : 4;
+      constexpr int kPerRow = T::WN / kRead;
       for (int s = lane; s < 16 * kPerRow; s += 32) {
-        const int r = s / kPerRow, c = (s % kPerRow) * kVec;
+        const int r = s / kPerRow, c = (s % kPerRow) * kRead;
         const i64 m = row_base + r, n = col_base + c;
         if (m >= p.m || n >= p.n) continue;
-        const int valid = p.n - n < kVec ? static_cast<int>(p.n - n) : kVec;
-        float values[kVec];
+        const int valid = p.n - n < kRead ? static_cast<int>(p.n - n) : kRead;
+        const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at(r, c));
+        float values[kRead];
 #pragma unroll
-        for (int i = 0; i < kVec; ++i)
-          values[i] = i < valid ? Epi::apply(ld_shared<float>(at(r, c + i)), m, n + i, batch, p) : 0.0f;
-        store_d<typename T::Out, true, kVec>(p, m, n, batch, values, valid);
+        for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m, n + i, batch, p) : 0.0f;
+        store_d<typename T::Out, true, kRead>(p, m, n, batch, values, valid);
       }
     } else {
       constexpr int kPerCol = 16 / kVec;
