@@ -37,10 +37,10 @@ trap - EXIT
 python3 - "$out" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
-print("| arch | dtype | A,B | shape | kernel tile | threads | regs | smem (B) | spills | mma | ldmatrix | cp.async | local | compile ms |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| arch | dtype | A,B | shape | kernel tile | threads | regs | smem (B) | spills | mma | ldmatrix | cp.async | local | main loop: mma, other | compile ms |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     j = r["report"]; c = j["config"]
     tile = f'{c["math"]} {c["block_m"]}x{c["block_n"]}x{c["block_k"]} w{c["warp_m"]}x{c["warp_n"]} s{c["stages"]}' + (f' sk{c["split_k"]}' if c["split_k"] > 1 else "")
-    print(f'| {j["arch"]} | {r["dtype"]} | {r["layout"]} | {r["m"]}x{r["n"]}x{r["k"]} | {tile} | {j["threads"]} | {j["registers"]} | {j["shared_bytes"]} | {j["spill_store_bytes"]}/{j["spill_load_bytes"]} | {j["mma_count"]} | {j["ldmatrix_count"]} | {j["cp_async_count"]} | {j["local_access_count"]} | {j["compile_ms"]:.0f} |')
+    print(f'| {j["arch"]} | {r["dtype"]} | {r["layout"]} | {r["m"]}x{r["n"]}x{r["k"]} | {tile} | {j["threads"]} | {j["registers"]} | {j["shared_bytes"]} | {j["spill_store_bytes"]}/{j["spill_load_bytes"]} | {j["mma_count"]} | {j["ldmatrix_count"]} | {j["cp_async_count"]} | {j["local_access_count"]} | {j["main_loop_mma"]}, {j["main_loop_other"]} | {j["compile_ms"]:.0f} |')
 PY
