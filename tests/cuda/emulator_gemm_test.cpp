@@ -91,44 +91,45 @@ TEST_P(EmulatedMatrix, MatchesTheReferenceOnEdgeShapes) {
 INSTANTIATE_TEST_SUITE_P(Cuda, EmulatedMatrix, ::testing::ValuesIn(matrix()),
                          [](const auto& param_info) { return param_info.param.label(); });
 
-// The emulator as a static profiler of the default 16-bit kernels (every layout of A and B, D row-major, sm_80 and
-// sm_90): no bank conflicts in the main loop (cp.async writes, ldmatrix reads of the swizzled tiles) or the
-// epilogue (the slab's 8-byte writes and 16-byte reads), and 128-bit global traffic in as few sectors as its bytes
-// need. The slab's old pitch (WN + 4) and scalar accesses gave 2 and 4 wavefronts per phase.
+// The emulator as a static profiler of the default 16-bit kernels (every layout of A, B and D, sm_80 and sm_90): no
+// bank conflicts in the main loop (cp.async writes, ldmatrix reads of the swizzled tiles) or the epilogue (the slab's
+// writes and vector reads; a column-major D's slab transposed and swizzled), and 128-bit global traffic in as few
+// sectors as its bytes need. The slab's old pitch (WN + 4) and scalar accesses gave 2 and 4 wavefronts per phase.
 TEST(EmulatedGemmProfile, DefaultKernelsHaveNoBankConflictsAndCoalescedTraffic) {
   for (const char* arch : {"sm_80", "sm_90"})
     for (DType in : {DType::f16, DType::bf16})
       for (Layout a : {Layout::row_major(), Layout::col_major()})
-        for (Layout b : {Layout::row_major(), Layout::col_major()}) {
-          EmuProfile profile;
-          EmuOptions options;
-          options.profile = &profile;
-          CudaRuntime runtime(std::string("cuda-emu:") + arch, options);
-          CudaGemmSpec spec;
-          spec.target = runtime.target();
-          spec.signature.a = {in, a};
-          spec.signature.b = {in, b};
-          spec.signature.c = {DType::f32, Layout::zero()};
-          spec.signature.d = {DType::f32, Layout::row_major()};
-          std::mt19937 rng(5);
-          Operands ops(runtime, spec, Shape{256, 384, 256, 1}, rng);
-          const GemmProblem problem = describe_gemm(ops.args);
-          const CudaGemmConfig config = runtime.default_config(ops.args);
-          SCOPED_TRACE(fmt::format("{} {}{} {}", arch, dtype_name(in), a.name(), b.name()));
-          runtime.compile(problem, config).run(ops.args);
-          for (const auto& [name, c] : {std::pair{"ldmatrix", profile.ldmatrix},
-                                        {"cp.async shared writes", profile.cp_async_shared},
-                                        {"epilogue shared reads", profile.shared_load},
-                                        {"epilogue shared writes", profile.shared_store}}) {
-            EXPECT_GT(c.requests, 0u) << name;
-            EXPECT_EQ(c.transactions, c.ideal) << name << ": bank conflicts";
+        for (Layout b : {Layout::row_major(), Layout::col_major()})
+          for (Layout d : {Layout::row_major(), Layout::col_major()}) {
+            EmuProfile profile;
+            EmuOptions options;
+            options.profile = &profile;
+            CudaRuntime runtime(std::string("cuda-emu:") + arch, options);
+            CudaGemmSpec spec;
+            spec.target = runtime.target();
+            spec.signature.a = {in, a};
+            spec.signature.b = {in, b};
+            spec.signature.c = {DType::f32, Layout::zero()};
+            spec.signature.d = {DType::f32, d};
+            std::mt19937 rng(5);
+            Operands ops(runtime, spec, Shape{256, 384, 256, 1}, rng);
+            const GemmProblem problem = describe_gemm(ops.args);
+            const CudaGemmConfig config = runtime.default_config(ops.args);
+            SCOPED_TRACE(fmt::format("{} {} A {} B {} D {}", arch, dtype_name(in), a.name(), b.name(), d.name()));
+            runtime.compile(problem, config).run(ops.args);
+            for (const auto& [name, c] : {std::pair{"ldmatrix", profile.ldmatrix},
+                                          {"cp.async shared writes", profile.cp_async_shared},
+                                          {"epilogue shared reads", profile.shared_load},
+                                          {"epilogue shared writes", profile.shared_store}}) {
+              EXPECT_GT(c.requests, 0u) << name;
+              EXPECT_EQ(c.transactions, c.ideal) << name << ": bank conflicts";
+            }
+            for (const auto& [name, c] :
+                 {std::pair{"cp.async global reads", profile.cp_async_global}, {"D stores", profile.global_store}}) {
+              EXPECT_GT(c.requests, 0u) << name;
+              EXPECT_LE(static_cast<double>(c.transactions), 1.1 * static_cast<double>(c.ideal)) << name;
+            }
           }
-          for (const auto& [name, c] :
-               {std::pair{"cp.async global reads", profile.cp_async_global}, {"D stores", profile.global_store}}) {
-            EXPECT_GT(c.requests, 0u) << name;
-            EXPECT_LE(static_cast<double>(c.transactions), 1.1 * static_cast<double>(c.ideal)) << name;
-          }
-        }
 }
 
 // Threads asking for the same CUDA spec at once get one build (the runtime's kernels live in the shared KernelCache).

@@ -130,14 +130,31 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   // kVec elements per lane (a row-major D reads them as one vector: 8 lanes of 16 bytes cover one 128-byte line).
   const u32 slab = warp * 16 * S::kStagePitch * 4;  // byte offset of this warp's 16 × kStagePitch floats
   const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * S::kStagePitch + c) * 4); };
+  // A column-major D stages the slab transposed instead (a column's 16 rows contiguous), its 16-byte chunks
+  // XOR-swizzled within each 128-byte line (a pair of columns) by the pair's index: the 32 lanes of each scalar
+  // store then reach 32 banks, and 8 lanes reading a chunk each cover one line.
+  const auto at_transposed = [&](int r, int c) {
+    const int line = c >> 1, chunk = ((c & 1) * 4 + (r >> 2)) ^ ((line * 2) & 7);
+    return slab + static_cast<u32>(((line * 8 + chunk) * 4 + (r & 3)) * 4);
+  };
+  constexpr bool kTransposed = T::SplitK == 1 && !T::DRowMajor;
   const int g = lane >> 2, t = lane & 3;
   constexpr int kVec = T::SplitK > 1 ? 1 : T::AlignC;
+  // Up to 4 floats per lane read back (16-bit outputs aligned for 8 store 4 at a time: 8 bytes per lane, still
+  // coalesced).
+  constexpr int kRead = kVec < 4 ? kVec : 4;
 #pragma unroll
   for (int mi = 0; mi < S::kMI; ++mi) {
 #pragma unroll
     for (int ni = 0; ni < S::kNI; ++ni) {
-      st_shared(at(g, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][0], acc[mi][ni][1]}});
-      st_shared(at(g + 8, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][2], acc[mi][ni][3]}});
+      if constexpr (kTransposed) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          st_shared<float>(at_transposed(g + (i >> 1) * 8, ni * 8 + t * 2 + (i & 1)), acc[mi][ni][i]);
+      } else {
+        st_shared(at(g, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][0], acc[mi][ni][1]}});
+        st_shared(at(g + 8, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][2], acc[mi][ni][3]}});
+      }
     }
     syncwarp();
     const int row_base = m0 + warp_row + mi * 16, col_base = n0 + warp_col;
@@ -148,8 +165,6 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
           st_global(workspace_element(p, split, row_base + r, col_base + c, batch), ld_shared<float>(at(r, c)));
       }
     } else if constexpr (T::DRowMajor) {
-      // Up to 4 floats per lane (16-bit outputs aligned for 8 store 4 at a time: 8 bytes per lane, still coalesced).
-      constexpr int kRead = kVec < 4 ? kVec : 4;
       constexpr int kPerRow = T::WN / kRead;
       for (int s = lane; s < 16 * kPerRow; s += 32) {
         const int r = s / kPerRow, c = (s % kPerRow) * kRead;
@@ -163,17 +178,17 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
         store_d<typename T::Out, true, kRead>(p, m, n, batch, values, valid);
       }
     } else {
-      constexpr int kPerCol = 16 / kVec;
+      constexpr int kPerCol = 16 / kRead;
       for (int s = lane; s < T::WN * kPerCol; s += 32) {
-        const int c = s / kPerCol, r = (s % kPerCol) * kVec;
+        const int c = s / kPerCol, r = (s % kPerCol) * kRead;
         const i64 m = row_base + r, n = col_base + c;
         if (m >= p.m || n >= p.n) continue;
-        const int valid = p.m - m < kVec ? static_cast<int>(p.m - m) : kVec;
-        float values[kVec];
+        const int valid = p.m - m < kRead ? static_cast<int>(p.m - m) : kRead;
+        const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at_transposed(r, c));
+        float values[kRead];
 #pragma unroll
-        for (int i = 0; i < kVec; ++i)
-          values[i] = i < valid ? Epi::apply(ld_shared<float>(at(r + i, c)), m + i, n, batch, p) : 0.0f;
-        store_d<typename T::Out, false, kVec>(p, m, n, batch, values, valid);
+        for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m + i, n, batch, p) : 0.0f;
+        store_d<typename T::Out, false, kRead>(p, m, n, batch, values, valid);
       }
     }
     syncwarp();
