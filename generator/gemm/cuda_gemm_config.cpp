@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "generator/core/arith.hpp"
 #include "generator/core/config_overrides.hpp"
 #include "generator/core/error.hpp"
 #include "generator/core/tile_grid.hpp"
+#include "generator/gemm/cuda_gemm_model.hpp"
 #include "generator/gemm/gemm_json.hpp"
 
 namespace tessera {
@@ -45,9 +48,43 @@ std::int64_t CudaGemmConfig::shared_bytes(const GemmSignature& s) const {
   return std::max(pipeline, staging);
 }
 
-std::int64_t CudaGemmConfig::workspace_bytes(const GemmProblem& p) const {
+std::int64_t CudaGemmConfig::workspace_bytes(const GemmProblem& p, const CudaTarget& target) const {
+  if (stream_k > 0) return stream_k_plan(p, *this, target).pieces * p.batch * p.m * p.n * 4;
   if (split_k <= 1) return 0;
   return std::int64_t{split_k} * p.batch * p.m * p.n * 4;
+}
+
+int resident_blocks(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget& t) {
+  const std::int64_t smem = c.shared_bytes(s);
+  const std::int64_t by_smem = smem > 0 ? t.shared_per_sm / (smem + 1024) : 32;
+  const std::int64_t by_regs = t.registers_per_sm / (std::int64_t{std::min(c.register_estimate(), 255)} * c.threads());
+  return static_cast<int>(
+      std::max<std::int64_t>(1, std::min({by_smem, by_regs, 2048 / std::int64_t{c.threads()}, std::int64_t{32}})));
+}
+
+StreamKPlan stream_k_plan(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
+  StreamKPlan plan;
+  plan.tiles = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count();
+  // A K of 0 still gives each tile one (empty) step, whose epilogue writes D.
+  plan.k_tiles = std::max<std::int64_t>(1, ceil_div(p.k, c.block_k));
+  plan.total = plan.tiles * plan.k_tiles;
+  plan.blocks = std::min<std::int64_t>(plan.total, std::int64_t{t.sm_count} * std::max(1, c.stream_k));
+  if (plan.blocks == 0) return plan;
+  plan.iterations = static_cast<double>(plan.total) / static_cast<double>(plan.blocks);
+  // Block b walks [b·total/blocks, (b+1)·total/blocks): at least floor(total/blocks) steps, so a tile of k_tiles
+  // steps meets at most ceil(k_tiles / that) + 1 blocks.
+  const std::int64_t least = std::max<std::int64_t>(1, plan.total / plan.blocks);
+  plan.pieces = std::min(plan.blocks, ceil_div(plan.k_tiles, least) + 1);
+  return plan;
+}
+
+double last_wave_idle(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
+  if (c.stream_k > 0) return 0;
+  const std::int64_t blocks = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count() * c.split_k;
+  if (blocks == 0) return 0;
+  const std::int64_t slots = std::int64_t{t.sm_count} * resident_blocks(p.signature, c, t);
+  const std::int64_t last = blocks - (ceil_div(blocks, slots) - 1) * slots;
+  return 1.0 - static_cast<double>(std::min<std::int64_t>(last, t.sm_count)) / t.sm_count;
 }
 
 int CudaGemmConfig::register_estimate() const {
@@ -96,12 +133,35 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
   c.align_b = natural_alignment(k_contiguous(s.b.layout, false) ? p.k : p.n, elem);
   const int out_elem = dtype_bytes(s.d.dtype);
   c.align_c = natural_alignment(s.d.layout.kind() == LayoutKind::RowMajor ? p.n : p.m, out_elem);
+  // Where the last wave would leave more than a tenth of the SMs idle, the model picks among this grid, the same
+  // without split-K, and stream-K with one or two blocks per SM (the tail it removes against its fix-up kernel).
+  if (c.math == CudaMath::TensorOp && last_wave_idle(p, c, target) > 0.1) {
+    std::vector<CudaGemmConfig> candidates{c};
+    CudaGemmConfig unsplit = c;
+    unsplit.split_k = 1;
+    candidates.push_back(unsplit);
+    for (int stream = 1; stream <= std::min(2, resident_blocks(s, c, target)); ++stream) {
+      CudaGemmConfig streamed = unsplit;
+      streamed.stream_k = stream;
+      candidates.push_back(streamed);
+    }
+    double best = INFINITY;
+    for (const CudaGemmConfig& candidate : candidates)
+      if (const double seconds = cuda_analytic_seconds(p, candidate, target); seconds < best)
+        best = seconds, c = candidate;
+  }
   return c;
 }
 
 CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
   CudaGemmConfig c = *this;
-  for (const auto& [key, value] : parse_config_overrides(text)) {
+  const auto overrides = parse_config_overrides(text);
+  // Stream-K splits K itself: asking for it drops the default's split-K unless split_k is given too.
+  const auto given = [&](const char* key) {
+    return std::any_of(overrides.begin(), overrides.end(), [&](const auto& kv) { return kv.first == key; });
+  };
+  if (given("stream_k") && !given("split_k")) c.split_k = 1;
+  for (const auto& [key, value] : overrides) {
     if (key == "block_m")
       c.block_m = value;
     else if (key == "block_n")
@@ -124,30 +184,34 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
       c.align_b = value;
     else if (key == "align_c")
       c.align_c = value;
+    else if (key == "stream_k")
+      c.stream_k = value;
     else if (key == "simt")
       c.math = value ? CudaMath::Simt : CudaMath::TensorOp;
     else
       throw InvalidArgument("config",
                             "unknown key '" + key +
-                                "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, swizzle, align_a, "
-                                "align_b, align_c, simt)");
+                                "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, stream_k, swizzle, "
+                                "align_a, align_b, align_c, simt)");
   }
   return c;
 }
 
 nlohmann::json to_json(const CudaGemmConfig& config) {
-  return {{"math", cuda_math_name(config.math)},
-          {"block_m", config.block_m},
-          {"block_n", config.block_n},
-          {"block_k", config.block_k},
-          {"warp_m", config.warp_m},
-          {"warp_n", config.warp_n},
-          {"stages", config.stages},
-          {"split_k", config.split_k},
-          {"swizzle", config.swizzle},
-          {"align_a", config.align_a},
-          {"align_b", config.align_b},
-          {"align_c", config.align_c}};
+  nlohmann::json j{{"math", cuda_math_name(config.math)},
+                   {"block_m", config.block_m},
+                   {"block_n", config.block_n},
+                   {"block_k", config.block_k},
+                   {"warp_m", config.warp_m},
+                   {"warp_n", config.warp_n},
+                   {"stages", config.stages},
+                   {"split_k", config.split_k},
+                   {"swizzle", config.swizzle},
+                   {"align_a", config.align_a},
+                   {"align_b", config.align_b},
+                   {"align_c", config.align_c}};
+  if (config.stream_k > 0) j["stream_k"] = config.stream_k;  // absent when off: older specs keep their hashes
+  return j;
 }
 
 template <>
@@ -167,6 +231,7 @@ CudaGemmConfig from_json<CudaGemmConfig>(const nlohmann::json& j) {
   c.align_a = integer_at<int>(j, "align_a");
   c.align_b = integer_at<int>(j, "align_b");
   c.align_c = integer_at<int>(j, "align_c");
+  if (j.contains("stream_k")) c.stream_k = integer_at<int>(j, "stream_k");
   return c;
 }
 
@@ -245,6 +310,9 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
           fmt::format("the {} tile's {} 16-byte chunks must divide evenly over {} threads", name, chunks, c.threads()));
   }
   if (c.split_k < 1 || c.split_k > 64) fail(fmt::format("split_k ({}) must be in 1..64", c.split_k));
+  if (c.stream_k < 0 || c.stream_k > 4) fail(fmt::format("stream_k ({}) must be in 0..4", c.stream_k));
+  if (c.stream_k > 0 && c.split_k > 1) fail("stream_k and split_k exclude each other (stream-K splits K itself)");
+  if (c.stream_k > 0 && c.math != CudaMath::TensorOp) fail("stream_k needs the tensor-core kernel");
   if (!is_pow2(c.swizzle) || c.swizzle > 16) fail(fmt::format("swizzle ({}) must be 1, 2, 4, 8 or 16", c.swizzle));
   for (const auto& [name, align, bytes] :
        {std::tuple{"align_a", c.align_a, elem}, std::tuple{"align_b", c.align_b, elem},

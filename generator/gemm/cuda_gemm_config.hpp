@@ -23,6 +23,10 @@ struct CudaGemmConfig {
   int warp_m = 64, warp_n = 64;
   int stages = 3;   // shared-memory pipeline depth (SIMT: 2, double buffering)
   int split_k = 1;  // >1: K is split over that many blocks, partial sums reduced by a second kernel
+  // >0: stream-K with this many resident blocks per SM: a grid of SMs × stream_k blocks shares the (tile, k-tile)
+  // iterations evenly, each walking a contiguous run of them across tile boundaries; a tile finished by one block is
+  // stored as usual, the pieces of a tile shared by several go through the workspace to a fix-up kernel.
+  int stream_k = 0;
   int swizzle = 8;  // blocks are rasterised in groups of this many tile rows, for L2 reuse of B
   // Elements per vector access that the arguments guarantee (pointer and leading dimension alignment): A and B
   // global→shared copies, C reads and D stores. Smaller values mean narrower copies, not a different kernel shape.
@@ -32,8 +36,8 @@ struct CudaGemmConfig {
   int threads() const { return 32 * warps(); }
   // Dynamic shared memory per block: the pipeline's stages, or the epilogue staging if larger (they share it).
   std::int64_t shared_bytes(const GemmSignature& signature) const;
-  // Bytes of global scratch for the split-K partial sums of a problem (0 without split-K).
-  std::int64_t workspace_bytes(const GemmProblem& problem) const;
+  // Bytes of global scratch for the split-K or stream-K partial sums of a problem on a target (0 without either).
+  std::int64_t workspace_bytes(const GemmProblem& problem, const CudaTarget& target) const;
   // A register count estimate (accumulators, fragments, addressing) used to reject tiles before NVRTC does.
   int register_estimate() const;
 
@@ -44,6 +48,20 @@ struct CudaGemmConfig {
   CudaGemmConfig with_overrides(const std::string& text) const;
   friend bool operator==(const CudaGemmConfig&, const CudaGemmConfig&) = default;
 };
+
+// How a stream-K grid shares a problem's iterations: `blocks` blocks, each with `iterations` (tile, k-tile) steps
+// of `total` (give or take one), tiles of `k_tiles` steps each; a tile is shared by at most `pieces` blocks.
+struct StreamKPlan {
+  std::int64_t blocks = 0, total = 0, k_tiles = 0, tiles = 0, pieces = 0;
+  double iterations = 0;
+};
+StreamKPlan stream_k_plan(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);
+
+// The share of the SMs a grid of equal blocks leaves idle in its last wave (0 when the waves are full; stream-K:
+// none).
+double last_wave_idle(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);
+// Blocks of a config resident on one SM (shared memory, registers, threads).
+int resident_blocks(const GemmSignature& signature, const CudaGemmConfig& config, const CudaTarget& target);
 
 // The math mode a signature needs: TensorOp for f16, bf16, tf32 inputs; Simt for f32.
 CudaMath cuda_math_for(const GemmSignature& signature);

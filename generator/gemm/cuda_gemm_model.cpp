@@ -67,8 +67,19 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   const double resident = std::max(1.0, std::min({by_smem, by_regs, 2048.0 / c.threads(), 32.0}));
 
   const double tiles = tiles_of(m, c.block_m) * tiles_of(n, c.block_n) * batch;
-  const double blocks = tiles * c.split_k;
-  const double k_tiles = tiles_of(tiles_of(k, c.block_k), c.split_k);
+  double blocks = tiles * c.split_k;
+  double k_tiles = tiles_of(tiles_of(k, c.block_k), c.split_k);
+  // Stream-K: SMs × stream_k blocks of an equal share of the iterations, each crossing into about
+  // share / k-tiles-per-tile + 1 tiles (a pipeline fill and an epilogue each); a tile shared by several blocks has
+  // its pieces written out and added by the fix-up kernel.
+  double pieces_per_block = 1, shared_tiles = 0;
+  if (c.stream_k > 0) {
+    const StreamKPlan plan = stream_k_plan(p, c, t);
+    blocks = static_cast<double>(plan.blocks);
+    k_tiles = plan.iterations;
+    pieces_per_block = plan.iterations / static_cast<double>(plan.k_tiles) + 1.0;
+    shared_tiles = std::min(tiles, blocks);
+  }
   const double depth = k_tiles * c.block_k;
 
   // One block's demands, in SM clocks at the whole SM's rate.
@@ -107,8 +118,8 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
     std::string_view round_bound;
     const double pace = overlap(parts, round_bound) + barrier_clocks / (q * q) / clock;
     if (q == std::min(per_sm, resident)) bound = round_bound;
-    // The first k-tiles' copies arrive before any math; D leaves after it.
-    return pace + round_trip + active * q * out_bytes / r.l2_bytes_per_s;
+    // The first k-tiles' copies arrive before any math; D leaves after it (once per tile a stream-K block touches).
+    return pace + pieces_per_block * (round_trip + active * q * out_bytes / r.l2_bytes_per_s);
   };
   const double full_rounds = std::floor(per_sm / resident), rest = per_sm - full_rounds * resident;
   double seconds = (full_rounds > 0 ? full_rounds * round(resident) : 0.0) + (rest > 0 ? round(rest) : 0.0);
@@ -126,12 +137,19 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
     dram += c.split_k * batch * m * n * 4.0;
     reduction = (c.split_k * 4.0 + dtype_bytes(s.d.dtype)) * batch * m * n / r.dram_bytes_per_s;
     launch += 4e-6;
+  } else if (c.stream_k > 0) {
+    // About two pieces per shared tile go out and come back, from L2 (they were just written); the fix-up
+    // kernel stores those tiles' D.
+    const double tile_bytes = c.block_m * c.block_n * 4.0;
+    reduction = (2.0 * 2.0 * shared_tiles * tile_bytes + shared_tiles * tile_bytes / 4.0 * dtype_bytes(s.d.dtype)) /
+                r.l2_bytes_per_s;
+    launch += 4e-6;
   }
   const double dram_seconds = dram / r.dram_bytes_per_s;
   if (dram_seconds > seconds) seconds = dram_seconds, bound = "dram";
   seconds += reduction;
   if (launch > seconds) bound = "launch";
-  const double busy = blocks / (tiles_of(per_sm, 1.0) * sms);
+  const double busy = c.stream_k > 0 ? 1.0 : blocks / (tiles_of(per_sm, 1.0) * sms);
   return {seconds + launch, bound, std::min(1.0, busy)};
 }
 

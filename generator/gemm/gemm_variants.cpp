@@ -179,6 +179,13 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
             c.swizzle = swizzle;
             if (split > 1 && p.k < 4 * split * c.block_k) continue;  // too shallow to share
             if (valid(s, c, target)) add_unique(out, c);
+            // Stream-K in place of split-K: one or two blocks per SM sharing the iterations.
+            if (split == 1 && base.math == CudaMath::TensorOp)
+              for (int stream : {1, 2}) {
+                CudaGemmConfig streamed = c;
+                streamed.stream_k = stream;
+                if (valid(s, streamed, target)) add_unique(out, streamed);
+              }
           }
   return out;
 }

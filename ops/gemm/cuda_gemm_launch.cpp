@@ -79,10 +79,21 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
 
   launch.grid_x = static_cast<unsigned>(tiles);
   launch.grid_z = static_cast<unsigned>(p.batch * c.split_k);
+  params.sk_blocks = params.sk_k_tiles = 0;
+  params.sk_total = 0;
+  if (c.stream_k > 0) {
+    const StreamKPlan plan = stream_k_plan(p, c, spec.target);
+    if (plan.total > limit) throw InvalidArgument("d", "too many (tile, k-tile) iterations for a stream-K grid");
+    params.sk_blocks = static_cast<int>(plan.blocks);
+    params.sk_k_tiles = static_cast<int>(plan.k_tiles);
+    params.sk_total = plan.total;
+    launch.grid_x = static_cast<unsigned>(plan.blocks);
+    launch.grid_z = plan.blocks > 0 ? 1u : 0u;
+  }
   launch.block = static_cast<unsigned>(c.threads());
   launch.shared_bytes = static_cast<unsigned>(c.shared_bytes(s));
-  launch.workspace_bytes = c.workspace_bytes(p);
-  if (c.split_k > 1) {
+  launch.workspace_bytes = c.workspace_bytes(p, spec.target);
+  if (c.split_k > 1 || c.stream_k > 0) {
     launch.reduce_block = 256;
     const std::int64_t outputs = p.batch * p.m * p.n;
     launch.reduce_grid = static_cast<unsigned>(std::clamp<std::int64_t>((outputs + 255) / 256, 1, 65535));

@@ -67,6 +67,13 @@ inline std::vector<MatrixCase> matrix() {
     cases.push_back({DType::tf32, Layout::row_major(), Layout::row_major(),
                      "block_m=128,block_n=128,warp_m=64,warp_n=64,stages=3,align_a=1,align_b=2,split_k=2", fused,
                      arch});
+    // Stream-K (its pieces through the workspace and the fix-up kernel), one and two blocks per SM.
+    cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
+                     "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,stream_k=1", fused, arch});
+    cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),
+                     "block_m=128,block_n=128,warp_m=64,warp_n=64,stages=4,stream_k=2", "", arch});
+    cases.push_back({DType::tf32, Layout::col_major(), Layout::col_major(),
+                     "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=2,stream_k=1,align_a=1,align_b=2", fused, arch});
   }
   return cases;
 }

@@ -132,6 +132,37 @@ TEST(EmulatedGemmProfile, DefaultKernelsHaveNoBankConflictsAndCoalescedTraffic) 
           }
 }
 
+// Stream-K where blocks walk across tile boundaries and one tile is shared by up to a dozen blocks: exact with
+// small-integer inputs (the pieces' partial sums are integers), batched, either D layout, one and two blocks per SM.
+TEST(EmulatedGemm, StreamKBlocksCrossTilesAndTheirPiecesAddUp) {
+  CudaRuntime runtime("cuda-emu:sm_80");
+  std::mt19937 rng(3);
+  for (const Layout d : {Layout::row_major(), Layout::col_major()})
+    for (const int stream : {1, 2})
+      for (const Shape& shape : {Shape{384, 320, 1000, 2}, Shape{200, 130, 3000, 1}}) {
+        CudaGemmSpec spec;
+        spec.target = runtime.target();
+        spec.signature.a = {DType::f16, Layout::row_major()};
+        spec.signature.b = {DType::f16, Layout::col_major()};
+        spec.signature.c = {DType::f32, Layout::zero()};
+        spec.signature.d = {DType::f32, d};
+        Operands ops(runtime, spec, shape, rng);
+        const GemmProblem problem = describe_gemm(ops.args);
+        CudaGemmConfig config = runtime.default_config(ops.args).with_overrides(
+            fmt::format("block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,stream_k={}", stream));
+        const StreamKPlan plan = stream_k_plan(problem, config, spec.target);
+        SCOPED_TRACE(fmt::format("{}x{}x{} batch {} D {} stream_k {}: {} iterations over {} blocks", shape.m, shape.n,
+                                 shape.k, shape.batch, d.name(), stream, plan.total, plan.blocks));
+        ASSERT_LT(plan.iterations, static_cast<double>(plan.k_tiles)) << "blocks must share tiles";
+        ASSERT_GT(plan.total, plan.blocks) << "blocks must cross tiles";
+        const CudaGemmKernel kernel = runtime.compile(problem, config);
+        const GemmReference reference = reference_gemm(ops.args);
+        kernel.run(ops.args);
+        const Comparison cmp = compare_gemm(reference, ops.args.d, true);
+        EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches; first: " << cmp.first_mismatch;
+      }
+}
+
 // Threads asking for the same CUDA spec at once get one build (the runtime's kernels live in the shared KernelCache).
 TEST(EmulatedGemm, ConcurrentRequestsForOneSpecBuildOnce) {
   CudaRuntime rt("cuda-emu:sm_80");

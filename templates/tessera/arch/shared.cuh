@@ -16,6 +16,10 @@ TESSERA_DEVICE u32 shared_address(u32 offset) {
   return static_cast<u32>(__cvta_generic_to_shared(tessera_smem)) + offset;
 }
 
+// Keeps a value as computed: the compiler may not recompute it from its inputs where it is used, which it otherwise
+// does inside hot loops to save a register (a lane's swizzled offsets, recomputed every k-tile).
+TESSERA_DEVICE void keep_computed(int& value) { asm volatile("" : "+r"(value)); }
+
 template <class T>
 TESSERA_DEVICE T ld_shared(u32 offset) {
   return *reinterpret_cast<const T*>(tessera_smem + offset);

@@ -16,4 +16,12 @@ TESSERA_DEVICE void raster_tile(int id, int tiles_m, int tiles_n, int& tile_m, i
   tile_n = in_group / rows;
 }
 
+// The inverse: the linear block id of tile (tile_m, tile_n).
+template <int kGroup>
+TESSERA_DEVICE int raster_index(int tile_m, int tile_n, int tiles_m, int tiles_n) {
+  const int first_m = (tile_m / kGroup) * kGroup;
+  const int rows = tiles_m - first_m < kGroup ? tiles_m - first_m : kGroup;
+  return first_m * tiles_n + tile_n * rows + (tile_m - first_m);
+}
+
 }  // namespace tessera

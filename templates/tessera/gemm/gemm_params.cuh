@@ -18,8 +18,11 @@ struct GemmParams {
   TensorRef a, b, c, d;
   TensorRef inputs[kMaxEpilogueInputs];  // in the epilogue's tensor order
   float alpha, beta;
-  float* workspace;  // split-K partial sums: split_k × batch × m × n, row-major
+  float* workspace;  // split-K (stream-K) partial sums: split_k (pieces) × batch × m × n, row-major
   int k_per_split;   // a multiple of block_k
+  // Stream-K: the (tile, k-tile) iterations, k-tiles per tile, and the blocks of the grid that shares them.
+  int sk_blocks, sk_k_tiles;
+  i64 sk_total;
 };
 
 }  // namespace tessera

@@ -39,29 +39,57 @@ struct TensorOpShape {
   static constexpr int kStagePitch = T::WN + 8;
 };
 
-template <class T, class Epi>
-TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
+// Where one output tile's products go: D through the epilogue, raw partial sums into workspace slice `slot`, or
+// either, decided per call (slot < 0: D).
+enum TileOutput { kToD = 0, kToWorkspace = 1, kToEither = 2 };
+
+// What a thread computes once per kernel, whatever tiles it goes on to: its place in the block, its copy offsets
+// and its fragment offsets.
+template <class T>
+struct TensorOpThread {
   using S = TensorOpShape<T>;
   using E = typename S::E;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int warp_row = (warp / S::kWarpsN) * T::WM, warp_col = (warp % S::kWarpsN) * T::WN;
+  int tid, lane, warp, warp_row, warp_col;
+  i64 a_stride, b_stride;
+  TileIterator<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile> a_copies;
+  TileIterator<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile> b_copies;
+  FragmentOffsets<T::kInput, T::AKMajor, typename S::ATile, S::kMI, S::kKSteps, true> a_at;
+  FragmentOffsets<T::kInput, T::BKMajor, typename S::BTile, S::kNI, S::kKSteps, false> b_at;
 
-  int tile_m, tile_n;
-  raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
-  const int batch = blockIdx.z / T::SplitK, split = blockIdx.z % T::SplitK;
+  TESSERA_DEVICE explicit TensorOpThread(const GemmParams& p)
+      : tid(threadIdx.x),
+        lane(tid & 31),
+        warp(tid >> 5),
+        warp_row((warp / S::kWarpsN) * T::WM),
+        warp_col((warp % S::kWarpsN) * T::WN),
+        a_stride(T::AKMajor ? p.a.rs : p.a.cs),
+        b_stride(T::BKMajor ? p.b.cs : p.b.rs),
+        a_copies(a_stride, tid),
+        b_copies(b_stride, tid),
+        a_at(warp_row, lane),
+        b_at(warp_col, lane) {}
+};
+
+// One output tile over K elements [k_begin, k_end): the pipeline, then the epilogue (kOutput says where).
+template <class T, class Epi, int kOutput>
+TESSERA_DEVICE void tensorop_tile(const GemmParams& p, const TensorOpThread<T>& me, int tile_m, int tile_n, int batch,
+                                  int k_begin, int k_end, int slot) {
+  using S = TensorOpShape<T>;
+  using E = typename S::E;
+  const int tid = me.tid, lane = me.lane, warp = me.warp;
+  const int warp_row = me.warp_row, warp_col = me.warp_col;
   const int m0 = tile_m * T::BM, n0 = tile_n * T::BN;
-  const int k_begin = split * p.k_per_split;
-  const int k_end = p.k < k_begin + p.k_per_split ? p.k : k_begin + p.k_per_split;
   const int k_tiles = k_end > k_begin ? (k_end - k_begin + T::BK - 1) / T::BK : 0;
+  const bool to_workspace = kOutput == kToWorkspace || (kOutput == kToEither && slot >= 0);
 
   const E* a = static_cast<const E*>(p.a.data) + batch * p.a.bs;
   const E* b = static_cast<const E*>(p.b.data) + batch * p.b.bs;
 
   // One stage: A then B, each addressed as (row, contiguous column) of its shared tile; each thread's copy offsets
   // are set up once for the whole K loop.
-  const i64 a_stride = T::AKMajor ? p.a.rs : p.a.cs, b_stride = T::BKMajor ? p.b.cs : p.b.rs;
-  const TileIterator<E, S::kARows, S::kACols, S::kThreads, T::AlignA, typename S::ATile> a_copies(a_stride, tid);
-  const TileIterator<E, S::kBRows, S::kBCols, S::kThreads, T::AlignB, typename S::BTile> b_copies(b_stride, tid);
+  const i64 a_stride = me.a_stride, b_stride = me.b_stride;
+  const auto& a_copies = me.a_copies;
+  const auto& b_copies = me.b_copies;
   auto load_stage = [&](int stage, int k0) {
     const u32 tile = stage * S::kStageBytes;
     const int k_valid = k_end - k0;
@@ -91,8 +119,8 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   }
 
   // Each lane's fragment offsets within a stage, for the whole K loop.
-  const FragmentOffsets<T::kInput, T::AKMajor, typename S::ATile, S::kMI, S::kKSteps, true> a_at(warp_row, lane);
-  const FragmentOffsets<T::kInput, T::BKMajor, typename S::BTile, S::kNI, S::kKSteps, false> b_at(warp_col, lane);
+  const auto& a_at = me.a_at;
+  const auto& b_at = me.b_at;
   u32 fa[2][S::kMI][4];
   u32 fb[2][S::kNI][2];
   int read_stage = 0, write_stage = T::Stages - 1;
@@ -137,9 +165,9 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
     const int line = c >> 1, chunk = ((c & 1) * 4 + (r >> 2)) ^ ((line * 2) & 7);
     return slab + static_cast<u32>(((line * 8 + chunk) * 4 + (r & 3)) * 4);
   };
-  constexpr bool kTransposed = T::SplitK == 1 && !T::DRowMajor;
+  constexpr bool kTransposed = kOutput != kToWorkspace && !T::DRowMajor;
   const int g = lane >> 2, t = lane & 3;
-  constexpr int kVec = T::SplitK > 1 ? 1 : T::AlignC;
+  constexpr int kVec = kOutput == kToWorkspace ? 1 : T::AlignC;
   // Up to 4 floats per lane read back (16-bit outputs aligned for 8 store 4 at a time: 8 bytes per lane, still
   // coalesced).
   constexpr int kRead = kVec < 4 ? kVec : 4;
@@ -158,11 +186,14 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
     }
     syncwarp();
     const int row_base = m0 + warp_row + mi * 16, col_base = n0 + warp_col;
-    if constexpr (T::SplitK > 1) {
+    if (to_workspace) {
+      // Raw partial sums, along the workspace's rows (a transposed slab is read down its columns instead, which
+      // keeps its reads conflict-free).
       for (int s = lane; s < 16 * T::WN; s += 32) {
-        const int r = s / T::WN, c = s % T::WN;
+        const int r = kTransposed ? s % 16 : s / T::WN, c = kTransposed ? s / 16 : s % T::WN;
         if (row_base + r < p.m && col_base + c < p.n)
-          st_global(workspace_element(p, split, row_base + r, col_base + c, batch), ld_shared<float>(at(r, c)));
+          st_global(workspace_element(p, slot, row_base + r, col_base + c, batch),
+                    ld_shared<float>(kTransposed ? at_transposed(r, c) : at(r, c)));
       }
     } else if constexpr (T::DRowMajor) {
       constexpr int kPerRow = T::WN / kRead;
@@ -192,6 +223,70 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
       }
     }
     syncwarp();
+  }
+}
+
+// The data-parallel kernel: a block per output tile (rasterised for L2 reuse) and K split.
+template <class T, class Epi>
+TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
+  int tile_m, tile_n;
+  raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
+  const int batch = blockIdx.z / T::SplitK, split = blockIdx.z % T::SplitK;
+  const int k_begin = split * p.k_per_split;
+  const int k_end = p.k < k_begin + p.k_per_split ? p.k : k_begin + p.k_per_split;
+  const TensorOpThread<T> me(p);
+  tensorop_tile<T, Epi, (T::SplitK > 1 ? kToWorkspace : kToD)>(p, me, tile_m, tile_n, batch, k_begin, k_end, split);
+}
+
+// Stream-K: the grid's blocks share the (tile, k-tile) iterations evenly; block b walks [b·total/blocks,
+// (b+1)·total/blocks) across tile boundaries. A tile it covers whole goes to D; a piece of a shared tile goes to
+// workspace slice (b − the tile's first block), and stream_k_fixup adds the pieces.
+TESSERA_DEVICE i64 stream_k_block_of(i64 iteration, i64 blocks, i64 total) {
+  return ((iteration + 1) * blocks - 1) / total;
+}
+
+template <class T, class Epi>
+TESSERA_DEVICE void gemm_tensorop_stream_k(const GemmParams& p) {
+  const i64 blocks = gridDim.x, total = p.sk_total, k_tiles = p.sk_k_tiles, block = blockIdx.x;
+  const int tiles_m = (p.m + T::BM - 1) / T::BM, tiles_n = (p.n + T::BN - 1) / T::BN;
+  const i64 per_batch = static_cast<i64>(tiles_m) * tiles_n;
+  const i64 end = (block + 1) * total / blocks;
+  const TensorOpThread<T> me(p);
+  for (i64 it = block * total / blocks; it < end;) {
+    const i64 tile = it / k_tiles, first = it - tile * k_tiles;
+    const i64 last = k_tiles < first + (end - it) ? k_tiles : first + (end - it);
+    int tile_m, tile_n;
+    raster_tile<T::Swizzle>(static_cast<int>(tile % per_batch), tiles_m, tiles_n, tile_m, tile_n);
+    const bool whole = first == 0 && last == k_tiles;
+    const int slot = whole ? -1 : static_cast<int>(block - stream_k_block_of(tile * k_tiles, blocks, total));
+    const i64 k_end = last * T::BK < p.k ? last * T::BK : p.k;
+    tensorop_tile<T, Epi, kToEither>(p, me, tile_m, tile_n, static_cast<int>(tile / per_batch),
+                                     static_cast<int>(first * T::BK), static_cast<int>(k_end), slot);
+    __syncthreads();  // the next piece's copies reuse the shared memory this one's epilogue read
+    it += last - first;
+  }
+}
+
+// The second kernel of a stream-K GEMM: the outputs of tiles shared by several blocks, their pieces added and put
+// through the epilogue. Tiles one block finished are left alone (it stored them).
+template <class T, class Epi>
+TESSERA_DEVICE void stream_k_fixup(const GemmParams& p) {
+  const i64 total = static_cast<i64>(p.batch) * p.m * p.n;
+  const int tiles_m = (p.m + T::BM - 1) / T::BM, tiles_n = (p.n + T::BN - 1) / T::BN;
+  for (i64 idx = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<i64>(gridDim.x) * blockDim.x) {
+    const i64 b = idx / (static_cast<i64>(p.m) * p.n);
+    const i64 rem = idx - b * p.m * p.n;
+    const i64 m = rem / p.n, n = rem - m * p.n;
+    const i64 tile = b * tiles_m * tiles_n + raster_index<T::Swizzle>(static_cast<int>(m / T::BM),
+                                                                      static_cast<int>(n / T::BN), tiles_m, tiles_n);
+    const i64 first = stream_k_block_of(tile * p.sk_k_tiles, p.sk_blocks, p.sk_total);
+    const i64 last = stream_k_block_of(tile * p.sk_k_tiles + p.sk_k_tiles - 1, p.sk_blocks, p.sk_total);
+    if (first == last) continue;
+    float sum = 0.0f;
+    for (i64 s = 0; s <= last - first; ++s) sum += ld_global(workspace_element(p, static_cast<int>(s), m, n, b));
+    st_global(d_element<typename T::Out, T::DRowMajor>(p, m, n, b),
+              from_f32<typename T::Out>(Epi::apply(sum, m, n, b, p)));
   }
 }
 

@@ -65,7 +65,10 @@ struct FragmentOffsets {
   TESSERA_DEVICE FragmentOffsets(int warp_base, int warp_lane) : base(warp_base), lane(warp_lane) {
     if constexpr (kCached)
 #pragma unroll
-      for (int i = 0; i < kCachedCount; ++i) cached[i] = kKMajor ? direct(0, i) : direct(kIsA ? i : 2 * i, 0);
+      for (int i = 0; i < kCachedCount; ++i) {
+        cached[i] = kKMajor ? direct(0, i) : direct(kIsA ? i : 2 * i, 0);
+        keep_computed(cached[i]);
+      }
   }
   TESSERA_DEVICE int direct(int tile, int ks) const {
     if constexpr (kIsA)

@@ -81,7 +81,9 @@ struct TileIterator {
     if constexpr (kRegular) {
       first_row = tid / kChunksPerRow;
       column = (tid % kChunksPerRow) * kChunkElems;
-      first_offset = static_cast<u32>(Tile::offset(first_row, column * static_cast<int>(sizeof(E))));
+      int offset = Tile::offset(first_row, column * static_cast<int>(sizeof(E)));
+      keep_computed(offset);
+      first_offset = static_cast<u32>(offset);
       first_element = first_row * row_stride + column;
       row_step = kRowStep * row_stride;
     }
