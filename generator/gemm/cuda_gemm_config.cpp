@@ -112,7 +112,10 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
     c.block_k = 128 / elem;
     const bool big_smem = target.max_shared_per_block > 160 * 1024;
     const std::int64_t tiles128 = TileGrid{p.m, p.n, 128, 128, p.batch}.count();
-    if (tiles128 < target.sm_count / 2) {
+    if (p.m <= 32) {
+      // Skinny M (a decoding step's linear layers): 16- or 32-row tiles instead of 64 rows mostly padding.
+      c.block_m = c.warp_m = p.m <= 16 ? 16 : 32, c.block_n = 128, c.warp_n = 32;
+    } else if (tiles128 < target.sm_count / 2) {
       c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
     } else if (big_smem && tiles128 >= 2 * target.sm_count && p.n >= 256) {
       c.block_n = 256;  // 8 warps of 64×64: more reuse per byte of shared memory once the grid is several waves

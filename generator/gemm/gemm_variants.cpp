@@ -162,9 +162,10 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
   struct Tile {
     int bm, bn, wm, wn;
   };
-  const std::vector<Tile> tiles = {{64, 64, 32, 32},   {128, 64, 64, 32},  {64, 128, 32, 64},
-                                   {128, 128, 64, 64}, {128, 128, 64, 32}, {128, 256, 64, 64},
-                                   {256, 128, 64, 64}, {256, 64, 64, 32},  {64, 256, 32, 64}};
+  const std::vector<Tile> tiles = {
+      {64, 64, 32, 32},   {128, 64, 64, 32},  {64, 128, 32, 64},  {128, 128, 64, 64},
+      {128, 128, 64, 32}, {128, 256, 64, 64}, {256, 128, 64, 64}, {256, 64, 64, 32},
+      {64, 256, 32, 64},  {16, 128, 16, 32},  {32, 128, 32, 32}};  // skinny M: decoding's linear layers
   const int elem = dtype_bytes(s.a.dtype);
   for (const Tile& t : tiles)
     for (int stages : base.math == CudaMath::Simt ? std::vector<int>{2} : std::vector<int>{2, 3, 4, 5})

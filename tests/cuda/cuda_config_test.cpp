@@ -76,6 +76,9 @@ TEST(CudaGemmConfig, DefaultsFollowTheProblem) {
     }
   const CudaGemmConfig deep = CudaGemmConfig::default_for(problem(64, 64, 16384, DType::f16), t);
   EXPECT_TRUE(deep.split_k > 1 || deep.stream_k > 0) << "one output tile and deep K: split K over the idle SMs";
+  // Skinny M (a decoding step's linear layer): 16- or 32-row tiles, not 64 rows mostly padding.
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(16, 4096, 4096, DType::f16), t).block_m, 16);
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(24, 4096, 4096, DType::bf16), t).block_m, 32);
   const CudaGemmConfig odd = CudaGemmConfig::default_for(problem(100, 100, 1001, DType::f16), t);
   EXPECT_EQ(odd.align_a, 1) << "a packed row-major A with K = 1001 has 2-byte-aligned rows";
   EXPECT_EQ(odd.align_b, 4) << "row-major B with N = 100: 8-byte vectors";

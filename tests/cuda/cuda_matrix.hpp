@@ -67,6 +67,11 @@ inline std::vector<MatrixCase> matrix() {
     cases.push_back({DType::tf32, Layout::row_major(), Layout::row_major(),
                      "block_m=128,block_n=128,warp_m=64,warp_n=64,stages=3,align_a=1,align_b=2,split_k=2", fused,
                      arch});
+    // Skinny M: 16- and 32-row block tiles (one m16 tile per warp, or two).
+    cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
+                     "block_m=16,block_n=128,block_k=64,warp_m=16,warp_n=32,stages=3", fused, arch});
+    cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),
+                     "block_m=32,block_n=128,warp_m=32,warp_n=32,stages=4,split_k=2", "", arch});
     // Stream-K (its pieces through the workspace and the fix-up kernel), one and two blocks per SM.
     cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
                      "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,stream_k=1", fused, arch});
