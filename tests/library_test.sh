@@ -60,6 +60,10 @@ compiled=$(sed -n 's/.*(\([0-9]*\) compiled, \([0-9]*\) reused).*/\1/p' <<<"$out
 reused=$(sed -n 's/.*(\([0-9]*\) compiled, \([0-9]*\) reused).*/\2/p' <<<"$out")
 if [[ -n $compiled && $compiled -le 4 && $reused -ge 8 ]]; then ok; else bad "changed entry rebuilt: $out"; fi
 if r=$("$work/check_shared") && [[ $r == *" 0 failures"* ]]; then ok; else bad "rebuilt library: $r"; fi
+# A lock file edited into another shape (valid JSON) counts as none: the library is rebuilt whole.
+echo '{"identity": 5, "variants": 5.5e70, "symbols": [1, 2]}' >"$lib/tlib.lock.json"
+if out=$("$bin" library build "$work/changed.json" --out "$lib" 2>&1) && [[ $out != *"up to date"* ]] &&
+  r=$("$work/check_shared") && [[ $r == *" 0 failures"* ]]; then ok; else bad "build over a malformed lock: $out"; fi
 
 # Bad manifests: exit 2, one line naming the entry and field, no output directory.
 bad_manifest() {

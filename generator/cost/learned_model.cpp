@@ -59,9 +59,11 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
     model->target_ = j.at("target").get<std::string>();
     model->name_ = name;
     // Optional: models written before it was recorded cover any FMA rate of their ISA.
-    model->vector_fmas_per_cycle_ = j.value("vector_fmas_per_cycle", 0);
-    if (model->vector_fmas_per_cycle_ < 0 || model->vector_fmas_per_cycle_ > 2)
+    // Read as JSON first: a number beyond int's range must not be converted (undefined; found by fuzz_cost_model).
+    const nlohmann::json rate = j.value("vector_fmas_per_cycle", nlohmann::json(0));
+    if (!rate.is_number_integer() || rate.get<std::int64_t>() < 0 || rate.get<std::int64_t>() > 2)
       throw InvalidArgument("model", "vector_fmas_per_cycle must be 1 or 2");
+    model->vector_fmas_per_cycle_ = rate.get<int>();
     model->range_min_ = j.at("range_min").get<std::vector<double>>();
     model->range_max_ = j.at("range_max").get<std::vector<double>>();
     if (model->range_min_.size() != kRangeFeatures.size() || model->range_max_.size() != kRangeFeatures.size())

@@ -136,6 +136,17 @@ LibraryBuildReport build_library(const LibraryManifest& manifest, const fs::path
       } catch (const json::exception&) {
         old_lock = json();  // unreadable: rebuilt whole
       }
+      // A lock of another shape (edited, or truncated into valid JSON) counts as none: rebuilt whole.
+      const auto well_formed = [](const json& lock) {
+        if (!lock.is_object() || !lock.value("identity", json()).is_object()) return false;
+        const json& variants = lock.value("variants", json(0));
+        if (!variants.is_number_integer() || variants.get<std::int64_t>() < 0 || variants.get<std::int64_t>() > 1 << 30)
+          return false;
+        const json symbols = lock.value("symbols", json::array());
+        return symbols.is_array() &&
+               std::all_of(symbols.begin(), symbols.end(), [](const json& symbol) { return symbol.is_string(); });
+      };
+      if (!well_formed(old_lock)) old_lock = json();
     }
   }
   LibraryBuildReport report;
@@ -147,7 +158,7 @@ LibraryBuildReport build_library(const LibraryManifest& manifest, const fs::path
   for (const auto& p : products) complete &= fs::exists(p);
   if (complete && old_lock.is_object() && old_lock.value("identity", json()) == identity) {
     report.up_to_date = true;
-    report.variants = old_lock.value("variants", 0);
+    report.variants = static_cast<int>(old_lock.value("variants", json(0)).get<std::int64_t>());
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return report;
   }

@@ -613,6 +613,11 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   EXPECT_TRUE(LearnedCpuModel::from_json(unrated.dump())->covers(p.problem, other_rate));
   unrated["vector_fmas_per_cycle"] = 7;
   EXPECT_THROW(LearnedCpuModel::from_json(unrated.dump()), InvalidArgument);
+  // Found by fuzz_cost_model: a rate beyond int's range was converted (undefined behaviour) before it was checked.
+  for (const char* rate : {"5.5e70", "1.5", "-1e300", "\"2\""}) {
+    unrated["vector_fmas_per_cycle"] = nlohmann::json::parse(rate);
+    EXPECT_THROW(LearnedCpuModel::from_json(unrated.dump()), InvalidArgument) << rate;
+  }
   EXPECT_THROW(LearnedCpuModel::from_json("{}"), InvalidArgument);
   EXPECT_THROW(LearnedCpuModel::from_json("not json"), InvalidArgument);
   nlohmann::json other = nlohmann::json::parse(model->to_json());
