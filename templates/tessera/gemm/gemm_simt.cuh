@@ -166,9 +166,15 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p) {
       if (m >= p.m || n >= p.n) continue;
       const int valid = p.n - n < 4 ? static_cast<int>(p.n - n) : 4;
       if constexpr (T::SplitK > 1) {
+        float* w = workspace_element(p, split, m, n, batch);
+        if (valid == 4 && p.n % 4 == 0) {  // rows of the workspace 16-byte aligned: one vector store
+          st_global(reinterpret_cast<Vector<float, 4>*>(w),
+                    Vector<float, 4>{{acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]}});
+        } else {
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
-          if (q < valid) st_global(workspace_element(p, split, m, n + q, batch), acc[i][j + q]);
+          for (int q = 0; q < 4; ++q)
+            if (q < valid) st_global(w + q, acc[i][j + q]);
+        }
       } else if constexpr (T::DRowMajor && T::AlignC == 4) {
         float values[4];
 #pragma unroll
