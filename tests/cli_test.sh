@@ -163,6 +163,13 @@ assert all(p[k]["requests"] > 0 and p[k]["bank_conflicts"] == 0 for k in ("ldmat
 assert p["cp_async_global"]["sectors"] == p["cp_async_global"]["ideal_sectors"], p
 ' "$out"; then ok; else bad "gemm --profile: $out"; fi
 expect_bad "--profile" gemm 64 64 64 --profile
+out=$("$bin" attention 1 2 128 64 --target cuda-emu:sm_80 --dtype f16 --profile --verify --json --repeat 1)
+if [[ $? -eq 0 ]] && python3 -c '
+import json, sys
+j = json.loads(sys.argv[1]); p = j["profile"]
+assert j["ok"] and all(p[k]["requests"] > 0 and p[k]["bank_conflicts"] == 0 for k in ("ldmatrix", "cp_async_shared")), p
+' "$out"; then ok; else bad "attention --profile: $out"; fi
+expect_bad "--profile" attention 1 1 8 8 --profile
 
 # Tuning: records a few shapes, resumes without measuring again, trains and evaluates a model from the records.
 tmp=$(mktemp -d)

@@ -245,4 +245,39 @@ std::unique_ptr<TuningRecords> open_records(const std::string& path) {
   return path.empty() ? nullptr : std::make_unique<TuningRecords>(path);
 }
 
+// The emulator's access counts, per kind: requests, wavefronts (shared) or sectors (global) and the ideal, per
+// request; shared kinds add their bank conflicts (wavefronts beyond the ideal).
+nlohmann::json profile_json(const EmuProfile& p) {
+  nlohmann::json j;
+  const auto add = [&](const char* name, const EmuAccessCounters& c, bool shared) {
+    const double requests = static_cast<double>(std::max<std::uint64_t>(c.requests, 1));
+    nlohmann::json k{{"requests", c.requests},
+                     {shared ? "wavefronts" : "sectors", c.transactions},
+                     {shared ? "ideal_wavefronts" : "ideal_sectors", c.ideal},
+                     {"per_request", static_cast<double>(c.transactions) / requests},
+                     {"ideal_per_request", static_cast<double>(c.ideal) / requests}};
+    if (shared) k["bank_conflicts"] = c.transactions - c.ideal;
+    j[name] = k;
+  };
+  add("ldmatrix", p.ldmatrix, true);
+  add("cp_async_shared", p.cp_async_shared, true);
+  add("shared_load", p.shared_load, true);
+  add("shared_store", p.shared_store, true);
+  add("cp_async_global", p.cp_async_global, false);
+  add("global_load", p.global_load, false);
+  add("global_store", p.global_store, false);
+  return j;
+}
+
+void print_profile(const EmuProfile& profile) {
+  std::cout << fmt::format("  profile over {} launches (per warp-level request; ideal in brackets):\n",
+                           profile.launches);
+  const nlohmann::json table = profile_json(profile);
+  for (const auto& [name, kind] : table.items())
+    std::cout << fmt::format("    {:16} {:>10} requests  {:6.2f} {} per request [{:.2f}]\n", name,
+                             kind["requests"].get<std::uint64_t>(), kind["per_request"].get<double>(),
+                             kind.contains("wavefronts") ? "wavefronts" : "sectors",
+                             kind["ideal_per_request"].get<double>());
+}
+
 }  // namespace tessera::cli

@@ -96,6 +96,11 @@ class DeviceMirror {
 
 // Runs a subcommand body, turning tessera errors into a one-line message and an exit code.
 int guarded(const std::function<int()>& body);
+
+// The SIMT emulator's access counts (`--profile` of cuda-emu targets), per kind: requests, wavefronts (shared) or
+// sectors (global) and the ideal, per request; shared kinds add their bank conflicts. As JSON and as a table.
+nlohmann::json profile_json(const EmuProfile& profile);
+void print_profile(const EmuProfile& profile);
 // Prints "tessera: error: MESSAGE" on stderr (and, after report_errors_as_json(true), {"ok": false, "error", "exit"}
 // on stdout); returns code.
 int report_error(const std::string& message, int code);

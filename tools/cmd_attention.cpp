@@ -33,9 +33,12 @@ struct AttentionCommand {
   int repeat = 5;
   bool verify = false;
   bool json = false;
+  bool profile = false;
 
   int run() const {
     if (repeat < 1) throw InvalidArgument("--repeat", "must be >= 1");
+    if (profile && !request.target.starts_with("cuda-emu"))
+      throw InvalidArgument("--profile", "needs a cuda-emu:sm_XX target (the SIMT emulator counts the accesses)");
     if (CudaTarget::is_cuda_text(request.target)) return run_cuda();
     check_cpu_dtype(request);
     AttentionBuffers buffers = make_attention_buffers(request);
@@ -96,7 +99,10 @@ struct AttentionCommand {
   // emulator), O copied back and verified.
   int run_cuda() const {
     if (!request.config.empty()) throw InvalidArgument("--config", "is for CPU targets");
-    CudaRuntime runtime(request.target);  // no driver or no device: Unavailable, with the reason
+    EmuProfile counts;
+    EmuOptions emulation;
+    if (profile) emulation.profile = &counts;
+    CudaRuntime runtime(request.target, emulation);  // no driver or no device: Unavailable, with the reason
     AttentionBuffers host = make_attention_buffers(request);
     if (host.q16.empty()) throw InvalidArgument("--dtype", "the CUDA attention kernel takes f16 or bf16");
     AttentionArgs device_args = host.args;
@@ -139,6 +145,7 @@ struct AttentionCommand {
                        {"verified", verify},
                        {"ok", ok}};
       if (verify) j["max_abs_err"] = cmp.max_abs_err, j["max_rel_err"] = cmp.max_rel_err;
+      if (profile) j["profile"] = profile_json(counts);
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format(
@@ -151,6 +158,7 @@ struct AttentionCommand {
       if (verify)
         std::cout << fmt::format("  verify: {}  max abs err {:.3g}{}\n", ok ? "ok" : "FAILED", cmp.max_abs_err,
                                  ok ? "" : "  first: " + cmp.first_mismatch);
+      if (profile) print_profile(counts);
     }
     return ok ? kOk : kVerifyFailed;
   }
@@ -246,6 +254,8 @@ void add_attention_command(CLI::App& app, int& result) {
   sub->add_option("--repeat", cmd->repeat, "timed repetitions (median reported)");
   sub->add_flag("--verify", cmd->verify, "compare with the double-precision reference; exit 1 if out of tolerance");
   sub->add_flag("--json", cmd->json, "print one JSON object");
+  sub->add_flag("--profile", cmd->profile,
+                "cuda-emu targets: count shared-memory wavefronts (bank conflicts) and global sectors per request");
   sub->callback([cmd, &result] { result = guarded([&] { return cmd->run(); }); });
 }
 
