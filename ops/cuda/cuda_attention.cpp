@@ -22,7 +22,7 @@ namespace {
 // The widest row alignment (elements, at most 8 = 16 bytes) every row of Q, K and V allows.
 int allowed_alignment(const AttentionBinding& bound) {
   int align = 8;
-  for (const AttentionView* view : {&bound.q, &bound.k, &bound.v}) {
+  for (const AttentionView* view : {&bound.q, &bound.k, &bound.v, &bound.o}) {
     const auto address = reinterpret_cast<std::uintptr_t>(view->data);
     while (align > 1 && (address % static_cast<std::uintptr_t>(2 * align) != 0 || view->seq % align != 0 ||
                          view->head % align != 0 || view->batch % align != 0))

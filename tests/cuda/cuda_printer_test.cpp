@@ -35,7 +35,7 @@ TEST(CudaPrinter, EpilogueBecomesCudaCWithLayoutsFromExpr) {
   GemmProblem p;
   p.m = p.n = p.k = 256;
   p.signature = s;
-  const CudaSource src = emit_cuda({s, CudaGemmConfig::default_for(p, t), t});
+  const CudaSource src = emit_cuda({s, CudaGemmConfig::default_for(p, t).with_overrides("split_k=4"), t});
   const std::string& code = src.code;
   EXPECT_NE(code.find("tessera::epi::clamp(((tessera::epi::gelu(((p.alpha * acc) + "
                       "tessera::ld_global(static_cast<const float*>(p.inputs[0].data) + ((b * p.inputs[0].bs) + n))))"),
@@ -52,9 +52,13 @@ TEST(CudaPrinter, EpilogueBecomesCudaCWithLayoutsFromExpr) {
   EXPECT_NE(code.find("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(src.threads) + ", 1) " +
                       src.kernel + "(const tessera::GemmParams p)"),
             std::string::npos);
-  // 256² is 4 tiles of 128² on 108 SMs: the default splits K, which adds the reduction kernel.
+  // Split K adds the reduction kernel; stream-K its fix-up kernel instead.
   EXPECT_EQ(src.reduce_kernel, src.kernel + "_reduce");
   EXPECT_NE(code.find("tessera::splitk_reduce<Traits, Epilogue>(p)"), std::string::npos);
+  const CudaSource streamed = emit_cuda({s, CudaGemmConfig::default_for(p, t).with_overrides("stream_k=1"), t});
+  EXPECT_EQ(streamed.reduce_kernel, streamed.kernel + "_fixup");
+  EXPECT_NE(streamed.code.find("tessera::gemm_tensorop_stream_k<Traits, Epilogue>(p)"), std::string::npos);
+  EXPECT_NE(streamed.code.find("tessera::stream_k_fixup<Traits, Epilogue>(p)"), std::string::npos);
 }
 
 TEST(HostConversions, F16MatchesTheCompilersFloat16) {

@@ -9,6 +9,7 @@
 
 #include "tessera/arch.cuh"
 #include "tessera/attention/attention_params.cuh"
+#include "tessera/element.cuh"
 #include "tessera/warp/mma_fragments.cuh"
 #include "tessera/warp/smem_swizzle.cuh"
 #include "tessera/warp/tile_loader.cuh"
@@ -192,7 +193,9 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     __syncthreads();
   }
 
-  // O = accumulated / sum (0 for a row that saw no key), and the log-sum-exp.
+  // O = accumulated / sum (0 for a row that saw no key), and the log-sum-exp. The warp's Q rows take O below: every
+  // lane's reads of them (the Q fragments) come first.
+  syncwarp();
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float sum = row_sum[r];
@@ -212,13 +215,33 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
       if (t == 0) st_global(p.lse_partial + partial, lse);
       continue;
     }
-    const i64 out = b * p.o_bs + h * p.o_hs + (q_start + row[r]) * p.o_ss;
+    // The row's 16-bit pairs into this warp's own rows of the Q tile (dead since Q went to registers; no other warp
+    // reads them), to leave as whole row chunks below.
 #pragma unroll
-    for (int i = 0; i < S::kOTiles; ++i) {
-      store_element<T>(p.o, out + i * 8 + 2 * t, o[i][2 * r] * inverse);
-      store_element<T>(p.o, out + i * 8 + 2 * t + 1, o[i][2 * r + 1] * inverse);
-    }
+    for (int i = 0; i < S::kOTiles; ++i)
+      st_shared<u32>(kQTile + S::Tile::offset(warp * 16 + g + 8 * r, (i * 8 + 2 * t) * 2),
+                     pack_pair<T::kInput>(o[i][2 * r] * inverse, o[i][2 * r + 1] * inverse));
     if (p.lse != nullptr && t == 0) st_global(p.lse + b * p.lse_bs + h * p.lse_hs + q_start + row[r], lse);
+  }
+  if (p.kv_splits > 1) return;
+  // The warp's 16 rows of O from shared memory in 16-byte chunks: 8 lanes store one 128-byte run of a row (the
+  // fragments' own layout would store 4 lanes' 4 bytes to each of 8 rows per instruction).
+  syncwarp();
+  constexpr int kChunks = T::D / 8;  // 8 elements a chunk
+  constexpr int kVec = T::Align;     // elements per global store: what O's alignment allows
+  for (int c = lane; c < 16 * kChunks; c += 32) {
+    const int r = c / kChunks, x = (c % kChunks) * 8;
+    const int i = q0 + warp * 16 + r;
+    if (i >= seq_q) continue;
+    const Vector<u16, 8> chunk = ld_shared<Vector<u16, 8>>(kQTile + S::Tile::offset(warp * 16 + r, x * 2));
+    u16* out = static_cast<u16*>(p.o) + b * p.o_bs + h * p.o_hs + (q_start + i) * p.o_ss + x;
+#pragma unroll
+    for (int e = 0; e < 8; e += kVec) {
+      Vector<u16, kVec> part;
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) part.v[j] = chunk.v[e + j];
+      st_global(reinterpret_cast<Vector<u16, kVec>*>(out + e), part);
+    }
   }
 }
 
