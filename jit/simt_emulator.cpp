@@ -21,6 +21,11 @@
 #include "jit/host_kernel_compiler.hpp"
 #include "tessera/emu/api.cuh"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace tessera {
 
 namespace {
@@ -83,6 +88,28 @@ struct Shadow {
   std::uint32_t writer_warp_epoch = 0, reader_warp_epoch = 0, reader2_warp_epoch = 0;
 };
 
+// AddressSanitizer must be told when execution moves to another stack (fiber or scheduler), or it takes the fiber
+// stacks for overflows of the thread's own. `fake` is ASan's fake stack of the side being left (null when a fiber
+// leaves for good). Without ASan these are nothing.
+#if defined(__SANITIZE_ADDRESS__)
+thread_local const void* t_scheduler_stack = nullptr;
+thread_local std::size_t t_scheduler_stack_bytes = 0;
+void leaving_for(void** fake, const void* bottom, std::size_t bytes) {
+  __sanitizer_start_switch_fiber(fake, bottom, bytes);
+}
+void arrived(void* fake) { __sanitizer_finish_switch_fiber(fake, nullptr, nullptr); }
+void fiber_started() { __sanitizer_finish_switch_fiber(nullptr, &t_scheduler_stack, &t_scheduler_stack_bytes); }
+void leaving_for_scheduler(void** fake) { leaving_for(fake, t_scheduler_stack, t_scheduler_stack_bytes); }
+// A fiber stack reused: frames abandoned on it (a thread that failed) left their red zones poisoned.
+void fresh_stack(void* bottom, std::size_t bytes) { ASAN_UNPOISON_MEMORY_REGION(bottom, bytes); }
+#else
+void fresh_stack(void*, std::size_t) {}
+void leaving_for(void**, const void*, std::size_t) {}
+void arrived(void*) {}
+void fiber_started() {}
+void leaving_for_scheduler(void**) {}
+#endif
+
 // Fiber stacks of one worker, with a guard page under each.
 class Stacks {
  public:
@@ -92,7 +119,11 @@ class Stacks {
     if (memory_ == MAP_FAILED) throw Error("emulator: cannot map fiber stacks");
     for (unsigned i = 0; i < count_; ++i) mprotect(memory_ + i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
   }
-  ~Stacks() { munmap(memory_, bytes_); }
+  // Unpoisoned first: memory mapped later at these addresses must not inherit the red zones of abandoned frames.
+  ~Stacks() {
+    fresh_stack(memory_, bytes_);
+    munmap(memory_, bytes_);
+  }
   Stacks(const Stacks&) = delete;
   Stacks& operator=(const Stacks&) = delete;
   // The top of stack i (stacks grow down).
@@ -147,17 +178,24 @@ std::string ranges(const std::vector<int>& ids) {
 
 void yield() {
   Thread& t = t_block->me();
+  void* fake = nullptr;
+  leaving_for_scheduler(t.state == State::Done ? nullptr : &fake);
   const ctx::transfer_t back = ctx::jump_fcontext(t.scheduler, nullptr);
+  arrived(fake);
   t.scheduler = back.fctx;
 }
 
 // Records the first bug and leaves the fiber for good: kernel frames are abandoned, never unwound.
 // Outside a fiber (a warp collective carried out by the scheduler) it throws instead.
-[[noreturn]] void fail(const std::string& what) {
+// `what` is taken by value (the callers' temporaries become it) and emptied, like the message: the frames left
+// behind must own no heap memory.
+[[noreturn]] void fail(std::string what) {
   Block& b = *t_block;
-  const std::string message = fmt::format("kernel {}: {}: {}", b.launch->kernel, thread_name(b, b.current), what);
+  std::string message = fmt::format("kernel {}: {}: {}", b.launch->kernel, thread_name(b, b.current), what);
+  std::string().swap(what);
   if (!b.in_fiber) throw EmulationError(message);
-  if (b.error.empty()) b.error = message;
+  if (b.error.empty()) b.error = std::move(message);
+  std::string().swap(message);
   b.me().state = State::Done;
   yield();
   __builtin_unreachable();
@@ -669,6 +707,7 @@ bool resolve_barrier(Block& b, bool stuck) {
 }
 
 void fiber_entry(ctx::transfer_t transfer) {
+  fiber_started();
   Block& b = *t_block;
   Thread& t = b.me();
   t.scheduler = transfer.fctx;
@@ -696,6 +735,7 @@ void run_block(Block& b, const Stacks& stacks) {
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = b.threads[i];
     t.index = {{i, 0, 0}, b.block_idx, {n, 1, 1}, {b.launch->grid_x, b.launch->grid_y, b.launch->grid_z}};
+    fresh_stack(static_cast<char*>(stacks.top(i)) - kStackBytes, kStackBytes);
     t.context = ctx::make_fcontext(stacks.top(i), kStackBytes, fiber_entry);
   }
   for (;;) {
@@ -706,7 +746,10 @@ void run_block(Block& b, const Stacks& stacks) {
       if (t.state != State::Runnable) continue;
       b.current = i;
       b.in_fiber = true;
+      void* fake = nullptr;
+      leaving_for(&fake, static_cast<const char*>(stacks.top(static_cast<unsigned>(i))) - kStackBytes, kStackBytes);
       const ctx::transfer_t back = ctx::jump_fcontext(t.context, nullptr);
+      arrived(fake);
       b.in_fiber = false;
       t.context = back.fctx;
       ran = true;

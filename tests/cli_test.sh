@@ -582,6 +582,98 @@ out=$("$bin" gemm 10 10 --json 2>/dev/null)
 out=$("$bin" gemm 10 10 10 --epilogue "gelu(acc" --json 2>/dev/null)
 [[ $out == *'"error":"--epilogue: column 9'*'"exit":2'* ]] && ok || bad "--json epilogue error: $out"
 
+# The bad-input table (issue 37): one row per case, NEEDLE<tab>ARGUMENTS (shell words); each must exit 2 with one
+# line on stderr holding NEEDLE, and write nothing (no library directory, no matrix file).
+printf 'garbage\n' >"$tmp/garbage.mtx"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 1\n4 1 1.0\n' >"$tmp/range.mtx"
+printf '{\n' >"$tmp/bad.json"
+table_rows=0
+while IFS=$'\t' read -r needle words; do
+  eval "args=($words)"
+  expect_bad "$needle" "${args[@]}"
+  table_rows=$((table_rows + 1))
+done <<ROWS
+--dtype	gemm 10 10 10 --dtype f64
+--dtype	gemm 10 10 10 --dtype ""
+--alpha	gemm 10 10 10 --alpha abc
+--beta	gemm 10 10 10 --beta 1,2
+--layout-c	gemm 10 10 10 --layout-c diag
+--epilogue: column 1	gemm 10 10 10 --epilogue ""
+--repeat	gemm 10 10 10 --repeat -3
+MR (0)	gemm 10 10 10 --config mr=0
+unknown key 'bogus'	gemm 10 10 10 --config bogus=1
+key=integer	gemm 10 10 10 --config mr
+not expected	gemm 10 10 10 10
+M/N/K	gemm -1 10 10
+unknown target 'cpu:avx1024'	gemm 10 10 10 --target cpu:avx1024
+--epilogue	gemm 10 10 10 --epilogue "acc + bias[q]"
+--epilogue	gemm 10 10 10 --epilogue "relu(acc, 1)"
+--epilogue	gemm 10 10 10 --epilogue "((((acc)))"
+--epilogue	gemm 10 10 10 --epilogue "acc × 2"
+M/N/K: this command allocates at most 2^31	gemm 10 10 99999999999999999999
+--kv-heads	attention 1 2 16 64 --kv-heads 0
+--kv-heads	attention 1 2 16 64 --kv-heads -2
+--seq-kv	attention 1 2 16 64 --seq-kv -5
+B/H/S	attention 1 2 -16 64
+B/H/S	attention -1 2 16 64
+D: must be in [1, 512]	attention 1 2 16 513
+--head-dim-v	attention 1 2 16 64 --head-dim-v -1
+--head-dim-v	attention 1 2 16 64 --head-dim-v 1000
+score_mod: column 4	attention 1 2 16 64 --score-mod "s +"
+score_mod: reads tensor 'bias'	attention 1 2 16 64 --score-mod "s + bias[h]"
+tensors[bias]: must have rank 1	attention 1 2 16 64 --score-mod "s + bias[h]" --tensor bias=3x3
+--scalar t	attention 1 2 16 64 --score-mod "s * t" --scalar t=abc
+scalars[t]: is not read	attention 1 2 16 64 --scalar t=1
+--tensor bias	attention 1 2 16 64 --tensor bias=x
+--dtype	attention 1 2 16 64 --dtype i8
+scale: must be finite	attention 1 2 16 64 --scale nan
+scale: must be finite	attention 1 2 16 64 --scale inf
+--threads	attention 1 2 16 64 --threads -4
+--seq-lens	attention 1 2 16 64 --seq-lens 4,-1
+--layout	attention 1 2 16 64 --layout sbhd
+block_q = 0	attention 1 2 16 64 --config block_q=0
+unknown key 'nope'	attention 1 2 16 64 --config nope=3
+--repeat	attention 1 2 16 64 --repeat 0
+unknown CUDA target	attention 1 2 16 64 --target cuda-emu:sm_70
+B/H/S/D	attention 1024 1024 1024 512
+Could not convert	attention x 2 16 64
+cannot be opened	spmm --matrix $tmp/nonexistent.mtx --n 16
+the first line must start with %%MatrixMarket	spmm --matrix $tmp/garbage.mtx --n 16
+density '2'	spmm --gen uniform:10,10,2 --n 16
+unknown kind 'zipf'	spmm --gen zipf:10,10,0.5 --n 16
+--n	spmm --gen uniform:10,10,0.5 --n -16
+--format	spmm --gen uniform:10,10,0.5 --n 16 --format ell
+--epilogue: column 6	spmm --gen uniform:10,10,0.5 --n 16 --epilogue "acc +"
+--index	spmm --gen uniform:10,10,0.5 --n 16 --index i16
+--dtype	spmm --gen uniform:10,10,0.5 --n 16 --dtype f64
+nv must be in 1..8	spmm --gen uniform:10,10,0.5 --n 16 --config nv=99
+cannot be written	spmm --gen uniform:10,10,0.5 --n 16 --write-matrix /nonexistent/x.mtx
+--matrix/--gen	spmm --gen uniform:10,10,0.5 --matrix $tmp/range.mtx --n 16
+--k	sddmm --gen uniform:10,10,0.5 --k -8
+the first line must start	sddmm --matrix $tmp/garbage.mtx --k 8
+'s' is reserved	sddmm --gen uniform:10,10,0.5 --k 8 --epilogue "s[n]"
+--index	sddmm --gen uniform:10,10,0.5 --k 8 --index i8
+--dtype	sddmm --gen uniform:10,10,0.5 --k 8 --dtype i8
+unknown key	sddmm --gen uniform:10,10,0.5 --k 8 --config bogus=1
+--shapes 10x10	tune gemm --shapes 10x10
+'axbxc' is not MxNxK	tune gemm --shapes axbxc
+--records: cannot open	tune gemm --shapes 10x10x10 --records /nonexistent/dir/r.db
+--records: no such file	model eval --records /nonexistent.db
+subcommand	model bogus
+subcommand	library bogus
+not expected	cache clear --dir
+manifest: JSON: invalid	library build $tmp/bad.json --out $tmp/libout1
+MANIFEST: cannot read	library build /nonexistent.json --out $tmp/libout2
+not expected	emit gemm 10 10 10 10
+unknown target 'cpu:avx3'	emit attention 1 2 16 64 --target cpu:avx3
+--dtype	emit spmm --gen uniform:10,10,0.5 --n 16 --dtype f64
+--n: this command allocates at most 2^31	spmm --gen uniform:10,10,0.5 --n 9223372036854775807
+--k: this command allocates at most 2^31	sddmm --gen uniform:10,10,0.5 --k 9223372036854775807
+--n: this command allocates at most 2^31	emit spmm --gen uniform:10,10,0.5 --n 9223372036854775807
+ROWS
+if [[ $table_rows -ge 70 && ! -e $tmp/libout1 && ! -e $tmp/libout2 ]]; then ok; else
+  bad "bad-input table: $table_rows rows, or a refused library build left its directory"; fi
+
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 
 # Every command-line example in README.md runs and succeeds.

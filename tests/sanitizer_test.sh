@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The unit suites under a sanitizer, in a build of their own (BUILD_DIR/sanitize-KIND, -O2, no debug info):
-#   address  AddressSanitizer + UndefinedBehaviorSanitizer, every suite of tessera_tests (two shards at once)
+#   address  AddressSanitizer + UndefinedBehaviorSanitizer, every suite of tessera_tests (two shards at once), then a
+#            sample of the emulator's: one kernel in 16 of the CUDA matrix and the emulator's own, attention and
+#            sparse suites (the emulator's fibers annotated for ASan; the emulated kernels are host objects built by
+#            the host compiler, not instrumented)
 #   thread   ThreadSanitizer, the concurrency tests: the thread pool, the kernel and disk caches, runtimes shared by
 #            threads, records written from several threads, kernels run on several threads
 # Any report fails the test (halt_on_error); the JIT's kernels and LLVM are not instrumented, tessera's code is.
@@ -20,7 +23,7 @@ esac
 start=$(date +%s)
 if ! { cmake -S "$source_dir" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O2 \
   -DTESSERA_SANITIZE=$sanitize -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_PYTHON=OFF &&
-  ninja -C "$out" tessera_tests; } >"$out.log" 2>&1; then
+  ninja -C "$out" tessera_tests $([[ $kind == address ]] && echo tessera_emulator_tests); } >"$out.log" 2>&1; then
   echo "FAIL: building the $kind-sanitized suites:"
   grep -m10 -E "error|FAILED" "$out.log"
   exit 1
@@ -41,7 +44,12 @@ if [[ $kind == address ]]; then
   for shard in 0 1; do
     wait -n || failed=1
   done
-  logs=("$out/shard0.log" "$out/shard1.log")
+  GTEST_TOTAL_SHARDS=16 GTEST_SHARD_INDEX=0 "$out/bin/tessera_emulator_tests" --gtest_brief=1 \
+    --gtest_filter='Cuda/EmulatedMatrix.*' >"$out/emulator_matrix.log" 2>&1 || failed=1
+  "$out/bin/tessera_emulator_tests" --gtest_brief=1 \
+    --gtest_filter='Emulator.*:FlashAttentionCuda.EmulatorMatchesTheReference:SparseCuda.*InTheEmulator' \
+    >"$out/emulator.log" 2>&1 || failed=1
+  logs=("$out/shard0.log" "$out/shard1.log" "$out/emulator_matrix.log" "$out/emulator.log")
 else
   filter='ThreadPool.*:KernelCache.*:RuntimeCache.*:DiskCache.*:TuningRecords.*:GemmNumerics.ThreadCountDoesNotChangeResults'
   filter+=':Spmm.ThreadsAndIsas:Attention.BothIsasAndThreadCounts'

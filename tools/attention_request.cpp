@@ -61,9 +61,9 @@ AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t
   if (r.threads < 0) throw InvalidArgument("--threads", "must be >= 0");
   const bool varlen = !r.seq_lens.empty() || !r.seq_lens_kv.empty();
   if (!r.seq_lens_kv.empty() && r.seq_lens.empty()) throw InvalidArgument("--seq-lens-kv", "needs --seq-lens");
-  const std::int64_t kv_heads = r.kv_heads ? r.kv_heads : r.heads;
-  const std::int64_t dv = r.head_dim_v ? r.head_dim_v : r.head_dim;
-  if (kv_heads < 0) throw InvalidArgument("--kv-heads", "must be >= 1");
+  const std::int64_t kv_heads = r.kv_heads.value_or(r.heads);
+  const std::int64_t dv = r.head_dim_v.value_or(r.head_dim);
+  if (r.kv_heads && kv_heads < 1) throw InvalidArgument("--kv-heads", "must be >= 1");
   if (dv < 1 || dv > 512) throw InvalidArgument("--head-dim-v", "must be in [1, 512]");
   const std::vector<std::int64_t>& lens_kv = r.seq_lens_kv.empty() ? r.seq_lens : r.seq_lens_kv;
   if (varlen && lens_kv.size() != r.seq_lens.size())
@@ -75,7 +75,7 @@ AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t
     total_q += r.seq_lens[b], total_kv += lens_kv[b];
   }
   const std::int64_t batch = varlen ? 1 : r.batch;
-  const std::int64_t sq = varlen ? total_q : r.seq, skv = varlen ? total_kv : (r.seq_kv < 0 ? r.seq : r.seq_kv);
+  const std::int64_t sq = varlen ? total_q : r.seq, skv = varlen ? total_kv : r.seq_kv.value_or(r.seq);
   if (skv < 0) throw InvalidArgument("--seq-kv", "must be >= 0");
   const double limit = double(1LL << 31);
   if (double(batch) * double(std::max(r.heads, kv_heads)) * double(std::max(sq, skv)) *
@@ -141,7 +141,7 @@ AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t
     }
   }
   a.causal = r.causal;
-  if (r.scale != 0) a.scale = r.scale;
+  a.scale = r.scale;
   a.threads = r.threads;
   if (!r.score_mod.empty()) a.set_score_mod(r.score_mod);
   for (const std::string& item : r.tensors) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,10 @@ namespace tessera::cli {
 
 struct AttentionRequest {
   std::int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
-  std::int64_t kv_heads = 0, seq_kv = -1, head_dim_v = 0;  // 0 / -1: as heads, seq and head_dim
-  std::vector<std::int64_t> seq_lens, seq_lens_kv;         // varlen: per batch item
+  std::optional<std::int64_t> kv_heads, seq_kv, head_dim_v;  // absent: as heads, seq and head_dim
+  std::vector<std::int64_t> seq_lens, seq_lens_kv;           // varlen: per batch item
   bool causal = false, lse = false;
-  float scale = 0;  // 0: 1/√head_dim
+  std::optional<float> scale;  // absent: 1/√head_dim
   std::string score_mod;
   std::vector<std::string> tensors;  // NAME=AxB... for the modifier's tensors
   std::vector<std::string> scalars;  // NAME=VALUE

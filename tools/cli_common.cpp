@@ -58,8 +58,9 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
   if (r.m < 0 || r.n < 0 || r.k < 0) throw InvalidArgument("M/N/K", "must be >= 0");
   if (r.batch < 0) throw InvalidArgument("--batch", "must be >= 0");
   if (r.threads < 0) throw InvalidArgument("--threads", "must be >= 0");
-  const std::int64_t limit = std::int64_t{1} << 31;
-  if (r.m * r.k > limit || r.k * r.n > limit || r.m * r.n > limit || r.batch * r.m * std::max(r.n, r.k) > limit)
+  // In double: extents near 2^63 would overflow (undefined) an integer product and slip past the limit.
+  const double limit = double(std::int64_t{1} << 31), m = double(r.m), n = double(r.n), k = double(r.k);
+  if (m * k > limit || k * n > limit || m * n > limit || double(r.batch) * m * std::max(n, k) > limit)
     throw InvalidArgument("M/N/K", "this command allocates at most 2^31 elements per operand");
   const Layout la = layout_option(r.layout_a, "--layout-a");
   const Layout lb = layout_option(r.layout_b, "--layout-b");
@@ -233,6 +234,11 @@ int guarded(const std::function<int()>& body) {
     return report_error(first_line(e.what()), kUnavailable);
   } catch (const std::bad_alloc&) {
     return report_error("out of memory", kUnavailable);
+  } catch (const std::length_error&) {
+    return report_error("out of memory (a buffer larger than the address space)", kUnavailable);
+  } catch (const std::exception& e) {
+    // Not an error tessera names: a bug to report, still answered with a message and an exit code, not an abort.
+    return report_error(std::string("internal error: ") + e.what(), kUnavailable);
   }
 }
 

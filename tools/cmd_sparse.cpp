@@ -91,6 +91,10 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
     const SparseMatrixData csr = SparseMatrixData::csr(p.coo, bits, value);
     br = bc = SparsePlan::inspect(csr.view(), 1).stats().suggested_block;
   }
+  // The dense operands this command allocates: M x N and K x N (SpMM), M x K and N x K (SDDMM).
+  const double limit = double(std::int64_t{1} << 31);
+  if (double(std::max(p.coo.rows, p.coo.cols)) * double(r.dense) > limit)
+    throw InvalidArgument(spmm ? "--n" : "--k", "this command allocates at most 2^31 elements per dense operand");
   p.format = br == 1 && bc == 1 ? "csr" : fmt::format("bsr:{}x{}", br, bc);
   p.data = br == 1 && bc == 1 ? SparseMatrixData::csr(p.coo, bits, value)
                               : SparseMatrixData::bsr(p.coo, br, bc, bits, value);
