@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/context/detail/fcontext.hpp>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <tuple>
 
 #include "generator/core/dtype.hpp"
+#include "jit/emu_block.hpp"
 #include "jit/host_kernel_compiler.hpp"
 #include "tessera/emu/api.cuh"
 
@@ -27,66 +29,9 @@
 #endif
 
 namespace tessera {
+namespace emulator {
 
-namespace {
-namespace ctx = boost::context::detail;
-using tessera_emu::Dim3;
-using Entry = void (*)(const void* params);
-
-constexpr std::size_t kStackBytes = 128 << 10;
-constexpr std::size_t kGuardBytes = 4096;
-constexpr unsigned kRedZone = 256;  // bytes poisoned on each side of the shared arena
-
-enum class State : unsigned char { Runnable, Barrier, Warp, Done };
-enum class WarpOp : unsigned char { None, SyncWarp, Ldmatrix, Mma, Shuffle };
-
-struct Copy {
-  unsigned dst, size, src_bytes;
-  const char* src;
-};
-
-// A memory access a lane made, for the profile: the call site tells which instruction it was, so that the lanes of
-// a warp are matched by instruction and occurrence even where some skip it.
-enum class AccessKind : unsigned char {
-  SharedLoad,
-  SharedStore,
-  CpAsyncShared,
-  GlobalLoad,
-  GlobalStore,
-  CpAsyncGlobal
-};
-struct Access {
-  const void* site;
-  AccessKind kind;
-  unsigned bytes;
-  std::uint64_t address;  // a shared offset or a global address
-};
-
-struct Thread {
-  tessera_emu::ThreadIndex index{};
-  ctx::fcontext_t context = nullptr;    // where this fiber resumes
-  ctx::fcontext_t scheduler = nullptr;  // where it returns when it blocks
-  State state = State::Runnable;
-  int barrier_line = 0;
-  std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
-  std::vector<Copy> open_group;
-  std::vector<Access> accesses;  // since the last barrier, when profiling
-  // The warp collective this lane waits in, with its operands.
-  WarpOp op = WarpOp::None;
-  unsigned mask = 0, offset = 0, value = 0, result = 0;
-  int kind = 0, count = 0, arg = 0;
-  bool trans = false;
-  unsigned* regs = nullptr;
-  float* d = nullptr;
-  const unsigned *a = nullptr, *b = nullptr;
-};
-
-// Who last touched a 4-byte word of shared memory in the current barrier epoch.
-struct Shadow {
-  std::uint32_t epoch = 0;
-  int writer = -1, reader = -1, reader2 = -1;
-  std::uint32_t writer_warp_epoch = 0, reader_warp_epoch = 0, reader2_warp_epoch = 0;
-};
+thread_local Block* t_block = nullptr;
 
 // AddressSanitizer must be told when execution moves to another stack (fiber or scheduler), or it takes the fiber
 // stacks for overflows of the thread's own. `fake` is ASan's fake stack of the side being left (null when a fiber
@@ -134,31 +79,6 @@ class Stacks {
   std::size_t bytes_;
   char* memory_;
 };
-
-struct Block {
-  const EmuLaunch* launch = nullptr;
-  const EmuOptions* options = nullptr;
-  Entry entry = nullptr;
-  Dim3 block_idx{};
-  std::vector<Thread> threads;
-  std::vector<char> arena;  // red zone | shared memory | red zone
-  std::vector<Shadow> shadow;
-  std::vector<std::uint16_t> in_flight;  // per 4-byte word: cp.async copies not yet landed
-  std::vector<std::uint32_t> warp_epoch;
-  std::uint32_t epoch = 1;
-  int current = -1;
-  bool in_fiber = false;
-  std::string error;
-  std::mt19937_64 rng;
-  EmuProfile profile;       // this worker's counts, added to the caller's after the launch
-  bool collective = false;  // reads on behalf of a warp collective, which counts them itself
-
-  char* shared() { return arena.data() + kRedZone; }
-  Thread& me() { return threads[static_cast<std::size_t>(current)]; }
-  int warp_of(int tid) const { return tid / 32; }
-};
-
-thread_local Block* t_block = nullptr;
 
 std::string thread_name(const Block& b, int tid) {
   return fmt::format("thread {} of block ({}, {}, {})", tid, b.block_idx.x, b.block_idx.y, b.block_idx.z);
@@ -208,36 +128,44 @@ void check_shared(unsigned offset, unsigned bytes, const char* what) {
                      offset, size));
 }
 
-bool ordered(const Block& b, int other, std::uint32_t other_warp_epoch, int tid) {
-  if (other == tid) return true;
-  const int warp = b.warp_of(tid);
-  return b.warp_of(other) == warp && b.warp_epoch[static_cast<std::size_t>(warp)] > other_warp_epoch;
+std::string agent_name(const Block& b, int agent) {
+  const int threads = static_cast<int>(b.threads.size());
+  if (agent < threads) return fmt::format("thread {}", agent);
+  return fmt::format("the TMA copies completing on the mbarrier at offset {}",
+                     b.mbarriers[static_cast<std::size_t>(agent - threads)].offset);
 }
 
-// Race check and bookkeeping for an access by thread tid to shared bytes [offset, offset + bytes).
-void track(int tid, unsigned offset, unsigned bytes, bool write) {
+// Race check and bookkeeping for an access to shared bytes [offset, offset + bytes): made by `agent` (stamped with
+// its clock), ordered after what `viewer` has seen (the agent itself, or the thread that issued a copy).
+void track_as(int viewer, int agent, unsigned offset, unsigned bytes, bool write) {
   Block& b = *t_block;
   if (!b.options->detect_races) return;
-  const std::uint32_t warp_epoch = b.warp_epoch[static_cast<std::size_t>(b.warp_of(tid))];
+  const std::uint32_t stamp = b.hb.clock(agent);
   for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w) {
     Shadow& s = b.shadow[w];
-    if (s.epoch != b.epoch) s = Shadow{b.epoch};
     const auto race = [&](int other, const char* other_did) {
-      fail(fmt::format("shared-memory race at offset {}: it {} bytes that thread {} {} since the last barrier", w * 4,
-                       write ? "writes" : "reads", other, other_did));
+      // The failing thread is named by fail(); a copy it issued is named here.
+      const std::string subject = agent == viewer ? "it " : "a copy it issued to ";
+      fail(fmt::format("shared-memory race at offset {}: {}{} bytes that {} {} without an ordering barrier", w * 4,
+                       subject, write ? "writes" : "reads", agent_name(b, other), other_did));
     };
-    if (s.writer >= 0 && !ordered(b, s.writer, s.writer_warp_epoch, tid)) race(s.writer, "wrote");
+    const auto unordered = [&](int other, std::uint32_t other_stamp) {
+      return other >= 0 && other != agent && !b.hb.ordered(other, other_stamp, viewer);
+    };
+    if (unordered(s.writer, s.writer_stamp)) race(s.writer, "wrote");
     if (write) {
-      if (s.reader >= 0 && !ordered(b, s.reader, s.reader_warp_epoch, tid)) race(s.reader, "read");
-      if (s.reader2 >= 0 && !ordered(b, s.reader2, s.reader2_warp_epoch, tid)) race(s.reader2, "read");
-      s.writer = tid, s.writer_warp_epoch = warp_epoch, s.reader = s.reader2 = -1;
-    } else if (s.reader < 0 || s.reader == tid) {
-      s.reader = tid, s.reader_warp_epoch = warp_epoch;
+      if (unordered(s.reader, s.reader_stamp)) race(s.reader, "read");
+      if (unordered(s.reader2, s.reader2_stamp)) race(s.reader2, "read");
+      s.writer = agent, s.writer_stamp = stamp, s.reader = s.reader2 = -1;
+    } else if (s.reader < 0 || s.reader == agent || !unordered(s.reader, s.reader_stamp)) {
+      s.reader = agent, s.reader_stamp = stamp;
     } else {
-      s.reader2 = tid, s.reader2_warp_epoch = warp_epoch;
+      s.reader2 = agent, s.reader2_stamp = stamp;
     }
   }
 }
+
+void track(int tid, unsigned offset, unsigned bytes, bool write) { track_as(tid, tid, offset, bytes, write); }
 
 void check_in_flight(unsigned offset, unsigned bytes, const char* what) {
   const Block& b = *t_block;
@@ -382,10 +310,31 @@ void api_syncwarp(unsigned mask) {
   wait_in_warp(WarpOp::SyncWarp);
 }
 
+// An mbarrier is changed only by its own instructions: a plain access to its bytes is a bug.
+void check_not_mbarrier(unsigned offset, unsigned bytes, const char* what) {
+  const Block& b = *t_block;
+  if (b.mbarriers.empty()) return;
+  for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w)
+    if (b.mbarrier_word[w]) fail(fmt::format("{} shared bytes at offset {}, which hold an mbarrier", what, w * 4));
+}
+
+// Shared bytes a warpgroup MMA in flight reads may not change until it is retired.
+void check_not_pinned(unsigned offset, unsigned bytes, const char* what) {
+  const Block& b = *t_block;
+  if (b.wgmma_in_flight == 0) return;
+  for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w)
+    if (b.wgmma_pins[w])
+      fail(
+          fmt::format("{} shared bytes at offset {} that a wgmma in flight still reads (a wgmma_wait before the "
+                      "tile is overwritten?)",
+                      what, w * 4));
+}
+
 void api_shared_load(unsigned offset, unsigned bytes, void* out) {
   record(AccessKind::SharedLoad, offset, bytes, __builtin_return_address(0));
   check_shared(offset, bytes, "read");
   check_in_flight(offset, bytes, "reads");
+  check_not_mbarrier(offset, bytes, "reads");
   track(t_block->current, offset, bytes, false);
   std::memcpy(out, t_block->shared() + offset, bytes);
 }
@@ -394,6 +343,8 @@ void api_shared_store(unsigned offset, unsigned bytes, const void* in) {
   record(AccessKind::SharedStore, offset, bytes, __builtin_return_address(0));
   check_shared(offset, bytes, "write");
   check_in_flight(offset, bytes, "writes");
+  check_not_mbarrier(offset, bytes, "writes");
+  check_not_pinned(offset, bytes, "writes");
   track(t_block->current, offset, bytes, true);
   std::memcpy(t_block->shared() + offset, in, bytes);
 }
@@ -416,6 +367,7 @@ void api_cp_async(unsigned dst, const void* src, unsigned size, unsigned src_byt
   if (reinterpret_cast<std::uintptr_t>(src) % size)
     fail(fmt::format("cp.async of {} bytes from misaligned {}", size, src));
   check_shared(dst, size, "cp.async write");
+  check_not_pinned(dst, size, "cp.async writes");
   if (src_bytes) check_global(src, src_bytes, "cp.async read");
   const void* site = __builtin_return_address(0);
   record(AccessKind::CpAsyncShared, dst, size, site);
@@ -472,10 +424,32 @@ unsigned api_f32_to_tf32(unsigned bits) {
   return __builtin_bit_cast(unsigned, round_tf32(__builtin_bit_cast(float, bits)));
 }
 
-tessera_emu::Api g_api{api_index,       api_syncthreads,  api_syncwarp, api_shared_load,     api_shared_store,
-                       api_global_load, api_global_store, api_cp_async, api_cp_async_commit, api_cp_async_wait,
-                       api_ldmatrix,    api_mma,          api_shuffle,  api_f32_to_f16,      api_f16_to_f32,
-                       api_f32_to_bf16, api_f32_to_tf32};
+tessera_emu::Api g_api{api_index,
+                       api_syncthreads,
+                       api_syncwarp,
+                       api_shared_load,
+                       api_shared_store,
+                       api_global_load,
+                       api_global_store,
+                       api_cp_async,
+                       api_cp_async_commit,
+                       api_cp_async_wait,
+                       api_ldmatrix,
+                       api_mma,
+                       api_shuffle,
+                       api_mbarrier_init,
+                       api_mbarrier_arrive,
+                       api_mbarrier_expect_tx,
+                       api_mbarrier_try_wait,
+                       api_mbarrier_wait,
+                       api_tma_load,
+                       api_wgmma,
+                       api_wgmma_commit,
+                       api_wgmma_wait,
+                       api_f32_to_f16,
+                       api_f16_to_f32,
+                       api_f32_to_bf16,
+                       api_f32_to_tf32};
 
 // --- warp collectives, carried out by the scheduler once every lane has arrived ---
 
@@ -645,6 +619,24 @@ bool resolve_warps(Block& b) {
                       "{}, which exited",
                       b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, w, ranges(exited)));
     if (!complete) continue;
+    if (op == WarpOp::Wgmma) {
+      // A warpgroup collective: run by its first warp once all four have arrived.
+      if (w % 4 != 0) continue;
+      if (w + 3 >= warps)
+        throw EmulationError(
+            fmt::format("kernel {}: wgmma in warp {} of a block of {} threads (whole warpgroups of "
+                        "128 are needed)",
+                        b.launch->kernel, w, b.threads.size()));
+      bool group_complete = true;
+      for (int i = 32; i < 128; ++i)
+        group_complete = group_complete && lanes[i].state == State::Warp && lanes[i].op == WarpOp::Wgmma;
+      if (!group_complete) continue;
+      run_wgmma(b, w / 4);
+      if (!b.error.empty()) return true;
+      for (int i = 0; i < 128; ++i) lanes[i].state = State::Runnable, lanes[i].op = WarpOp::None;
+      released = true;
+      continue;
+    }
     switch (op) {
       case WarpOp::Ldmatrix:
         run_ldmatrix(b, w);
@@ -659,12 +651,41 @@ bool resolve_warps(Block& b) {
         break;
     }
     if (!b.error.empty()) return true;
-    if (op == WarpOp::SyncWarp) ++b.warp_epoch[static_cast<std::size_t>(w)];
+    if (op == WarpOp::SyncWarp) {
+      std::vector<int> group;
+      for (int l = 0; l < 32; ++l)
+        if (mask >> l & 1u) group.push_back(w * 32 + l);
+      b.hb.join(group);
+    }
     for (int l = 0; l < 32; ++l)
       if (mask >> l & 1u) lanes[l].state = State::Runnable, lanes[l].op = WarpOp::None;
     released = true;
   }
   return released;
+}
+
+// What the threads that are neither at __syncthreads nor done wait for: warp collectives, or mbarrier phases.
+std::vector<std::string> stuck_elsewhere(const Block& b, const std::vector<int>& elsewhere) {
+  std::vector<int> in_warp;
+  std::map<unsigned, std::vector<int>> on_mbarrier;
+  for (int i : elsewhere) {
+    const Thread& t = b.threads[static_cast<std::size_t>(i)];
+    if (t.state == State::MBarrier)
+      on_mbarrier[t.wait_offset].push_back(i);
+    else
+      in_warp.push_back(i);
+  }
+  std::vector<std::string> parts;
+  if (!in_warp.empty())
+    parts.push_back(fmt::format("threads {} wait in warp collectives that cannot complete", ranges(in_warp)));
+  for (const auto& [offset, ids] : on_mbarrier)
+    for (const MBarrier& m : b.mbarriers)
+      if (m.offset == offset)
+        parts.push_back(fmt::format(
+            "threads {} wait on the mbarrier at offset {}, whose phase of parity {} never completes ({} of {} "
+            "arrivals and {} transaction bytes outstanding)",
+            ranges(ids), offset, m.phase, m.pending, m.expected, m.tx));
+  return parts;
 }
 
 // Releases a barrier every live thread has reached; reports one that only some reach.
@@ -684,11 +705,11 @@ bool resolve_barrier(Block& b, bool stuck) {
   }
   if (waiting.empty() || !elsewhere.empty()) {
     if (!stuck) return false;
-    throw EmulationError(fmt::format(
-        "kernel {}: block ({}, {}, {}): deadlock: threads {} wait at __syncthreads, threads {} wait in warp "
-        "collectives that cannot complete",
-        b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, waiting.empty() ? "none" : ranges(waiting),
-        ranges(elsewhere)));
+    std::vector<std::string> parts;
+    if (!waiting.empty()) parts.push_back(fmt::format("threads {} wait at __syncthreads", ranges(waiting)));
+    for (std::string& part : stuck_elsewhere(b, elsewhere)) parts.push_back(std::move(part));
+    throw EmulationError(fmt::format("kernel {}: block ({}, {}, {}): deadlock: {}", b.launch->kernel, b.block_idx.x,
+                                     b.block_idx.y, b.block_idx.z, fmt::join(parts, "; ")));
   }
   if (!exited.empty())
     throw EmulationError(fmt::format(
@@ -701,7 +722,7 @@ bool resolve_barrier(Block& b, bool stuck) {
                     "different barriers (lines {} and {})",
                     b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, lines[0], lines[1]));
   count_accesses(b);
-  ++b.epoch;
+  b.hb.barrier();
   for (Thread& t : b.threads) t.state = State::Runnable;
   return true;
 }
@@ -717,6 +738,10 @@ void fiber_entry(ctx::transfer_t transfer) {
     api_cp_async_commit();
     api_cp_async_wait(0);
   }
+  if (!t.wgmma_open.empty() || !t.wgmma_groups.empty()) {
+    api_wgmma_commit();
+    api_wgmma_wait(0);
+  }
   t.state = State::Done;
   yield();
 }
@@ -727,8 +752,11 @@ void run_block(Block& b, const Stacks& stacks) {
   std::fill(b.arena.begin(), b.arena.end(), static_cast<char>(0xa5));
   std::fill(b.shadow.begin(), b.shadow.end(), Shadow{});
   std::fill(b.in_flight.begin(), b.in_flight.end(), 0);
-  std::fill(b.warp_epoch.begin(), b.warp_epoch.end(), 1);
-  b.epoch = 1;
+  b.hb.reset(static_cast<int>(n), kMaxMBarriers);
+  b.mbarriers.clear();
+  std::fill(b.mbarrier_word.begin(), b.mbarrier_word.end(), 0);
+  std::fill(b.wgmma_pins.begin(), b.wgmma_pins.end(), 0);
+  b.wgmma_in_flight = 0;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   if (b.options->schedule == EmuSchedule::Reverse) std::reverse(order.begin(), order.end());
@@ -782,7 +810,9 @@ void add_profile(EmuProfile& to, const EmuProfile& from) {
         &EmuProfile::global_load, &EmuProfile::global_store, &EmuProfile::cp_async_global})
     add_counters(to.*member, from.*member);
 }
-}  // namespace
+}  // namespace emulator
+
+using namespace emulator;
 
 std::shared_ptr<const EmuModule> EmuModule::compile(const std::string& source, const std::string& name) {
   const HostKernelLibrary library = compile_host_kernel(source, name);
@@ -822,7 +852,8 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
       b.arena.resize(launch.shared_bytes + 2 * kRedZone);
       b.shadow.resize((launch.shared_bytes + 3) / 4 + 1);
       b.in_flight.resize((launch.shared_bytes + 3) / 4 + 1);
-      b.warp_epoch.resize(launch.block / 32);
+      b.mbarrier_word.resize((launch.shared_bytes + 3) / 4 + 2);
+      b.wgmma_pins.resize((launch.shared_bytes + 3) / 4 + 1);
       b.rng.seed(options.seed * 0x9e3779b97f4a7c15ULL + worker);
       t_block = &b;
       for (std::uint64_t id = next++; id < blocks && !stop; id = next++) {

@@ -1,11 +1,14 @@
 // The SIMT emulator: runs tessera's CUDA kernels on the CPU with a faithful model of the execution model, to check
 // their numerics and find their bugs without a GPU. Each CUDA thread is a fiber (Boost.Context fcontext); a block's
 // fibers run on one worker thread until they block in __syncthreads, __syncwarp or a warp collective (ldmatrix,
-// mma.sync, shuffles), which the emulator carries out once every participant has arrived. Shared memory is a
-// per-block arena; every shared and global access is bounds-checked, shared accesses are checked for races between
-// barriers, and cp.async copies land only when a cp.async.wait_group retires them.
+// mma.sync, shuffles, warpgroup MMAs) or an mbarrier wait, which the emulator carries out once every participant has
+// arrived. Shared memory is a per-block arena; every shared and global access is bounds-checked, shared accesses are
+// checked for races by happens-before (vector clocks over the threads and the TMA units: __syncthreads, __syncwarp
+// and mbarrier phases order them), cp.async copies land only when a cp.async.wait_group retires them, TMA boxes
+// complete on their mbarrier, and wgmma results land at wgmma_wait while the tiles they read stay pinned.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -38,6 +41,22 @@ struct EmuLaunch {
   std::vector<std::byte> params;
   std::vector<EmuMemoryRange> global;  // every global byte the kernel may touch; anything else is out of bounds
 };
+
+// A tensor as a TMA descriptor describes it (cuTensorMapEncodeTiled's arguments): rank 1..3, innermost dimension
+// first; byte strides of dimensions 1.. (dimension 0 is contiguous); the box one load copies; the shared-memory
+// swizzle (0, 32, 64 or 128 bytes).
+struct TmaTensor {
+  const void* global = nullptr;
+  unsigned element_bytes = 4;
+  std::vector<std::uint64_t> dims, stride_bytes;
+  std::vector<unsigned> box;
+  unsigned swizzle_bytes = 0;
+};
+
+// The 128 bytes of a TMA descriptor (tessera::TmaDescriptor) for an emulated kernel. Checks what the driver checks
+// (alignment of the address and strides, box extents, the inner box within the swizzle span) and throws
+// InvalidArgument naming the field.
+std::array<std::byte, 128> emulated_tma_descriptor(const TmaTensor& tensor);
 
 class EmuModule {
  public:

@@ -14,7 +14,10 @@
 #include "tessera/arch/convert.cuh"
 #include "tessera/arch/cp_async.cuh"
 #include "tessera/arch/ldmatrix.cuh"
+#include "tessera/arch/mbarrier.cuh"
 #include "tessera/arch/mma.cuh"
 #include "tessera/arch/shared.cuh"
 #include "tessera/arch/shuffle.cuh"
+#include "tessera/arch/tma.cuh"
+#include "tessera/arch/wgmma.cuh"
 #endif

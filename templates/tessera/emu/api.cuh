@@ -24,6 +24,20 @@ enum ShuffleKind {
   kBallot = 6
 };
 
+// What the emulator's TMA descriptors hold (tessera::TmaDescriptor's bytes): a tiled view of a global tensor,
+// innermost dimension first, as cuTensorMapEncodeTiled takes it.
+struct TensorMapData {
+  unsigned long long magic;  // kTensorMapMagic
+  const void* global;
+  unsigned rank, element_bytes;
+  unsigned swizzle_bytes;  // 0 (none), 32, 64 or 128: the span of the 16-byte-chunk XOR pattern
+  unsigned reserved;
+  unsigned long long dims[3];
+  unsigned long long strides[3];  // bytes between consecutive indices of dimensions 1.. (dimension 0 is contiguous)
+  unsigned box[3];
+};
+constexpr unsigned long long kTensorMapMagic = 0x70616d726f736e65ULL;
+
 struct Api {
   const ThreadIndex* (*index)();
   void (*syncthreads)(int line);
@@ -42,6 +56,21 @@ struct Api {
   void (*ldmatrix)(unsigned* regs, int count, int trans, unsigned offset);
   void (*mma)(int kind, float* d, const unsigned* a, const unsigned* b);
   unsigned (*shuffle)(int kind, unsigned mask, unsigned value, int arg);
+  // mbarriers at shared offsets: arrive expects tx_bytes more transaction bytes first; wait blocks until the phase
+  // of the given parity has completed.
+  void (*mbarrier_init)(unsigned offset, unsigned count);
+  void (*mbarrier_arrive)(unsigned offset, unsigned tx_bytes);
+  void (*mbarrier_expect_tx)(unsigned offset, unsigned tx_bytes);
+  int (*mbarrier_try_wait)(unsigned offset, unsigned parity);
+  void (*mbarrier_wait)(unsigned offset, unsigned parity);
+  // A TMA load: the box of the tensor `map` describes at `coords` (rank of them, innermost first) to shared offset
+  // dst, its bytes completing on the mbarrier at offset `mbarrier`.
+  void (*tma_load)(unsigned dst, const void* map, const int* coords, unsigned mbarrier);
+  // Warpgroup MMAs (every thread of the 128 takes part): D (64 x n, n/2 floats per thread at d) = A·B (+ D when
+  // accumulate), A and B read through shared-memory matrix descriptors; results land at wgmma_wait.
+  void (*wgmma)(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate);
+  void (*wgmma_commit)();
+  void (*wgmma_wait)(int pending);
   // Conversions with the hardware's rounding.
   unsigned short (*f32_to_f16)(float);
   float (*f16_to_f32)(unsigned short);

@@ -2,6 +2,7 @@
 // copy and warp collective goes to the emulator, which checks it and carries it out.
 #pragma once
 
+#include "tessera/arch/tma_descriptor.cuh"
 #include "tessera/emu/api.cuh"
 #include "tessera/numeric.cuh"
 #include "tessera/platform.cuh"
@@ -84,6 +85,53 @@ inline bool vote_any(unsigned mask, bool predicate) {
 }
 inline unsigned ballot(unsigned mask, bool predicate) {
   return tessera_emu_api->shuffle(tessera_emu::kBallot, mask, predicate, 0);
+}
+
+inline void mbarrier_init(u32 offset, u32 count) { tessera_emu_api->mbarrier_init(offset, count); }
+inline void fence_barrier_init() {}
+inline void mbarrier_arrive(u32 offset) { tessera_emu_api->mbarrier_arrive(offset, 0); }
+inline void mbarrier_arrive_expect_tx(u32 offset, u32 bytes) { tessera_emu_api->mbarrier_arrive(offset, bytes); }
+inline void mbarrier_expect_tx(u32 offset, u32 bytes) { tessera_emu_api->mbarrier_expect_tx(offset, bytes); }
+inline bool mbarrier_try_wait(u32 offset, u32 parity) {
+  return tessera_emu_api->mbarrier_try_wait(offset, parity) != 0;
+}
+inline void mbarrier_wait(u32 offset, u32 parity) { tessera_emu_api->mbarrier_wait(offset, parity); }
+
+inline void tma_load_2d(u32 dst, const TmaDescriptor* map, int x, int y, u32 mbarrier) {
+  const int coords[3] = {x, y, 0};
+  tessera_emu_api->tma_load(dst, map, coords, mbarrier);
+}
+inline void tma_load_3d(u32 dst, const TmaDescriptor* map, int x, int y, int z, u32 mbarrier) {
+  const int coords[3] = {x, y, z};
+  tessera_emu_api->tma_load(dst, map, coords, mbarrier);
+}
+inline void fence_proxy_async() {}
+
+// The emulator's shared "addresses" are the offsets themselves.
+enum WgmmaSwizzle : int { kWgmmaInterleave = 0, kWgmma128B = 1, kWgmma64B = 2, kWgmma32B = 3 };
+inline unsigned long long wgmma_descriptor(u32 offset, u32 leading_bytes, u32 stride_bytes, int swizzle) {
+  return static_cast<unsigned long long>((offset & 0x3ffffu) >> 4) |
+         static_cast<unsigned long long>((leading_bytes & 0x3ffffu) >> 4) << 16 |
+         static_cast<unsigned long long>((stride_bytes & 0x3ffffu) >> 4) << 32 |
+         static_cast<unsigned long long>(swizzle & 3) << 62;
+}
+inline void wgmma_fence() {}
+inline void wgmma_commit() { tessera_emu_api->wgmma_commit(); }
+template <int N>
+inline void wgmma_wait() {
+  tessera_emu_api->wgmma_wait(N);
+}
+inline void wgmma_m64n64k16_f16(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate) {
+  tessera_emu_api->wgmma(tessera_emu::kMmaF16, 64, d, a, b, accumulate);
+}
+inline void wgmma_m64n64k16_bf16(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate) {
+  tessera_emu_api->wgmma(tessera_emu::kMmaBf16, 64, d, a, b, accumulate);
+}
+inline void wgmma_m64n128k16_f16(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
+  tessera_emu_api->wgmma(tessera_emu::kMmaF16, 128, d, a, b, accumulate);
+}
+inline void wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
+  tessera_emu_api->wgmma(tessera_emu::kMmaBf16, 128, d, a, b, accumulate);
 }
 
 inline half_t f32_to_f16(float x) { return half_t{tessera_emu_api->f32_to_f16(x)}; }

@@ -14,6 +14,7 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __grid_constant__
 #define __align__(n) alignas(n)
 // No __shared__: tessera kernels use only the dynamic shared memory (the emulator's per-block arena, through
 // ld_shared/st_shared), so a static __shared__ declaration fails to compile here instead of escaping the checks.

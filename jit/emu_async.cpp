@@ -1,0 +1,307 @@
+// The sm_90 asynchronous instructions in the SIMT emulator: mbarriers (phases, parities, transaction bytes), TMA
+// loads (tiled boxes, swizzle, zeros outside the tensor) and warpgroup MMAs (shared-memory descriptors, results that
+// land at wgmma_wait), each with the checks that catch a pipeline's bugs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "generator/core/dtype.hpp"
+#include "jit/emu_block.hpp"
+
+namespace tessera {
+namespace emulator {
+
+// --- mbarriers and TMA (sm_90) ---
+
+MBarrier& mbarrier_at(unsigned offset, const char* what) {
+  Block& b = *t_block;
+  for (MBarrier& m : b.mbarriers)
+    if (m.offset == offset) {
+      if (!b.hb.ordered(m.initialised_by, m.init_stamp, b.current))
+        fail(
+            fmt::format("{} the mbarrier at offset {} before its initialisation by thread {} is visible to it "
+                        "(a __syncthreads after mbarrier.init?)",
+                        what, offset, m.initialised_by));
+      return m;
+    }
+  fail(fmt::format("{} shared offset {}, where no mbarrier was initialised", what, offset));
+}
+
+// Completes the current phase once its arrivals and transaction bytes are all in: it publishes what they released,
+// its parity flips, and its waiters run again.
+void complete_phase_if_done(MBarrier& m) {
+  if (m.pending > 0 || m.tx != 0) return;
+  Block& b = *t_block;
+  m.completed[m.phase] = m.arrived;
+  std::fill(m.arrived.begin(), m.arrived.end(), 0);
+  m.phase ^= 1u;
+  m.pending = m.expected;
+  for (Thread& t : b.threads)
+    if (t.state == State::MBarrier && t.wait_offset == m.offset) t.state = State::Runnable;
+}
+
+void api_mbarrier_init(unsigned offset, unsigned count) {
+  Block& b = *t_block;
+  if (offset % 8) fail(fmt::format("mbarrier.init at shared offset {}, which is not 8-byte aligned", offset));
+  check_shared(offset, 8, "mbarrier.init");
+  if (count == 0 || count >= (1u << 20)) fail(fmt::format("mbarrier.init with count {} (must be 1..2^20-1)", count));
+  for (const MBarrier& m : b.mbarriers)
+    if (m.offset == offset) fail(fmt::format("initialises the mbarrier at offset {} a second time", offset));
+  if (b.mbarriers.size() == static_cast<std::size_t>(kMaxMBarriers))
+    fail(fmt::format("more than {} mbarriers in one block", kMaxMBarriers));
+  check_not_mbarrier(offset, 8, "mbarrier.init over");
+  track(b.current, offset, 8, true);  // racing with plain accesses to these bytes is still a race
+  MBarrier m;
+  m.offset = offset;
+  m.expected = m.pending = static_cast<int>(count);
+  m.initialised_by = b.current;
+  m.init_stamp = b.hb.clock(b.current);
+  m.arrived.assign(static_cast<std::size_t>(b.hb.agents()), 0);
+  b.mbarriers.push_back(std::move(m));
+  b.mbarrier_word[offset / 4] = b.mbarrier_word[offset / 4 + 1] = 1;
+}
+
+void api_mbarrier_arrive(unsigned offset, unsigned tx_bytes) {
+  Block& b = *t_block;
+  MBarrier& m = mbarrier_at(offset, "arrives on");
+  if (m.pending == 0)
+    fail(fmt::format("arrives on the mbarrier at offset {} more often than its count {} in one phase", offset,
+                     m.expected));
+  m.tx += tx_bytes;
+  b.hb.release(b.current, m.arrived);
+  --m.pending;
+  complete_phase_if_done(m);
+}
+
+void api_mbarrier_expect_tx(unsigned offset, unsigned tx_bytes) {
+  mbarrier_at(offset, "expects bytes on").tx += tx_bytes;
+}
+
+// The phase of `parity` has completed when the barrier's current phase has the other parity.
+int api_mbarrier_try_wait(unsigned offset, unsigned parity) {
+  Block& b = *t_block;
+  MBarrier& m = mbarrier_at(offset, "waits on");
+  if ((parity & 1u) != m.phase) {
+    b.hb.acquire(b.current, m.completed[parity & 1u]);
+    return 1;
+  }
+  // Not yet: on the GPU the wait gives up after a while; here the thread sleeps until the next phase completes, so
+  // a loop of try_waits is not a busy loop and a phase that never completes is a deadlock the scheduler reports.
+  Thread& t = b.me();
+  t.state = State::MBarrier;
+  t.wait_offset = offset;
+  yield();
+  return 0;
+}
+
+void api_mbarrier_wait(unsigned offset, unsigned parity) {
+  while (!api_mbarrier_try_wait(offset, parity)) {
+  }
+}
+
+// The 16-byte chunk of a byte offset within a swizzle span moves by the 128-byte row's index (CUTLASS's Swizzle<3,4,3>
+// for 128 bytes, <2,4,3> for 64, <1,4,3> for 32): TMA writes and wgmma reads shared tiles in this pattern.
+unsigned swizzled(unsigned offset, unsigned swizzle_bytes) {
+  if (swizzle_bytes == 0) return offset;
+  const unsigned mask = swizzle_bytes / 16 - 1;
+  return offset ^ (((offset >> 7) & mask) << 4);
+}
+
+// The box lands now, at the issue (the copy engine may deliver it at any time before the phase completes): a
+// consumer that reads it without waiting is caught by the race check against the TMA unit's writes, which are
+// ordered after what the issuing thread has seen (a stage overwritten before its readers released it is a race too).
+void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mbarrier) {
+  Block& b = *t_block;
+  tessera_emu::TensorMapData t;
+  std::memcpy(&t, map, sizeof t);
+  if (t.magic != tessera_emu::kTensorMapMagic)
+    fail(fmt::format("TMA load through {}, which holds no tensor map (not encoded for the emulator?)", map));
+  MBarrier& m = mbarrier_at(mbarrier, "completes a TMA load on");
+  unsigned box[3] = {1, 1, 1};
+  for (unsigned d = 0; d < t.rank; ++d) box[d] = t.box[d];
+  const unsigned row_bytes = box[0] * t.element_bytes, bytes = row_bytes * box[1] * box[2];
+  const unsigned align = t.swizzle_bytes ? 1024 : 128;
+  if (dst % align)
+    fail(fmt::format("TMA load to shared offset {}, which is not {}-byte aligned{}", dst, align,
+                     t.swizzle_bytes ? " (a swizzled box)" : ""));
+  check_shared(dst, bytes, "TMA write");
+  check_in_flight(dst, bytes, "TMA writes");
+  check_not_mbarrier(dst, bytes, "TMA writes");
+  check_not_pinned(dst, bytes, "a TMA load writes");
+  const int unit = static_cast<int>(b.threads.size()) + static_cast<int>(&m - b.mbarriers.data());
+  track_as(b.current, unit, dst, bytes, true);
+  const auto* global = static_cast<const char*>(t.global);
+  std::vector<char> element(t.element_bytes);
+  for (unsigned z = 0; z < box[2]; ++z)
+    for (unsigned y = 0; y < box[1]; ++y)
+      for (unsigned x = 0; x < box[0]; ++x) {
+        const std::int64_t g[3] = {std::int64_t{coords[0]} + x, std::int64_t{coords[1]} + y,
+                                   std::int64_t{coords[2]} + z};
+        bool inside = true;
+        std::int64_t at = 0;
+        for (unsigned d = 0; d < t.rank; ++d) {
+          inside = inside && g[d] >= 0 && static_cast<std::uint64_t>(g[d]) < t.dims[d];
+          at += d == 0 ? g[0] * t.element_bytes : g[d] * static_cast<std::int64_t>(t.strides[d - 1]);
+        }
+        if (inside) {
+          check_global(global + at, t.element_bytes, "TMA read");
+          std::memcpy(element.data(), global + at, t.element_bytes);
+        } else {
+          std::fill(element.begin(), element.end(), 0);  // outside the tensor: zeros
+        }
+        const unsigned linear = ((z * box[1] + y) * box[0] + x) * t.element_bytes;
+        std::memcpy(b.shared() + dst + swizzled(linear, t.swizzle_bytes), element.data(), t.element_bytes);
+      }
+  m.tx -= bytes;
+  b.hb.release(unit, m.arrived);
+  complete_phase_if_done(m);
+}
+
+void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate) {
+  Thread& t = t_block->me();
+  t.kind = kind, t.count = n, t.d = d, t.desc_a = a, t.desc_b = b, t.arg = accumulate, t.mask = 0xffffffffu;
+  wait_in_warp(WarpOp::Wgmma);
+}
+
+void api_wgmma_commit() {
+  Thread& t = t_block->me();
+  t.wgmma_groups.push_back(std::move(t.wgmma_open));
+  t.wgmma_open.clear();
+}
+
+// Groups retire oldest first: this thread's accumulators take their values, and the tiles they read are released.
+void api_wgmma_wait(int pending) {
+  Block& b = *t_block;
+  Thread& t = b.me();
+  while (static_cast<int>(t.wgmma_groups.size()) > std::max(pending, 0)) {
+    for (WgmmaResult& r : t.wgmma_groups.front()) {
+      std::memcpy(r.d, r.values.data(), r.values.size() * sizeof(float));
+      if (!r.op->retired) {
+        r.op->retired = true;
+        --b.wgmma_in_flight;
+        for (unsigned w : r.op->words) --b.wgmma_pins[w];
+      }
+    }
+    t.wgmma_groups.erase(t.wgmma_groups.begin());
+  }
+}
+
+// The byte offset of element (row, k) of a K-major 16-bit tile a wgmma descriptor describes (PTX ISA, "Matrix
+// Descriptor Format"; CUTLASS's canonical GMMA layouts): without swizzle, 8x16-byte core matrices SBO apart along
+// the rows and LBO apart along K; swizzled, 8-row groups SBO apart whose rows are 32, 64 or 128 bytes long, the
+// 16-byte chunks XORed by the row within the span.
+unsigned wgmma_element(unsigned long long desc, int row, int k) {
+  const unsigned start = static_cast<unsigned>(desc & 0x3fffu) << 4;
+  const unsigned leading = static_cast<unsigned>(desc >> 16 & 0x3fffu) << 4;
+  const unsigned stride = static_cast<unsigned>(desc >> 32 & 0x3fffu) << 4;
+  const unsigned mode = static_cast<unsigned>(desc >> 62);
+  const unsigned r = static_cast<unsigned>(row), c = static_cast<unsigned>(k);
+  if (mode == 0) return start + r / 8 * stride + r % 8 * 16 + c / 8 * leading + c % 8 * 2;
+  const unsigned span = mode == 1 ? 128 : mode == 2 ? 64 : 32;
+  return swizzled(start + r / 8 * stride + r % 8 * span + c * 2, span);
+}
+
+// wgmma.mma_async m64nNk16 for warpgroup `group`: A (64x16) and B (Nx16, K-major) read from shared memory now,
+// the product added to each thread's latest accumulators (those of its MMAs still in flight, else its registers)
+// and held until the thread retires the group.
+void run_wgmma(Block& b, int group) {
+  Thread* lanes = &b.threads[static_cast<std::size_t>(group * 128)];
+  const Thread& first = lanes[0];
+  const int n = first.count;
+  for (int i = 0; i < 128; ++i)
+    if (lanes[i].kind != first.kind || lanes[i].count != n || lanes[i].desc_a != first.desc_a ||
+        lanes[i].desc_b != first.desc_b || lanes[i].arg != first.arg)
+      throw EmulationError(fmt::format("kernel {}: {}: wgmma operands differ within warpgroup {}", b.launch->kernel,
+                                       thread_name(b, group * 128 + i), group));
+  const int provider = group * 128;
+  auto op = std::make_shared<WgmmaOp>();
+  const auto load = [&](unsigned long long desc, int row, int k) {
+    const unsigned at = wgmma_element(desc, row, k);
+    std::uint16_t bits = 0;
+    read_shared_for(b, provider, at, 2, &bits);
+    op->words.push_back(at / 4);
+    return first.kind == tessera_emu::kMmaBf16 ? from_bf16(bits) : from_f16(bits);
+  };
+  b.collective = true;
+  std::vector<float> A(64 * 16), B(static_cast<std::size_t>(n) * 16);
+  for (int r = 0; r < 64; ++r)
+    for (int k = 0; k < 16; ++k) A[static_cast<std::size_t>(r * 16 + k)] = load(first.desc_a, r, k);
+  for (int c = 0; c < n; ++c)
+    for (int k = 0; k < 16; ++k) B[static_cast<std::size_t>(c * 16 + k)] = load(first.desc_b, c, k);
+  b.collective = false;
+  if (!b.error.empty()) return;
+  std::sort(op->words.begin(), op->words.end());
+  op->words.erase(std::unique(op->words.begin(), op->words.end()), op->words.end());
+  for (unsigned w : op->words) ++b.wgmma_pins[w];
+  ++b.wgmma_in_flight;
+  for (int i = 0; i < 128; ++i) {
+    Thread& t = lanes[i];
+    const int warp = i / 32, g = i % 32 / 4, q = i % 4;
+    // The thread's accumulators as its last MMA in flight leaves them, or as its registers hold them.
+    std::vector<float> values(t.d, t.d + n / 2);
+    const auto latest = [&](const std::vector<WgmmaResult>& results) {
+      for (auto r = results.rbegin(); r != results.rend(); ++r)
+        if (r->d == t.d) return &r->values;
+      return static_cast<const std::vector<float>*>(nullptr);
+    };
+    const std::vector<float>* pending = latest(t.wgmma_open);
+    for (auto g2 = t.wgmma_groups.rbegin(); !pending && g2 != t.wgmma_groups.rend(); ++g2) pending = latest(*g2);
+    if (pending) values = *pending;
+    for (int j = 0; j < n / 8; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const int row = 16 * warp + g + (e >= 2 ? 8 : 0), col = 8 * j + 2 * q + (e & 1);
+        float sum = 0;
+        for (int k = 0; k < 16; ++k)
+          sum = std::fma(A[static_cast<std::size_t>(row * 16 + k)], B[static_cast<std::size_t>(col * 16 + k)], sum);
+        float& v = values[static_cast<std::size_t>(4 * j + e)];
+        v = first.arg ? v + sum : sum;
+      }
+    t.wgmma_open.push_back({t.d, std::move(values), op});
+  }
+}
+
+}  // namespace emulator
+
+std::array<std::byte, 128> emulated_tma_descriptor(const TmaTensor& t) {
+  const std::size_t rank = t.dims.size();
+  if (rank < 1 || rank > 3) throw InvalidArgument("dims", fmt::format("rank {}: the emulator takes 1 to 3", rank));
+  if (t.box.size() != rank || t.stride_bytes.size() != rank - 1)
+    throw InvalidArgument(
+        "box", fmt::format("{} box extents and {} strides for rank {}", t.box.size(), t.stride_bytes.size(), rank));
+  if (t.element_bytes != 1 && t.element_bytes != 2 && t.element_bytes != 4 && t.element_bytes != 8)
+    throw InvalidArgument("element_bytes", fmt::format("{}: must be 1, 2, 4 or 8", t.element_bytes));
+  if (reinterpret_cast<std::uintptr_t>(t.global) % 16) throw InvalidArgument("global", "must be 16-byte aligned");
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (t.dims[d] == 0 || t.dims[d] > (std::uint64_t{1} << 32))
+      throw InvalidArgument("dims", fmt::format("dims[{}] = {}: must be in 1..2^32", d, t.dims[d]));
+    if (t.box[d] == 0 || t.box[d] > 256)
+      throw InvalidArgument("box", fmt::format("box[{}] = {}: must be in 1..256", d, t.box[d]));
+  }
+  for (std::size_t d = 0; d + 1 < rank; ++d)
+    if (t.stride_bytes[d] % 16 || t.stride_bytes[d] >= (std::uint64_t{1} << 40))
+      throw InvalidArgument("stride_bytes",
+                            fmt::format("stride_bytes[{}] = {}: a multiple of 16 below 2^40", d, t.stride_bytes[d]));
+  const unsigned inner = t.box[0] * t.element_bytes;
+  if (inner % 16) throw InvalidArgument("box", fmt::format("the inner box is {} bytes, not a multiple of 16", inner));
+  if (t.swizzle_bytes != 0 && t.swizzle_bytes != 32 && t.swizzle_bytes != 64 && t.swizzle_bytes != 128)
+    throw InvalidArgument("swizzle_bytes", fmt::format("{}: must be 0, 32, 64 or 128", t.swizzle_bytes));
+  if (t.swizzle_bytes && inner > t.swizzle_bytes)
+    throw InvalidArgument(
+        "box", fmt::format("the inner box is {} bytes, more than the {}-byte swizzle span", inner, t.swizzle_bytes));
+  tessera_emu::TensorMapData data{};
+  data.magic = tessera_emu::kTensorMapMagic;
+  data.global = t.global;
+  data.rank = static_cast<unsigned>(rank);
+  data.element_bytes = t.element_bytes;
+  data.swizzle_bytes = t.swizzle_bytes;
+  for (std::size_t d = 0; d < rank; ++d) data.dims[d] = t.dims[d], data.box[d] = t.box[d];
+  for (std::size_t d = 0; d + 1 < rank; ++d) data.strides[d] = t.stride_bytes[d];
+  static_assert(sizeof data <= 128);
+  std::array<std::byte, 128> bytes{};
+  std::memcpy(bytes.data(), &data, sizeof data);
+  return bytes;
+}
+
+}  // namespace tessera

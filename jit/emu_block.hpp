@@ -1,0 +1,172 @@
+// The SIMT emulator's internal state (jit/simt_emulator.cpp runs blocks; jit/emu_async.cpp carries out the sm_90
+// asynchronous instructions): a block's threads, shared memory and its shadow, mbarriers and warpgroup MMAs in
+// flight, and the checks every access goes through. Not part of tessera's API.
+#pragma once
+
+#include <boost/context/detail/fcontext.hpp>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "generator/core/emulation_options.hpp"
+#include "jit/emu_happens_before.hpp"
+#include "jit/simt_emulator.hpp"
+#include "tessera/emu/api.cuh"
+
+namespace tessera::emulator {
+
+namespace ctx = boost::context::detail;
+using tessera_emu::Dim3;
+using Entry = void (*)(const void* params);
+
+constexpr std::size_t kStackBytes = 128 << 10;
+constexpr std::size_t kGuardBytes = 4096;
+constexpr unsigned kRedZone = 256;  // bytes poisoned on each side of the shared arena
+
+enum class State : unsigned char { Runnable, Barrier, Warp, MBarrier, Done };
+constexpr int kMaxMBarriers = 64;  // per block: each has an async agent for the copies completing on it
+enum class WarpOp : unsigned char { None, SyncWarp, Ldmatrix, Mma, Shuffle, Wgmma };
+
+// A warpgroup MMA in flight: the shared words it reads stay pinned until a thread of the group retires it (the MMA
+// has then completed for all of them); each thread's accumulators land when that thread retires it.
+struct WgmmaOp {
+  std::vector<unsigned> words;
+  bool retired = false;
+};
+struct WgmmaResult {
+  float* d;
+  std::vector<float> values;
+  std::shared_ptr<WgmmaOp> op;
+};
+
+struct Copy {
+  unsigned dst, size, src_bytes;
+  const char* src;
+};
+
+// A memory access a lane made, for the profile: the call site tells which instruction it was, so that the lanes of
+// a warp are matched by instruction and occurrence even where some skip it.
+enum class AccessKind : unsigned char {
+  SharedLoad,
+  SharedStore,
+  CpAsyncShared,
+  GlobalLoad,
+  GlobalStore,
+  CpAsyncGlobal
+};
+struct Access {
+  const void* site;
+  AccessKind kind;
+  unsigned bytes;
+  std::uint64_t address;  // a shared offset or a global address
+};
+
+struct Thread {
+  tessera_emu::ThreadIndex index{};
+  ctx::fcontext_t context = nullptr;    // where this fiber resumes
+  ctx::fcontext_t scheduler = nullptr;  // where it returns when it blocks
+  State state = State::Runnable;
+  int barrier_line = 0;
+  std::vector<std::vector<Copy>> groups;  // committed cp.async groups, oldest first
+  std::vector<Copy> open_group;
+  std::vector<std::vector<WgmmaResult>> wgmma_groups;  // committed warpgroup MMAs, oldest first
+  std::vector<WgmmaResult> wgmma_open;
+  unsigned long long desc_a = 0, desc_b = 0;  // a wgmma's operands
+  std::vector<Access> accesses;               // since the last barrier, when profiling
+  // The warp collective this lane waits in, with its operands.
+  WarpOp op = WarpOp::None;
+  unsigned mask = 0, offset = 0, value = 0, result = 0;
+  int kind = 0, count = 0, arg = 0;
+  unsigned wait_offset = 0;  // the mbarrier this thread waits on (State::MBarrier)
+  bool trans = false;
+  unsigned* regs = nullptr;
+  float* d = nullptr;
+  const unsigned *a = nullptr, *b = nullptr;
+};
+
+// Who last touched a 4-byte word of shared memory (agent and clock stamp): the last writer and up to two readers
+// since, that are not ordered before one another.
+struct Shadow {
+  int writer = -1, reader = -1, reader2 = -1;
+  std::uint32_t writer_stamp = 0, reader_stamp = 0, reader2_stamp = 0;
+};
+
+// An mbarrier (PTX ISA 9.7.13.15) at an 8-byte-aligned shared offset: arrivals and transaction bytes pending in the
+// current phase; a phase completes when both reach zero, and its parity flips. Its clocks: what the arrivals and
+// copies of the current phase released, and what the last completed phase of each parity published.
+struct MBarrier {
+  unsigned offset = 0;
+  int expected = 0, pending = 0;
+  std::int64_t tx = 0;
+  unsigned phase = 0;  // parity of the current (incomplete) phase
+  int initialised_by = -1;
+  std::uint32_t init_stamp = 0;
+  VectorClock arrived;
+  std::array<VectorClock, 2> completed;
+};
+
+struct Block {
+  const EmuLaunch* launch = nullptr;
+  const EmuOptions* options = nullptr;
+  Entry entry = nullptr;
+  Dim3 block_idx{};
+  std::vector<Thread> threads;
+  std::vector<char> arena;  // red zone | shared memory | red zone
+  std::vector<Shadow> shadow;
+  std::vector<std::uint16_t> in_flight;     // per 4-byte word: cp.async copies not yet landed
+  HappensBefore hb;                         // agents: the threads, then one TMA unit per mbarrier
+  std::vector<MBarrier> mbarriers;          // in order of initialisation; the i-th's copies are agent threads + i
+  std::vector<std::uint8_t> mbarrier_word;  // per 4-byte word: part of a live mbarrier
+  std::vector<std::uint16_t> wgmma_pins;    // per 4-byte word: warpgroup MMAs in flight that read it
+  int wgmma_in_flight = 0;
+  int current = -1;
+  bool in_fiber = false;
+  std::string error;
+  std::mt19937_64 rng;
+  EmuProfile profile;       // this worker's counts, added to the caller's after the launch
+  bool collective = false;  // reads on behalf of a warp collective, which counts them itself
+
+  char* shared() { return arena.data() + kRedZone; }
+  Thread& me() { return threads[static_cast<std::size_t>(current)]; }
+  int warp_of(int tid) const { return tid / 32; }
+};
+
+// The block the calling worker thread is running.
+extern thread_local Block* t_block;
+
+std::string thread_name(const Block& b, int tid);
+// Back to the scheduler (the thread's state says why).
+void yield();
+// Records the first bug and leaves the fiber for good (throws outside a fiber).
+[[noreturn]] void fail(std::string what);
+void wait_in_warp(WarpOp op);
+
+// Checks of a shared or global access; each fails naming what was wrong.
+void check_shared(unsigned offset, unsigned bytes, const char* what);
+void check_in_flight(unsigned offset, unsigned bytes, const char* what);
+void check_not_mbarrier(unsigned offset, unsigned bytes, const char* what);
+void check_not_pinned(unsigned offset, unsigned bytes, const char* what);
+void check_global(const void* address, unsigned bytes, const char* what);
+// Race check and bookkeeping: an access by `agent`, ordered after what `viewer` has seen.
+void track_as(int viewer, int agent, unsigned offset, unsigned bytes, bool write);
+void track(int tid, unsigned offset, unsigned bytes, bool write);
+// A shared read on behalf of thread `provider` (a collective's operand), checked as that thread's.
+void read_shared_for(Block& b, int provider, unsigned offset, unsigned bytes, void* out);
+
+// The sm_90 asynchronous instructions (jit/emu_async.cpp).
+void api_mbarrier_init(unsigned offset, unsigned count);
+void api_mbarrier_arrive(unsigned offset, unsigned tx_bytes);
+void api_mbarrier_expect_tx(unsigned offset, unsigned tx_bytes);
+int api_mbarrier_try_wait(unsigned offset, unsigned parity);
+void api_mbarrier_wait(unsigned offset, unsigned parity);
+void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mbarrier);
+void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate);
+void api_wgmma_commit();
+void api_wgmma_wait(int pending);
+void run_wgmma(Block& b, int group);
+
+}  // namespace tessera::emulator
