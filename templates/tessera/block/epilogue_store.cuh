@@ -2,6 +2,7 @@
 // with the widest stores D's alignment allows, or raw to the split-K workspace.
 #pragma once
 
+#include "tessera/arch.cuh"
 #include "tessera/element.cuh"
 #include "tessera/epilogue_math.cuh"
 #include "tessera/gemm/gemm_params.cuh"
@@ -36,6 +37,89 @@ TESSERA_DEVICE void store_d(const GemmParams& p, i64 m, i64 n, i64 b, const floa
 // Partial sums of one K split: workspace[split][b][m][n], row-major, f32.
 TESSERA_DEVICE float* workspace_element(const GemmParams& p, int split, i64 m, i64 n, i64 b) {
   return p.workspace + ((static_cast<i64>(split) * p.batch + b) * p.m + m) * p.n + n;
+}
+
+// Where one output tile's products go: D through the epilogue, raw partial sums into workspace slice `slot`, or
+// either, decided per call (slot < 0: D).
+enum TileOutput { kToD = 0, kToWorkspace = 1, kToEither = 2 };
+
+// Floats per row of a warp's epilogue slab: WN + 8 puts the four rows a half-warp's 8-byte stores reach 8 banks
+// apart, so its 16 lanes cover the 32 banks once.
+constexpr int slab_pitch(int wn) { return wn + 8; }
+
+// One warp's 16 x kWN accumulators in mma.sync's C-fragment layout (acc[j][i]: rows g and g+8, columns 8j+2t and
+// 8j+2t+1, g = lane/4, t = lane%4; wgmma's accumulators are laid out the same within each warp) go through shared
+// memory at `slab` (16 x slab_pitch(kWN) floats of the warp's own) and out: each lane's pairs of adjacent columns
+// as 8-byte stores, then its lanes read the slab back along D's contiguous dimension and store AlignC elements per
+// lane through the epilogue (a row-major D reads them as one vector: 8 lanes of 16 bytes cover one 128-byte line),
+// or raw into the workspace. Rows from row_base, columns from col_base, bounded by p.m and p.n.
+template <class T, class Epi, int kOutput, int kWN>
+TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN / 8][4], u32 slab, int lane,
+                                    i64 row_base, i64 col_base, int batch, int slot, bool to_workspace) {
+  constexpr int kPitch = slab_pitch(kWN);
+  const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * kPitch + c) * 4); };
+  // A column-major D stages the slab transposed instead (a column's 16 rows contiguous), its 16-byte chunks
+  // XOR-swizzled within each 128-byte line (a pair of columns) by the pair's index: the 32 lanes of each scalar
+  // store then reach 32 banks, and 8 lanes reading a chunk each cover one line.
+  const auto at_transposed = [&](int r, int c) {
+    const int line = c >> 1, chunk = ((c & 1) * 4 + (r >> 2)) ^ ((line * 2) & 7);
+    return slab + static_cast<u32>(((line * 8 + chunk) * 4 + (r & 3)) * 4);
+  };
+  constexpr bool kTransposed = kOutput != kToWorkspace && !T::DRowMajor;
+  const int g = lane >> 2, t = lane & 3;
+  constexpr int kVec = kOutput == kToWorkspace ? 1 : T::AlignC;
+  // Up to 4 floats per lane read back (16-bit outputs aligned for 8 store 4 at a time: 8 bytes per lane, still
+  // coalesced).
+  constexpr int kRead = kVec < 4 ? kVec : 4;
+#pragma unroll
+  for (int ni = 0; ni < kWN / 8; ++ni) {
+    if constexpr (kTransposed) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        st_shared<float>(at_transposed(g + (i >> 1) * 8, ni * 8 + t * 2 + (i & 1)), acc[ni][i]);
+    } else {
+      st_shared(at(g, ni * 8 + t * 2), Vector<float, 2>{{acc[ni][0], acc[ni][1]}});
+      st_shared(at(g + 8, ni * 8 + t * 2), Vector<float, 2>{{acc[ni][2], acc[ni][3]}});
+    }
+  }
+  syncwarp();
+  if (to_workspace) {
+    // Raw partial sums, along the workspace's rows (a transposed slab is read down its columns instead, which
+    // keeps its reads conflict-free).
+    for (int s = lane; s < 16 * kWN; s += 32) {
+      const int r = kTransposed ? s % 16 : s / kWN, c = kTransposed ? s / 16 : s % kWN;
+      if (row_base + r < p.m && col_base + c < p.n)
+        st_global(workspace_element(p, slot, row_base + r, col_base + c, batch),
+                  ld_shared<float>(kTransposed ? at_transposed(r, c) : at(r, c)));
+    }
+  } else if constexpr (T::DRowMajor) {
+    constexpr int kPerRow = kWN / kRead;
+    for (int s = lane; s < 16 * kPerRow; s += 32) {
+      const int r = s / kPerRow, c = (s % kPerRow) * kRead;
+      const i64 m = row_base + r, n = col_base + c;
+      if (m >= p.m || n >= p.n) continue;
+      const int valid = p.n - n < kRead ? static_cast<int>(p.n - n) : kRead;
+      const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at(r, c));
+      float values[kRead];
+#pragma unroll
+      for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m, n + i, batch, p) : 0.0f;
+      store_d<typename T::Out, true, kRead>(p, m, n, batch, values, valid);
+    }
+  } else {
+    constexpr int kPerCol = 16 / kRead;
+    for (int s = lane; s < kWN * kPerCol; s += 32) {
+      const int c = s / kPerCol, r = (s % kPerCol) * kRead;
+      const i64 m = row_base + r, n = col_base + c;
+      if (m >= p.m || n >= p.n) continue;
+      const int valid = p.m - m < kRead ? static_cast<int>(p.m - m) : kRead;
+      const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at_transposed(r, c));
+      float values[kRead];
+#pragma unroll
+      for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m + i, n, batch, p) : 0.0f;
+      store_d<typename T::Out, false, kRead>(p, m, n, batch, values, valid);
+    }
+  }
+  syncwarp();
 }
 
 // The second kernel of a split-K GEMM: sums the splits of each output and applies the epilogue.

@@ -34,14 +34,8 @@ struct TensorOpShape {
   static constexpr int kABytes = T::BM * T::BK * kElem;
   static constexpr int kBBytes = T::BN * T::BK * kElem;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  // Floats per row of a warp's epilogue slab: WN + 8 puts the four rows a half-warp's 8-byte stores reach 8 banks
-  // apart, so its 16 lanes cover the 32 banks once.
-  static constexpr int kStagePitch = T::WN + 8;
+  static constexpr int kStagePitch = slab_pitch(T::WN);
 };
-
-// Where one output tile's products go: D through the epilogue, raw partial sums into workspace slice `slot`, or
-// either, decided per call (slot < 0: D).
-enum TileOutput { kToD = 0, kToWorkspace = 1, kToEither = 2 };
 
 // What a thread computes once per kernel, whatever tiles it goes on to: its place in the block, its copy offsets
 // and its fragment offsets.
@@ -153,77 +147,12 @@ TESSERA_DEVICE void tensorop_tile(const GemmParams& p, const TensorOpThread<T>& 
   cp_async_wait<0>();
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
 
-  // Epilogue: each warp moves one 16-row slab of its accumulators through shared memory at a time (each lane's pairs
-  // of adjacent columns as 8-byte stores), then its lanes read the slab back along D's contiguous dimension and store
-  // kVec elements per lane (a row-major D reads them as one vector: 8 lanes of 16 bytes cover one 128-byte line).
-  const u32 slab = warp * 16 * S::kStagePitch * 4;  // byte offset of this warp's 16 × kStagePitch floats
-  const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * S::kStagePitch + c) * 4); };
-  // A column-major D stages the slab transposed instead (a column's 16 rows contiguous), its 16-byte chunks
-  // XOR-swizzled within each 128-byte line (a pair of columns) by the pair's index: the 32 lanes of each scalar
-  // store then reach 32 banks, and 8 lanes reading a chunk each cover one line.
-  const auto at_transposed = [&](int r, int c) {
-    const int line = c >> 1, chunk = ((c & 1) * 4 + (r >> 2)) ^ ((line * 2) & 7);
-    return slab + static_cast<u32>(((line * 8 + chunk) * 4 + (r & 3)) * 4);
-  };
-  constexpr bool kTransposed = kOutput != kToWorkspace && !T::DRowMajor;
-  const int g = lane >> 2, t = lane & 3;
-  constexpr int kVec = kOutput == kToWorkspace ? 1 : T::AlignC;
-  // Up to 4 floats per lane read back (16-bit outputs aligned for 8 store 4 at a time: 8 bytes per lane, still
-  // coalesced).
-  constexpr int kRead = kVec < 4 ? kVec : 4;
+  // Epilogue: each warp moves one 16-row slab of its accumulators at a time through its part of shared memory.
+  const u32 slab = warp * 16 * S::kStagePitch * 4;
 #pragma unroll
-  for (int mi = 0; mi < S::kMI; ++mi) {
-#pragma unroll
-    for (int ni = 0; ni < S::kNI; ++ni) {
-      if constexpr (kTransposed) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          st_shared<float>(at_transposed(g + (i >> 1) * 8, ni * 8 + t * 2 + (i & 1)), acc[mi][ni][i]);
-      } else {
-        st_shared(at(g, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][0], acc[mi][ni][1]}});
-        st_shared(at(g + 8, ni * 8 + t * 2), Vector<float, 2>{{acc[mi][ni][2], acc[mi][ni][3]}});
-      }
-    }
-    syncwarp();
-    const int row_base = m0 + warp_row + mi * 16, col_base = n0 + warp_col;
-    if (to_workspace) {
-      // Raw partial sums, along the workspace's rows (a transposed slab is read down its columns instead, which
-      // keeps its reads conflict-free).
-      for (int s = lane; s < 16 * T::WN; s += 32) {
-        const int r = kTransposed ? s % 16 : s / T::WN, c = kTransposed ? s / 16 : s % T::WN;
-        if (row_base + r < p.m && col_base + c < p.n)
-          st_global(workspace_element(p, slot, row_base + r, col_base + c, batch),
-                    ld_shared<float>(kTransposed ? at_transposed(r, c) : at(r, c)));
-      }
-    } else if constexpr (T::DRowMajor) {
-      constexpr int kPerRow = T::WN / kRead;
-      for (int s = lane; s < 16 * kPerRow; s += 32) {
-        const int r = s / kPerRow, c = (s % kPerRow) * kRead;
-        const i64 m = row_base + r, n = col_base + c;
-        if (m >= p.m || n >= p.n) continue;
-        const int valid = p.n - n < kRead ? static_cast<int>(p.n - n) : kRead;
-        const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at(r, c));
-        float values[kRead];
-#pragma unroll
-        for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m, n + i, batch, p) : 0.0f;
-        store_d<typename T::Out, true, kRead>(p, m, n, batch, values, valid);
-      }
-    } else {
-      constexpr int kPerCol = 16 / kRead;
-      for (int s = lane; s < T::WN * kPerCol; s += 32) {
-        const int c = s / kPerCol, r = (s % kPerCol) * kRead;
-        const i64 m = row_base + r, n = col_base + c;
-        if (m >= p.m || n >= p.n) continue;
-        const int valid = p.m - m < kRead ? static_cast<int>(p.m - m) : kRead;
-        const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at_transposed(r, c));
-        float values[kRead];
-#pragma unroll
-        for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m + i, n, batch, p) : 0.0f;
-        store_d<typename T::Out, false, kRead>(p, m, n, batch, values, valid);
-      }
-    }
-    syncwarp();
-  }
+  for (int mi = 0; mi < S::kMI; ++mi)
+    store_warp_slab<T, Epi, kOutput, T::WN>(p, acc[mi], slab, lane, m0 + warp_row + mi * 16, n0 + warp_col, batch, slot,
+                                            to_workspace);
 }
 
 // The data-parallel kernel: a block per output tile (rasterised for L2 reuse) and K split.
