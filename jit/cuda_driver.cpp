@@ -73,6 +73,8 @@ struct CudaDriver::Api {
   CUresult (*event_synchronize)(CUevent) = nullptr;
   CUresult (*event_elapsed_time)(float*, CUevent, CUevent) = nullptr;
   CUresult (*event_destroy)(CUevent) = nullptr;
+  CUresult (*tensor_map_encode_tiled)(void*, int, unsigned, void*, const std::uint64_t*, const std::uint64_t*,
+                                      const unsigned*, const unsigned*, int, int, int, int) = nullptr;
 
   explicit Api(SharedLibrary lib) : library(std::move(lib)) {}
 
@@ -141,6 +143,7 @@ std::shared_ptr<const CudaDriver> CudaDriver::load(const std::string& path) {
   api->resolve(api->event_synchronize, "cuEventSynchronize");
   api->resolve(api->event_elapsed_time, "cuEventElapsedTime");
   api->resolve(api->event_destroy, "cuEventDestroy");
+  api->resolve(api->tensor_map_encode_tiled, "cuTensorMapEncodeTiled");
   api->check(api->driver_get_version(&api->version), "cuDriverGetVersion");
   int count = 0;
   api->check(api->device_get_count(&count), "cuDeviceGetCount");
@@ -230,6 +233,20 @@ void CudaDriver::copy_to_device(CuDevicePtr dst, const void* src, std::size_t by
 void CudaDriver::copy_to_host(void* dst, CuDevicePtr src, std::size_t bytes) const {
   make_current();
   if (bytes) api_->check(api_->memcpy_dtoh(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+std::array<std::byte, 128> CudaDriver::tma_descriptor(const TmaTensor& t) const {
+  // CUtensorMapDataType by element size (the copy is bitwise): UINT8, UINT16, UINT32, UINT64; swizzle enums 0..3
+  // for none, 32, 64 and 128 bytes; no interleave, 128-byte L2 promotion, zero fill.
+  const int type = t.element_bytes == 1 ? 0 : t.element_bytes == 2 ? 1 : t.element_bytes == 4 ? 2 : 4;
+  const int swizzle = t.swizzle_bytes == 32 ? 1 : t.swizzle_bytes == 64 ? 2 : t.swizzle_bytes == 128 ? 3 : 0;
+  const std::vector<unsigned> element_strides(t.dims.size(), 1);
+  alignas(64) std::array<std::byte, 128> map{};
+  api_->check(api_->tensor_map_encode_tiled(map.data(), type, static_cast<unsigned>(t.dims.size()),
+                                            const_cast<void*>(t.global), t.dims.data(), t.stride_bytes.data(),
+                                            t.box.data(), element_strides.data(), 0, swizzle, 2, 0),
+              "cuTensorMapEncodeTiled");
+  return map;
 }
 
 void CudaDriver::synchronize() const {

@@ -2,12 +2,15 @@
 // (or with only the toolkit's stub libcuda) gets a clear "unavailable: why" and the CPU path keeps working.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "jit/tma_tensor.hpp"
 
 namespace tessera {
 
@@ -46,6 +49,8 @@ class CudaDriver : public std::enable_shared_from_this<CudaDriver> {
   void copy_to_device(CuDevicePtr dst, const void* src, std::size_t bytes) const;
   void copy_to_host(void* dst, CuDevicePtr src, std::size_t bytes) const;
   void synchronize() const;
+  // A TMA descriptor of `tensor` at device addresses (cuTensorMapEncodeTiled; zeros outside the tensor).
+  std::array<std::byte, 128> tma_descriptor(const TmaTensor& tensor) const;
 
   // Milliseconds of GPU time spent by whatever fn enqueues, between a start and a stop CUDA event.
   double time_ms(const std::function<void()>& fn) const;

@@ -159,9 +159,10 @@ void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mba
   complete_phase_if_done(m);
 }
 
-void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate) {
+void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate, int transpose) {
   Thread& t = t_block->me();
-  t.kind = kind, t.count = n, t.d = d, t.desc_a = a, t.desc_b = b, t.arg = accumulate, t.mask = 0xffffffffu;
+  t.kind = kind, t.count = n, t.d = d, t.desc_a = a, t.desc_b = b, t.arg = accumulate, t.transpose = transpose;
+  t.mask = 0xffffffffu;
   wait_in_warp(WarpOp::Wgmma);
 }
 
@@ -188,19 +189,27 @@ void api_wgmma_wait(int pending) {
   }
 }
 
-// The byte offset of element (row, k) of a K-major 16-bit tile a wgmma descriptor describes (PTX ISA, "Matrix
-// Descriptor Format"; CUTLASS's canonical GMMA layouts): without swizzle, 8x16-byte core matrices SBO apart along
-// the rows and LBO apart along K; swizzled, 8-row groups SBO apart whose rows are 32, 64 or 128 bytes long, the
-// 16-byte chunks XORed by the row within the span.
-unsigned wgmma_element(unsigned long long desc, int row, int k) {
+// The byte offset of element (row, k) of a 16-bit tile a wgmma descriptor describes (PTX ISA, "Matrix Descriptor
+// Format"; CUTLASS's canonical GMMA layouts). K-major: without swizzle, 8x16-byte core matrices SBO apart along the
+// rows and LBO apart along K; swizzled, 8-row groups SBO apart whose rows are 32, 64 or 128 bytes long, the 16-byte
+// chunks XORed by the row within the span. M/N-major (`mn_major`): the same with the roles of the dimensions
+// exchanged — swizzled, rows of the span along M (N) for each k, 8 of them (one per k) make an atom, k's groups of 8
+// SBO apart and the span-wide slices of M (N) LBO apart; without swizzle, 8 contiguous M (N) elements per 16 bytes,
+// 8 k rows of them a core matrix, cores SBO apart along M (N) and LBO apart along K.
+unsigned wgmma_element(unsigned long long desc, int row, int k, bool mn_major) {
   const unsigned start = static_cast<unsigned>(desc & 0x3fffu) << 4;
   const unsigned leading = static_cast<unsigned>(desc >> 16 & 0x3fffu) << 4;
   const unsigned stride = static_cast<unsigned>(desc >> 32 & 0x3fffu) << 4;
   const unsigned mode = static_cast<unsigned>(desc >> 62);
   const unsigned r = static_cast<unsigned>(row), c = static_cast<unsigned>(k);
-  if (mode == 0) return start + r / 8 * stride + r % 8 * 16 + c / 8 * leading + c % 8 * 2;
-  const unsigned span = mode == 1 ? 128 : mode == 2 ? 64 : 32;
-  return swizzled(start + r / 8 * stride + r % 8 * span + c * 2, span);
+  const unsigned span = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
+  if (!mn_major) {
+    if (mode == 0) return start + r / 8 * stride + r % 8 * 16 + c / 8 * leading + c % 8 * 2;
+    return swizzled(start + r / 8 * stride + r % 8 * span + c * 2, span);
+  }
+  if (mode == 0) return start + r / 8 * stride + c / 8 * leading + c % 8 * 16 + r % 8 * 2;
+  const unsigned per_row = span / 2;  // M (N) elements in one span-wide row
+  return swizzled(start + r / per_row * leading + c / 8 * stride + c % 8 * span + r % per_row * 2, span);
 }
 
 // wgmma.mma_async m64nNk16 for warpgroup `group`: A (64x16) and B (Nx16, K-major) read from shared memory now,
@@ -212,13 +221,13 @@ void run_wgmma(Block& b, int group) {
   const int n = first.count;
   for (int i = 0; i < 128; ++i)
     if (lanes[i].kind != first.kind || lanes[i].count != n || lanes[i].desc_a != first.desc_a ||
-        lanes[i].desc_b != first.desc_b || lanes[i].arg != first.arg)
+        lanes[i].desc_b != first.desc_b || lanes[i].arg != first.arg || lanes[i].transpose != first.transpose)
       throw EmulationError(fmt::format("kernel {}: {}: wgmma operands differ within warpgroup {}", b.launch->kernel,
                                        thread_name(b, group * 128 + i), group));
   const int provider = group * 128;
   auto op = std::make_shared<WgmmaOp>();
-  const auto load = [&](unsigned long long desc, int row, int k) {
-    const unsigned at = wgmma_element(desc, row, k);
+  const auto load = [&](unsigned long long desc, int row, int k, bool mn_major) {
+    const unsigned at = wgmma_element(desc, row, k, mn_major);
     std::uint16_t bits = 0;
     read_shared_for(b, provider, at, 2, &bits);
     op->words.push_back(at / 4);
@@ -227,9 +236,11 @@ void run_wgmma(Block& b, int group) {
   b.collective = true;
   std::vector<float> A(64 * 16), B(static_cast<std::size_t>(n) * 16);
   for (int r = 0; r < 64; ++r)
-    for (int k = 0; k < 16; ++k) A[static_cast<std::size_t>(r * 16 + k)] = load(first.desc_a, r, k);
+    for (int k = 0; k < 16; ++k)
+      A[static_cast<std::size_t>(r * 16 + k)] = load(first.desc_a, r, k, first.transpose & 1);
   for (int c = 0; c < n; ++c)
-    for (int k = 0; k < 16; ++k) B[static_cast<std::size_t>(c * 16 + k)] = load(first.desc_b, c, k);
+    for (int k = 0; k < 16; ++k)
+      B[static_cast<std::size_t>(c * 16 + k)] = load(first.desc_b, c, k, (first.transpose & 2) != 0);
   b.collective = false;
   if (!b.error.empty()) return;
   std::sort(op->words.begin(), op->words.end());

@@ -76,6 +76,7 @@ struct Thread {
   std::vector<std::vector<WgmmaResult>> wgmma_groups;  // committed warpgroup MMAs, oldest first
   std::vector<WgmmaResult> wgmma_open;
   unsigned long long desc_a = 0, desc_b = 0;  // a wgmma's operands
+  int transpose = 0;                          // and which of them are M/N-major (bit 0 A, bit 1 B)
   std::vector<Access> accesses;               // since the last barrier, when profiling
   // The warp collective this lane waits in, with its operands.
   WarpOp op = WarpOp::None;
@@ -164,7 +165,7 @@ void api_mbarrier_expect_tx(unsigned offset, unsigned tx_bytes);
 int api_mbarrier_try_wait(unsigned offset, unsigned parity);
 void api_mbarrier_wait(unsigned offset, unsigned parity);
 void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mbarrier);
-void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate);
+void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate, int transpose);
 void api_wgmma_commit();
 void api_wgmma_wait(int pending);
 void run_wgmma(Block& b, int group);

@@ -264,6 +264,8 @@ PtxCounts count_ptx(const std::string& ptx) {
   c.cp_async =
       count_occurrences(ptx, "cp.async.cg.shared.global") + count_occurrences(ptx, "cp.async.ca.shared.global");
   c.cp_async_wait = count_occurrences(ptx, "cp.async.wait_group");
+  c.wgmma = count_occurrences(ptx, "wgmma.mma_async.");
+  c.tma = count_occurrences(ptx, "cp.async.bulk.tensor.");
   c.local_access = count_occurrences(ptx, "ld.local.") + count_occurrences(ptx, "st.local.");
 
   std::vector<std::string_view> lines;
@@ -342,6 +344,8 @@ nlohmann::json kernel_report(const std::string& name, const CudaTarget& target, 
           {"ldmatrix_count", ptx.ldmatrix},
           {"cp_async_count", ptx.cp_async},
           {"cp_async_wait_count", ptx.cp_async_wait},
+          {"wgmma_count", ptx.wgmma},
+          {"tma_count", ptx.tma},
           {"local_access_count", ptx.local_access},
           {"main_loop_mma", ptx.main_loop_mma},
           {"main_loop_other", ptx.main_loop_other}};

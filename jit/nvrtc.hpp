@@ -28,6 +28,8 @@ struct PtxCounts {
   int ldmatrix = 0;       // ldmatrix.sync.aligned.*
   int cp_async = 0;       // cp.async.{ca,cg}.shared.global
   int cp_async_wait = 0;  // cp.async.wait_group
+  int wgmma = 0;          // wgmma.mma_async.*
+  int tma = 0;            // cp.async.bulk.tensor.*
   int local_access = 0;   // ld.local / st.local (spills or stack arrays)
   // The main loop: of the loops (a label and a branch back to it), the one holding the most mma, the innermost of
   // equals. Its mma and its other instructions (everything that issues: no labels, directives or asm braces).

@@ -18,6 +18,7 @@
 #include "generator/core/error.hpp"
 
 #include "generator/core/emulation_options.hpp"
+#include "jit/tma_tensor.hpp"
 
 namespace tessera {
 
@@ -40,17 +41,6 @@ struct EmuLaunch {
   // The kernel's parameter block, opaque here: the bytes of the struct its one parameter takes by value.
   std::vector<std::byte> params;
   std::vector<EmuMemoryRange> global;  // every global byte the kernel may touch; anything else is out of bounds
-};
-
-// A tensor as a TMA descriptor describes it (cuTensorMapEncodeTiled's arguments): rank 1..3, innermost dimension
-// first; byte strides of dimensions 1.. (dimension 0 is contiguous); the box one load copies; the shared-memory
-// swizzle (0, 32, 64 or 128 bytes).
-struct TmaTensor {
-  const void* global = nullptr;
-  unsigned element_bytes = 4;
-  std::vector<std::uint64_t> dims, stride_bytes;
-  std::vector<unsigned> box;
-  unsigned swizzle_bytes = 0;
 };
 
 // The 128 bytes of a TMA descriptor (tessera::TmaDescriptor) for an emulated kernel. Checks what the driver checks

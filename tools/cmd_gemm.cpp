@@ -83,7 +83,9 @@ struct GemmCommand {
       device.add(device_args.b, host.b16);
     }
     device.add(device_args.c, host.c);
-    const std::size_t d_copy = device.add(device_args.d, host.d);
+    // D narrower than f32 (--out-dtype bf16) lives in its own host buffer, which the reference compares.
+    const bool narrow_d = !host.d_narrow.empty();
+    const std::size_t d_copy = narrow_d ? device.add(device_args.d, host.d_narrow) : device.add(device_args.d, host.d);
     for (auto& [name, tensor] : device_args.inputs) device.add(tensor, host.inputs.at(name));
 
     const GemmProblem problem = describe_gemm(device_args);
@@ -93,7 +95,10 @@ struct GemmCommand {
     if (verify) reference = reference_gemm(host.args);
     const double ms = kernel.time_ms(device_args, repeat);
     runtime.synchronize();
-    device.fetch(d_copy, host.d);
+    if (narrow_d)
+      device.fetch(d_copy, host.d_narrow);
+    else
+      device.fetch(d_copy, host.d);
     Comparison cmp;
     if (verify) cmp = compare_gemm(reference, host.args.d);
     const double gflops = ms > 0 ? problem.flops() / (ms * 1e6) : 0;

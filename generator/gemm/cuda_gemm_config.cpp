@@ -33,7 +33,17 @@ int natural_alignment(std::int64_t extent, int elem_bytes) {
 }
 }  // namespace
 
-std::string_view cuda_math_name(CudaMath math) { return math == CudaMath::Simt ? "simt" : "tensorop"; }
+std::string_view cuda_math_name(CudaMath math) {
+  return math == CudaMath::Simt ? "simt" : math == CudaMath::Wgmma ? "wgmma" : "tensorop";
+}
+
+bool wgmma_supports(const GemmSignature& s, const CudaTarget& target) {
+  const auto dense = [](const Layout& l) {
+    return l.kind() == LayoutKind::RowMajor || l.kind() == LayoutKind::ColMajor;
+  };
+  return target.sm >= 90 && target.arch_specific && (s.a.dtype == DType::f16 || s.a.dtype == DType::bf16) &&
+         dense(s.a.layout) && dense(s.b.layout);
+}
 
 CudaMath cuda_math_for(const GemmSignature& s) { return s.a.dtype == DType::f32 ? CudaMath::Simt : CudaMath::TensorOp; }
 
@@ -43,6 +53,8 @@ std::int64_t CudaGemmConfig::shared_bytes(const GemmSignature& s) const {
   const std::int64_t elem = input_bytes(s);
   const std::int64_t pipeline = std::int64_t{stages} * (block_m + block_n) * block_k * elem;
   if (math == CudaMath::Simt) return pipeline;
+  // wgmma: the ring, then a full and an empty mbarrier per stage; the epilogue's slabs reuse the ring.
+  if (math == CudaMath::Wgmma) return pipeline + 16 * stages;
   // The epilogue stages one 16-row slab of each warp's accumulators (rows padded by 8 floats against bank conflicts).
   const std::int64_t staging = std::int64_t{warps()} * 16 * (warp_n + 8) * 4;
   return std::max(pipeline, staging);
@@ -92,6 +104,8 @@ int CudaGemmConfig::register_estimate() const {
     const int tm = warp_m / 8, tn = warp_n / 4;
     return tm * tn + 2 * (tm + tn) + 40;
   }
+  // A consumer thread holds block_n / 2 accumulators; operands stay in shared memory.
+  if (math == CudaMath::Wgmma) return block_n / 2 + 40;
   const int mi = warp_m / 16, ni = warp_n / 8;
   // Accumulators (4 floats per 16×8 tile), double-buffered A (4 regs per 16×16) and B (2 per 16×8) fragments.
   return mi * ni * 4 + 2 * (mi * 4 + ni * 2) + 40;
@@ -106,6 +120,24 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
     c.block_m = 128, c.block_n = 128, c.block_k = 8, c.warp_m = 64, c.warp_n = 32, c.stages = 2;
     if (TileGrid{p.m, p.n, 128, 128, p.batch}.count() < target.sm_count)
       c.block_m = 64, c.block_n = 64, c.warp_m = 32, c.warp_n = 32;
+  } else if (wgmma_supports(s, target) &&
+             natural_alignment(k_contiguous(s.a.layout, true) ? p.k : p.m, elem) * elem == 16 &&
+             natural_alignment(k_contiguous(s.b.layout, false) ? p.k : p.n, elem) * elem == 16) {
+    // Hopper: 64-deep K (one 128-byte swizzle row) and as many stages as fit (up to 6); of the warpgroup tiles
+    // (64 or 128 rows, 64 to 256 columns) the analytic model's fastest for the problem.
+    c.math = CudaMath::Wgmma;
+    c.block_k = 128 / elem, c.warp_m = 64, c.align_a = c.align_b = 8;
+    double best = INFINITY;
+    CudaGemmConfig chosen = c;
+    for (int bm : {128, 64})
+      for (int bn : {128, 256, 64}) {
+        CudaGemmConfig t = c;
+        t.block_m = bm, t.block_n = t.warp_n = bn, t.stages = 6;
+        while (t.stages > 2 && t.shared_bytes(s) > target.max_shared_per_block) --t.stages;
+        t.swizzle = TileGrid{p.m, p.n, bm, bn, p.batch}.rows() >= 8 ? 8 : 1;
+        if (const double seconds = cuda_analytic_seconds(p, t, target); seconds < best) best = seconds, chosen = t;
+      }
+    c = chosen;
   } else {
     // 128-byte rows of K per stage, as CUTLASS's sm80 defaults: 64 f16/bf16 or 32 tf32 elements, four mma k-steps
     // per barrier.
@@ -126,7 +158,7 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
   }
   // Split K when the output grid leaves most SMs idle and K is deep enough to share.
   const std::int64_t tiles = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count();
-  if (tiles * 2 <= target.sm_count && p.k >= 8 * c.block_k) {
+  if (c.math != CudaMath::Wgmma && tiles * 2 <= target.sm_count && p.k >= 8 * c.block_k) {
     const std::int64_t by_sms = ceil_div(target.sm_count, tiles);
     const std::int64_t by_k = p.k / (4 * c.block_k);
     c.split_k = static_cast<int>(std::clamp<std::int64_t>(std::min(by_sms, by_k), 1, 16));
@@ -191,11 +223,13 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
       c.stream_k = value;
     else if (key == "simt")
       c.math = value ? CudaMath::Simt : CudaMath::TensorOp;
+    else if (key == "wgmma")
+      c.math = value ? CudaMath::Wgmma : CudaMath::TensorOp;
     else
       throw InvalidArgument("config",
                             "unknown key '" + key +
                                 "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, stream_k, swizzle, "
-                                "align_a, align_b, align_c, simt)");
+                                "align_a, align_b, align_c, simt, wgmma)");
   }
   return c;
 }
@@ -221,8 +255,9 @@ template <>
 CudaGemmConfig from_json<CudaGemmConfig>(const nlohmann::json& j) {
   CudaGemmConfig c;
   const std::string math = j.at("math").get<std::string>();
-  if (math != "simt" && math != "tensorop") throw InvalidArgument("config.math", "must be simt or tensorop");
-  c.math = math == "simt" ? CudaMath::Simt : CudaMath::TensorOp;
+  if (math != "simt" && math != "tensorop" && math != "wgmma")
+    throw InvalidArgument("config.math", "must be simt, tensorop or wgmma");
+  c.math = math == "simt" ? CudaMath::Simt : math == "wgmma" ? CudaMath::Wgmma : CudaMath::TensorOp;
   c.block_m = integer_at<int>(j, "block_m");
   c.block_n = integer_at<int>(j, "block_n");
   c.block_k = integer_at<int>(j, "block_k");
@@ -260,9 +295,13 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
   for (const auto& input : s.inputs)
     if (input.operand.dtype != DType::f32)
       fail(fmt::format("epilogue tensor '{}' must be f32 on {}", input.name, where));
-  if (c.math != cuda_math_for(s))
+  if (c.math == CudaMath::Wgmma) {
+    if (!wgmma_supports(s, target))
+      fail(fmt::format("wgmma math needs sm_90a (not {}), f16 or bf16 inputs and row- or column-major A and B", where));
+  } else if (c.math != cuda_math_for(s)) {
     fail(fmt::format("{} inputs need {} math, not {}", dtype_name(in), cuda_math_name(cuda_math_for(s)),
                      cuda_math_name(c.math)));
+  }
   // Layouts: the tiles are copied with vector accesses along a contiguous dimension.
   for (const auto& [name, layout] : {std::pair{"A", s.a.layout}, std::pair{"B", s.b.layout}})
     if (layout.kind() != LayoutKind::RowMajor && layout.kind() != LayoutKind::ColMajor)
@@ -285,7 +324,24 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
   if (c.threads() > target.max_threads_per_block)
     fail(fmt::format("{} warps ({} threads) exceed {} threads per block", c.warps(), c.threads(),
                      target.max_threads_per_block));
-  if (c.math == CudaMath::TensorOp) {
+  if (c.math == CudaMath::Wgmma) {
+    if (c.block_m != 64 && c.block_m != 128)
+      fail(fmt::format("wgmma block_m ({}) must be 64 or 128 (one or two consumer warpgroups)", c.block_m));
+    if (c.block_n != 64 && c.block_n != 128 && c.block_n != 256)
+      fail(fmt::format("wgmma block_n ({}) must be 64, 128 or 256", c.block_n));
+    if (c.warp_m != 64 || c.warp_n != c.block_n)
+      fail(fmt::format("wgmma warp tile must be 64 x block_n (a warpgroup's), not {}x{}", c.warp_m, c.warp_n));
+    if (c.block_k * elem != 128)
+      fail(fmt::format("wgmma block_k ({}) must span 128 bytes (the swizzle row)", c.block_k));
+    if (c.stages < 2 || c.stages > 8) fail(fmt::format("wgmma stages ({}) must be in 2..8", c.stages));
+    if (c.split_k != 1 || c.stream_k != 0) fail("the wgmma kernel splits neither K nor tiles (split_k 1, stream_k 0)");
+    if (c.align_a * elem != 16 || c.align_b * elem != 16)
+      fail("the wgmma kernel's TMA copies need A and B 16-byte aligned (align_a and align_b of 8)");
+    // The epilogue's slabs (16 rows of block_n + 8 floats per consumer warp) reuse the ring.
+    const std::int64_t slabs = std::int64_t{c.block_m / 64} * 4 * 16 * (c.block_n + 8) * 4;
+    if (slabs > std::int64_t{c.stages} * (c.block_m + c.block_n) * c.block_k * elem)
+      fail(fmt::format("the epilogue's {} bytes of slabs do not fit in {} stages", slabs, c.stages));
+  } else if (c.math == CudaMath::TensorOp) {
     const int k = mma_k(s);
     if (c.warp_m % 16 || c.warp_n % 16)
       fail(fmt::format("warp tile {}x{} must be a multiple of 16x16 (m16n8 mma tiles, B fragments in pairs)", c.warp_m,
@@ -300,10 +356,11 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
     if (c.block_k < 4 || c.block_k > 32) fail(fmt::format("SIMT block_k ({}) must be in 4..32", c.block_k));
     if (c.stages != 2) fail(fmt::format("SIMT kernels double-buffer: stages must be 2, not {}", c.stages));
   }
-  // Every thread copies whole 16-byte chunks of each stage's A and B tiles.
+  // Every thread copies whole 16-byte chunks of each stage's A and B tiles (wgmma: TMA copies them).
   const int chunk_elems = 16 / elem;
   for (const auto& [name, rows, k_major] : {std::tuple{"A", c.block_m, k_contiguous(s.a.layout, true)},
                                             std::tuple{"B", c.block_n, k_contiguous(s.b.layout, false)}}) {
+    if (c.math == CudaMath::Wgmma) break;
     const int contiguous = k_major ? c.block_k : rows;
     if (contiguous % chunk_elems)
       fail(fmt::format("the {} tile's contiguous extent ({}) must be a multiple of 16 bytes", name, contiguous));

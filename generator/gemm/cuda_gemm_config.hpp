@@ -13,6 +13,9 @@ namespace tessera {
 enum class CudaMath : unsigned char {
   Simt,      // f32 FFMA, register-tiled, double-buffered shared memory
   TensorOp,  // mma.sync: m16n8k16 for f16/bf16, m16n8k8 for tf32; cp.async ring, ldmatrix, swizzled shared memory
+  // sm_90a, f16/bf16: warp-specialised, TMA into an mbarrier-guarded ring, wgmma.mma_async
+  // from shared memory; a consumer warpgroup per 64 rows (warp_m = 64, warp_n = block_n), plus one producer.
+  Wgmma,
 };
 std::string_view cuda_math_name(CudaMath math);
 
@@ -32,7 +35,10 @@ struct CudaGemmConfig {
   // global→shared copies, C reads and D stores. Smaller values mean narrower copies, not a different kernel shape.
   int align_a = 8, align_b = 8, align_c = 4;
 
-  int warps() const { return (block_m / warp_m) * (block_n / warp_n); }
+  // The block's warps (wgmma: four per consumer warpgroup and four producers).
+  int warps() const {
+    return math == CudaMath::Wgmma ? 4 * (1 + block_m / 64) : (block_m / warp_m) * (block_n / warp_n);
+  }
   int threads() const { return 32 * warps(); }
   // Dynamic shared memory per block: the pipeline's stages, or the epilogue staging if larger (they share it).
   std::int64_t shared_bytes(const GemmSignature& signature) const;
@@ -65,6 +71,8 @@ int resident_blocks(const GemmSignature& signature, const CudaGemmConfig& config
 
 // The math mode a signature needs: TensorOp for f16, bf16, tf32 inputs; Simt for f32.
 CudaMath cuda_math_for(const GemmSignature& signature);
+// Whether the Hopper kernel can take the signature on the target: sm_90a, f16 or bf16, A and B row- or column-major.
+bool wgmma_supports(const GemmSignature& signature, const CudaTarget& target);
 // K depth of one mma.sync instruction for the signature's input type (16 for f16/bf16, 8 for tf32).
 int mma_k(const GemmSignature& signature);
 

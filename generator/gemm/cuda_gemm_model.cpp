@@ -35,6 +35,11 @@ CudaMainLoopCounts cuda_main_loop_counts(const GemmSignature& s, const CudaGemmC
     const double tm = c.warp_m / 8.0, tn = c.warp_n / 4.0;
     return {tm * tn * c.block_k, (tm / 4 + tn / 4) * c.block_k + chunks * 12 + 15};
   }
+  if (c.math == CudaMath::Wgmma) {
+    // Per consumer warp and k-tile: its share of the warpgroup's block_k / 16 wgmma (issued by every warp), and
+    // about 20 others (the full-barrier wait, descriptors, fence, commit, wait, the empty arrive, the loop).
+    return {c.block_k / 16.0, 20};
+  }
   const bool tf32 = s.a.dtype == DType::tf32;
   const double mi = c.warp_m / 16.0, ni = c.warp_n / 8.0, steps = c.block_k / (tf32 ? 8.0 : 16.0);
   // Calibrated on the PTX of the templates (nvcc -ptx of `tessera emit gemm`, every instruction between the loop's
@@ -54,11 +59,11 @@ CudaMainLoopCounts cuda_main_loop_counts(const GemmSignature& s, const CudaGemmC
 CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
   const GemmSignature& s = p.signature;
   const CudaRates r = cuda_rates(t);
-  const bool tensor = c.math == CudaMath::TensorOp;
+  const bool wgmma = c.math == CudaMath::Wgmma, tensor = c.math == CudaMath::TensorOp || wgmma;
   const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
   const double batch = static_cast<double>(p.batch), elem = dtype_bytes(s.a.dtype);
   const double clock = r.clock_hz * r.sustained;
-  const double math_rate = tensor ? (s.a.dtype == DType::tf32 ? r.mma_sync / 2 : r.mma_sync) : r.ffma;
+  const double math_rate = wgmma ? r.wgmma : tensor ? (s.a.dtype == DType::tf32 ? r.mma_sync / 2 : r.mma_sync) : r.ffma;
 
   // Blocks resident per SM: shared memory, registers, threads.
   const double smem = static_cast<double>(c.shared_bytes(s));
@@ -86,12 +91,14 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   const double math_clocks = 2.0 * c.block_m * c.block_n * depth / math_rate;
   // Every k-tile ends at a barrier the block's warps all wait on: the math pipes drain unless another block's warps
   // are there to issue.
-  const double barrier_clocks = 32.0 * k_tiles;
+  // (The wgmma kernel's stages hand over through mbarriers: no block-wide barrier per k-tile.)
+  const double barrier_clocks = wgmma ? 0.0 : 32.0 * k_tiles;
   const CudaMainLoopCounts counts = cuda_main_loop_counts(s, c);
   const double issue_clocks = c.warps() * k_tiles * (counts.math + counts.other) / r.issue;
   // Shared memory: each warp reads its A rows and B columns per k, the copies write the block's tiles once.
-  const double shared_clocks =
-      depth * (tensor ? elem : 4.0) * (c.warps() * (c.warp_m + c.warp_n) + c.block_m + c.block_n) / r.shared_bytes;
+  // wgmma: each consumer warpgroup reads its 64 rows of A and all of B from the shared tiles.
+  const double readers = wgmma ? (c.block_m / 64.0) * (64.0 + c.block_n) : c.warps() * (c.warp_m + c.warp_n);
+  const double shared_clocks = depth * (tensor ? elem : 4.0) * (readers + c.block_m + c.block_n) / r.shared_bytes;
   const double block_bytes = (c.block_m + c.block_n) * depth * elem;  // from L2 into shared memory
   // Latency: a block keeps stages − 1 k-tiles of copies in flight (the SIMT kernel one, staged in registers), so
   // it receives at most that many bytes per round trip. Operands that fit in L2 come back in about half the time.

@@ -37,9 +37,11 @@ std::string CudaGemmSpec::name() const {
                             : c.stream_k > 0 ? fmt::format("_stk{}", c.stream_k)
                                              : "";
   return fmt::format("gemm_{}_{}_{}{}x{}x{}_w{}x{}_s{}{}_{}_sm{}{}_{}", types_tag(signature), layouts_tag(signature),
-                     c.math == CudaMath::Simt ? "simt" : "tc", c.block_m, c.block_n, c.block_k, c.warp_m, c.warp_n,
-                     c.stages, split, epilogue_tag(signature), target.sm, target.arch_specific ? "a" : "",
-                     hash().hex().substr(0, 8));
+                     c.math == CudaMath::Simt    ? "simt"
+                     : c.math == CudaMath::Wgmma ? "wg"
+                                                 : "tc",
+                     c.block_m, c.block_n, c.block_k, c.warp_m, c.warp_n, c.stages, split, epilogue_tag(signature),
+                     target.sm, target.arch_specific ? "a" : "", hash().hex().substr(0, 8));
 }
 
 }  // namespace tessera

@@ -173,6 +173,7 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
         for (int split : {1, 2, 4, 8})
           for (int swizzle : {1, 8}) {
             CudaGemmConfig c = base;
+            if (c.math == CudaMath::Wgmma) c.math = cuda_math_for(s);  // mma.sync tiles stay candidates on sm_90a
             c.block_m = t.bm, c.block_n = t.bn, c.warp_m = t.wm, c.warp_n = t.wn;
             c.stages = stages;
             c.block_k = base.math == CudaMath::Simt ? bk_bytes / 4 : bk_bytes / elem;
@@ -181,12 +182,23 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
             if (split > 1 && p.k < 4 * split * c.block_k) continue;  // too shallow to share
             if (valid(s, c, target)) add_unique(out, c);
             // Stream-K in place of split-K: one or two blocks per SM sharing the iterations.
-            if (split == 1 && base.math == CudaMath::TensorOp)
+            if (split == 1 && c.math == CudaMath::TensorOp)
               for (int stream : {1, 2}) {
                 CudaGemmConfig streamed = c;
                 streamed.stream_k = stream;
                 if (valid(s, streamed, target)) add_unique(out, streamed);
               }
+          }
+  // Hopper's warp-specialised kernel: one or two consumer warpgroups, 64- to 256-wide warpgroup tiles, 2..8 stages.
+  if (base.math == CudaMath::Wgmma)
+    for (int bm : {64, 128})
+      for (int bn : {64, 128, 256})
+        for (int stages = 2; stages <= 8; ++stages)
+          for (int swizzle : {1, 8}) {
+            CudaGemmConfig c = base;
+            c.block_m = bm, c.block_n = c.warp_n = bn, c.warp_m = 64, c.block_k = 128 / elem;
+            c.stages = stages, c.swizzle = swizzle, c.split_k = 1, c.stream_k = 0;
+            if (valid(s, c, target)) add_unique(out, c);
           }
   return out;
 }

@@ -40,6 +40,8 @@ class CudaBackend {
   virtual void copy_to_device(std::uint64_t dst, const void* src, std::size_t bytes) const = 0;
   virtual void copy_to_host(void* dst, std::uint64_t src, std::size_t bytes) const = 0;
   virtual void synchronize() const = 0;
+  // A TMA descriptor for a tensor in this back-end's memory (the wgmma kernel's operands).
+  virtual std::array<std::byte, 128> tma_descriptor(const TmaTensor& tensor) const = 0;
   virtual double time_ms(const std::function<void()>& fn) const = 0;
   virtual std::shared_ptr<const CudaProgram> load(const CudaGemmSpec& spec) const = 0;
   // Any other operation's kernel: its CUDA source and entry (its `build` stays empty).

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -71,7 +72,15 @@ CudaGemmKernel CudaRuntime::compile(const GemmProblem& problem, std::optional<Cu
 
 CudaGemmConfig CudaRuntime::default_config(const GemmArgs& device_args) const {
   const GemmBinding binding = bind_gemm(device_args);
-  return fit_alignment(CudaGemmConfig::default_for(binding.problem, impl_->backend->target()), binding);
+  const CudaTarget& target = impl_->backend->target();
+  CudaGemmConfig config = fit_alignment(CudaGemmConfig::default_for(binding.problem, target), binding);
+  if (config.math == CudaMath::Wgmma && (config.align_a < 8 || config.align_b < 8)) {
+    // TMA needs 16-byte aligned operands: arguments that are not get the mma.sync kernel.
+    CudaTarget without_wgmma = target;
+    without_wgmma.arch_specific = false;
+    config = fit_alignment(CudaGemmConfig::default_for(binding.problem, without_wgmma), binding);
+  }
+  return config;
 }
 
 void CudaRuntime::gemm(const GemmArgs& device_args) {
@@ -109,6 +118,11 @@ void CudaGemmKernel::run(const GemmArgs& device_args) const {
     workspace = backend_->allocate(static_cast<std::size_t>(launch.workspace_bytes));
     launch.params.workspace = reinterpret_cast<float*>(workspace);
     extents.push_back({launch.params.workspace, static_cast<std::size_t>(launch.workspace_bytes)});
+  }
+  if (!launch.tma.empty()) {
+    const auto a = backend_->tma_descriptor(launch.tma[0]), b = backend_->tma_descriptor(launch.tma[1]);
+    std::memcpy(&launch.params.a_map, a.data(), sizeof launch.params.a_map);
+    std::memcpy(&launch.params.b_map, b.data(), sizeof launch.params.b_map);
   }
   const CudaSource& source = program_->build.source;
   try {

@@ -61,6 +61,9 @@ class EmulatorBackend : public CudaBackend {
     std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   }
   void synchronize() const override {}
+  std::array<std::byte, 128> tma_descriptor(const TmaTensor& tensor) const override {
+    return emulated_tma_descriptor(tensor);
+  }
   double time_ms(const std::function<void()>& fn) const override {
     const auto start = std::chrono::steady_clock::now();
     fn();

@@ -59,6 +59,9 @@ class GpuBackend : public CudaBackend {
     driver_->copy_to_host(dst, src, bytes);
   }
   void synchronize() const override { driver_->synchronize(); }
+  std::array<std::byte, 128> tma_descriptor(const TmaTensor& tensor) const override {
+    return driver_->tma_descriptor(tensor);
+  }
   double time_ms(const std::function<void()>& fn) const override { return driver_->time_ms(fn); }
   std::shared_ptr<const CudaProgram> load(const CudaGemmSpec& spec) const override {
     return std::make_shared<GpuProgram>(driver_, spec);

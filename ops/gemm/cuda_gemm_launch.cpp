@@ -90,6 +90,34 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
     launch.grid_x = static_cast<unsigned>(plan.blocks);
     launch.grid_z = plan.blocks > 0 ? 1u : 0u;
   }
+  if (c.math == CudaMath::Wgmma) {
+    // A (M x K) and B (K x N) as rank-3 tensors, contiguous dimension first, then the other, then the batch; a
+    // K-major operand is copied in boxes of block_k x block_m (block_n), an M/N-major one in 64 x block_k slices, all
+    // with the 128-byte swizzle the kernel's descriptors read.
+    const auto operand = [&](const TensorArg& arg, const Layout& layout, std::int64_t rows, bool k_major,
+                             int box_rows) {
+      TmaTensor t;
+      t.global = arg.data;
+      t.element_bytes = static_cast<unsigned>(dtype_bytes(s.a.dtype));
+      // The stride of the non-contiguous dimension: a row-major view's rs, a column-major one's cs.
+      const std::int64_t outer = layout.kind() == LayoutKind::RowMajor ? arg.rs : arg.cs;
+      const std::int64_t inner_extent = k_major ? p.k : rows, outer_extent = k_major ? rows : p.k;
+      const std::uint64_t row_bytes = static_cast<std::uint64_t>(outer) * t.element_bytes;
+      const std::uint64_t batch_bytes =
+          p.batch > 1 ? static_cast<std::uint64_t>(arg.bs) * t.element_bytes
+                      : row_bytes * static_cast<std::uint64_t>(std::max<std::int64_t>(1, outer_extent));
+      t.dims = {static_cast<std::uint64_t>(std::max<std::int64_t>(1, inner_extent)),
+                static_cast<std::uint64_t>(std::max<std::int64_t>(1, outer_extent)),
+                static_cast<std::uint64_t>(p.batch)};
+      t.stride_bytes = {row_bytes, batch_bytes};
+      t.box = k_major ? std::vector<unsigned>{static_cast<unsigned>(c.block_k), static_cast<unsigned>(box_rows), 1}
+                      : std::vector<unsigned>{64, static_cast<unsigned>(c.block_k), 1};
+      t.swizzle_bytes = 128;
+      return t;
+    };
+    launch.tma = {operand(k.a, s.a.layout, p.m, s.a.layout.kind() == LayoutKind::RowMajor, c.block_m),
+                  operand(k.b, s.b.layout, p.n, s.b.layout.kind() == LayoutKind::ColMajor, c.block_n)};
+  }
   launch.block = static_cast<unsigned>(c.threads());
   launch.shared_bytes = static_cast<unsigned>(c.shared_bytes(s));
   launch.workspace_bytes = c.workspace_bytes(p, spec.target);

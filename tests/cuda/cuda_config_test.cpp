@@ -159,6 +159,42 @@ TEST(CudaGemmConfig, ValidateNamesTheRuleItBreaks) {
   expect_rule(i8, tc, sm80, "input dtype i8 is not supported");
 }
 
+// sm_90a: the wgmma kernel for 16-bit operands aligned for TMA (validating wherever it is chosen); mma.sync
+// elsewhere, and for the same problem on plain sm_90.
+TEST(CudaGemmConfig, HopperDefaultsToTheWgmmaKernelWhereItApplies) {
+  const CudaTarget sm90a = CudaTarget::parse("cuda:sm_90a"), sm90 = CudaTarget::parse("cuda:sm_90");
+  const Layout row = Layout::row_major(), col = Layout::col_major();
+  for (DType in : {DType::f16, DType::bf16})
+    for (auto [m, n, k] : {std::tuple{1, 1, 8}, {17, 129, 256}, {64, 64, 8192}, {4096, 4096, 4096}, {8192, 8192, 64}}) {
+      const GemmProblem p = problem(m, n, k, in, row, col);
+      const CudaGemmConfig c = CudaGemmConfig::default_for(p, sm90a);
+      EXPECT_EQ(c.math, CudaMath::Wgmma) << m << "x" << n << "x" << k;
+      EXPECT_NO_THROW(validate(p.signature, c, sm90a)) << to_json(c).dump();
+      EXPECT_EQ(CudaGemmConfig::default_for(p, sm90).math, CudaMath::TensorOp);
+    }
+  for (Layout a : {row, col})  // M/N-major operands through wgmma's transpose bits
+    for (Layout b : {row, col})
+      EXPECT_EQ(CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::f16, a, b), sm90a).math, CudaMath::Wgmma);
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(4099, 4096, 4096, DType::f16, col, row), sm90a).math,
+            CudaMath::TensorOp);  // an M-major A whose columns are not 16-byte aligned
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(4096, 4096, 4099, DType::f16, row, col), sm90a).math,
+            CudaMath::TensorOp);  // K rows not 16-byte aligned for TMA
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::tf32, row, col), sm90a).math,
+            CudaMath::TensorOp);
+  const GemmSignature rc = problem(256, 256, 256, DType::f16, row, col).signature;
+  const CudaGemmConfig wg = CudaGemmConfig{}.with_overrides("wgmma=1,block_k=64,warp_m=64,warp_n=128");
+  EXPECT_NO_THROW(validate(rc, wg, sm90a));
+  expect_rule(rc, wg, sm90, "wgmma math needs sm_90a");
+  expect_rule(problem(256, 256, 256, DType::tf32, row, col).signature, wg, sm90a, "f16 or bf16 inputs");
+  expect_rule(rc, wg.with_overrides("block_n=512,warp_n=512"), sm90a, "wgmma block_n (512) must be 64, 128 or 256");
+  expect_rule(rc, wg.with_overrides("warp_n=64"), sm90a, "wgmma warp tile must be 64 x block_n");
+  expect_rule(rc, wg.with_overrides("block_k=32"), sm90a, "wgmma block_k (32) must span 128 bytes");
+  expect_rule(rc, wg.with_overrides("stages=9"), sm90a, "wgmma stages (9) must be in 2..8");
+  expect_rule(rc, wg.with_overrides("split_k=2"), sm90a, "splits neither K nor tiles");
+  expect_rule(rc, wg.with_overrides("align_a=4"), sm90a, "16-byte aligned");
+  expect_rule(rc, wg.with_overrides("block_n=256,warp_n=256,stages=8"), sm90a, "exceeds sm_90a's");
+}
+
 TEST(CudaGemmConfig, OverridesRejectUnknownKeysAndMalformedItems) {
   EXPECT_THROW(CudaGemmConfig().with_overrides("block_q=4"), InvalidArgument);
   EXPECT_THROW(CudaGemmConfig().with_overrides("block_m"), InvalidArgument);

@@ -1,5 +1,6 @@
 // The CUDA test matrix shared by the NVRTC compile test and the emulator's numerics test: every input type, layout
-// pair, block tile, pipeline depth, split-K and alignment variant the issue asks for, for sm_80 and sm_90.
+// pair, block tile, pipeline depth, split-K and alignment variant the issue asks for, for sm_80 and sm_90, and the
+// wgmma kernel for sm_90a.
 #pragma once
 
 #include <fmt/format.h>
@@ -80,6 +81,22 @@ inline std::vector<MatrixCase> matrix() {
     cases.push_back({DType::tf32, Layout::col_major(), Layout::col_major(),
                      "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=2,stream_k=1,align_a=1,align_b=2", fused, arch});
   }
+  // Hopper's warp-specialised kernel (sm_90a; TMA, mbarriers, wgmma): every layout pair (K-major operands read
+  // directly, M/N-major ones through wgmma's transpose bits), the tile shapes, f16 and bf16, shallow and deep rings,
+  // plain and fused epilogues.
+  const std::vector<std::string> wgmma_tiles{"block_m=64,block_n=64,warp_n=64", "block_m=64,block_n=128,warp_n=128",
+                                             "block_m=128,block_n=128,warp_n=128", "block_m=128,block_n=64,warp_n=64",
+                                             "block_m=128,block_n=256,warp_n=256"};
+  for (DType in : {DType::f16, DType::bf16})
+    for (const auto& [a, b] : layouts)
+      for (int t = 0; t < 2; ++t) {
+        const std::string& tile = wgmma_tiles[static_cast<std::size_t>(index % 5)];
+        const int stages = tile.find("256") != std::string::npos ? 3 + index % 2 : 2 + index % 5;
+        cases.push_back({in, a, b, fmt::format("wgmma=1,{},warp_m=64,block_k=64,stages={}", tile, stages),
+                         index % 2 ? "gelu(alpha*acc + bias[n]) + beta*c" : "", "sm_90a"});
+        ++index;
+        (void)t;
+      }
   return cases;
 }
 

@@ -45,6 +45,17 @@ TEST_P(NvrtcMatrix, CompilesWithoutSpillsAndHasTheClaimedInstructions) {
   if (mc.in == DType::f32) {
     EXPECT_EQ(build.ptx.mma, 0);
     EXPECT_TRUE(has("fma.rn.f32"));
+  } else if (spec.config.math == CudaMath::Wgmma) {
+    // Hopper: warpgroup MMAs from shared-memory descriptors, TMA copies completing on mbarriers; no mma.sync,
+    // ldmatrix or cp.async.
+    const std::string wgmma =
+        fmt::format("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1}", spec.config.block_n, dtype_name(mc.in));
+    EXPECT_TRUE(has(wgmma)) << wgmma;
+    for (const char* instruction : {"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                                    "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.expect_tx",
+                                    "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 1"})
+      EXPECT_TRUE(has(instruction)) << instruction;
+    EXPECT_EQ(build.ptx.mma + build.ptx.ldmatrix + build.ptx.cp_async, 0);
   } else {
     const std::string mma = mc.in == DType::tf32
                                 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"

@@ -195,6 +195,24 @@ TEST(CudaModel, NeverPredictsAboveThePeak) {
         }
       }
     }
+  // sm_90a with K-major operands: the wgmma kernel's variants beside mma.sync's, each under its own instruction's
+  // peak.
+  const CudaTarget hopper = CudaTarget::parse("cuda:sm_90a");
+  int wgmma_variants = 0;
+  for (DType in : {DType::f16, DType::bf16})
+    for (auto [m, n, k] : {std::tuple{8192, 8192, 8192}, {4096, 4096, 4096}, {64, 4096, 4096}, {200, 136, 72}}) {
+      GemmProblem p = problem(m, n, k, in);
+      p.signature.b.layout = Layout::col_major();
+      for (const auto& c : cuda_variants(p, hopper)) {
+        const CudaGemmEstimate e = cuda_gemm_estimate(p, c, hopper);
+        const bool wgmma = c.math == CudaMath::Wgmma;
+        wgmma_variants += wgmma;
+        ASSERT_TRUE(std::isfinite(e.seconds) && e.seconds > 0);
+        ASSERT_LE(p.flops() / e.seconds, cuda_peak_flops(hopper, in, wgmma))
+            << m << "x" << n << "x" << k << " " << to_json(c).dump();
+      }
+    }
+  EXPECT_GT(wgmma_variants, 100);
   // Hopper's device peak is wgmma's; mma.sync kernels stay below two thirds of it.
   const CudaTarget h100 = CudaTarget::parse("cuda:sm_90");
   EXPECT_NEAR(cuda_peak_flops(h100, DType::bf16, true) / 1e12, 989.4, 1.0);

@@ -5,8 +5,9 @@
 
 #include "tessera/platform.cuh"
 
-// The dynamic shared memory of every tessera kernel (sized at launch).
-extern __shared__ __align__(128) char tessera_smem[];
+// The dynamic shared memory of every tessera kernel (sized at launch), aligned to a 128-byte swizzle atom (8 rows of
+// 128 bytes) so that TMA's and wgmma's swizzle patterns, which follow address bits, follow the offsets too.
+extern __shared__ __align__(1024) char tessera_smem[];
 
 namespace tessera {
 

@@ -38,8 +38,10 @@ TESSERA_DEVICE void wgmma_wait() {
   "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), \
       "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
 
-// m64n64k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16").
+// m64n64k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16"); kTransA / kTransB
+// = 1 for an M- / N-major operand.
 #define TESSERA_WGMMA_M64N64K16(NAME, TYPE)                                                                    \
+  template <int kTransA = 0, int kTransB = 0>                                                                  \
   TESSERA_DEVICE void NAME(float(&d)[32], unsigned long long a, unsigned long long b, int accumulate) {        \
     asm volatile(                                                                                              \
         "{\n.reg .pred p;\n"                                                                                   \
@@ -48,14 +50,16 @@ TESSERA_DEVICE void wgmma_wait() {
         " {"                                                                                                   \
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
         "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                                                     \
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                     \
+        "}, %32, %33, p, 1, 1, %35, %36;\n}\n"                                                                 \
         : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24)                 \
-        : "l"(a), "l"(b), "r"(accumulate)                                                                      \
+        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB)                                          \
         : "memory");                                                                                           \
   }
 
-// m64n128k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16").
+// m64n128k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16"); kTransA / kTransB
+// = 1 for an M- / N-major operand.
 #define TESSERA_WGMMA_M64N128K16(NAME, TYPE)                                                                          \
+  template <int kTransA = 0, int kTransB = 0>                                                                         \
   TESSERA_DEVICE void NAME(float(&d)[64], unsigned long long a, unsigned long long b, int accumulate) {               \
     asm volatile(                                                                                                     \
         "{\n.reg .pred p;\n"                                                                                          \
@@ -66,10 +70,36 @@ TESSERA_DEVICE void wgmma_wait() {
         "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "        \
         "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "        \
         "%62, %63"                                                                                                    \
-        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                                            \
+        "}, %64, %65, p, 1, 1, %67, %68;\n}\n"                                                                        \
         : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24), TESSERA_WGMMA_D8(32), \
           TESSERA_WGMMA_D8(40), TESSERA_WGMMA_D8(48), TESSERA_WGMMA_D8(56)                                            \
-        : "l"(a), "l"(b), "r"(accumulate)                                                                             \
+        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB)                                                 \
+        : "memory");                                                                                                  \
+  }
+
+// m64n256k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16"); kTransA / kTransB
+// = 1 for an M- / N-major operand.
+#define TESSERA_WGMMA_M64N256K16(NAME, TYPE)                                                                          \
+  template <int kTransA = 0, int kTransB = 0>                                                                         \
+  TESSERA_DEVICE void NAME(float(&d)[128], unsigned long long a, unsigned long long b, int accumulate) {              \
+    asm volatile(                                                                                                     \
+        "{\n.reg .pred p;\n"                                                                                          \
+        "setp.ne.b32 p, %130, 0;\n"                                                                                   \
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE                                                           \
+        " {"                                                                                                          \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "        \
+        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "        \
+        "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "        \
+        "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "        \
+        "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, "            \
+        "%101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, "            \
+        "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"                                            \
+        "}, %128, %129, p, 1, 1, %131, %132;\n}\n"                                                                    \
+        : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24), TESSERA_WGMMA_D8(32), \
+          TESSERA_WGMMA_D8(40), TESSERA_WGMMA_D8(48), TESSERA_WGMMA_D8(56), TESSERA_WGMMA_D8(64),                     \
+          TESSERA_WGMMA_D8(72), TESSERA_WGMMA_D8(80), TESSERA_WGMMA_D8(88), TESSERA_WGMMA_D8(96),                     \
+          TESSERA_WGMMA_D8(104), TESSERA_WGMMA_D8(112), TESSERA_WGMMA_D8(120)                                         \
+        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB)                                                 \
         : "memory");                                                                                                  \
   }
 
@@ -77,9 +107,12 @@ TESSERA_WGMMA_M64N64K16(wgmma_m64n64k16_f16, "f16.f16")
 TESSERA_WGMMA_M64N64K16(wgmma_m64n64k16_bf16, "bf16.bf16")
 TESSERA_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16.f16")
 TESSERA_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16.bf16")
+TESSERA_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16.f16")
+TESSERA_WGMMA_M64N256K16(wgmma_m64n256k16_bf16, "bf16.bf16")
 
 #undef TESSERA_WGMMA_M64N64K16
 #undef TESSERA_WGMMA_M64N128K16
+#undef TESSERA_WGMMA_M64N256K16
 #undef TESSERA_WGMMA_D8
 
 }  // namespace tessera

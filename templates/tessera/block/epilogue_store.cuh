@@ -45,18 +45,19 @@ enum TileOutput { kToD = 0, kToWorkspace = 1, kToEither = 2 };
 
 // Floats per row of a warp's epilogue slab: WN + 8 puts the four rows a half-warp's 8-byte stores reach 8 banks
 // apart, so its 16 lanes cover the 32 banks once.
-constexpr int slab_pitch(int wn) { return wn + 8; }
+template <int kWN>
+constexpr int kSlabPitch = kWN + 8;
 
 // One warp's 16 x kWN accumulators in mma.sync's C-fragment layout (acc[j][i]: rows g and g+8, columns 8j+2t and
 // 8j+2t+1, g = lane/4, t = lane%4; wgmma's accumulators are laid out the same within each warp) go through shared
-// memory at `slab` (16 x slab_pitch(kWN) floats of the warp's own) and out: each lane's pairs of adjacent columns
+// memory at `slab` (16 x kSlabPitch<kWN> floats of the warp's own) and out: each lane's pairs of adjacent columns
 // as 8-byte stores, then its lanes read the slab back along D's contiguous dimension and store AlignC elements per
 // lane through the epilogue (a row-major D reads them as one vector: 8 lanes of 16 bytes cover one 128-byte line),
 // or raw into the workspace. Rows from row_base, columns from col_base, bounded by p.m and p.n.
 template <class T, class Epi, int kOutput, int kWN>
 TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN / 8][4], u32 slab, int lane,
                                     i64 row_base, i64 col_base, int batch, int slot, bool to_workspace) {
-  constexpr int kPitch = slab_pitch(kWN);
+  constexpr int kPitch = kSlabPitch<kWN>;
   const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * kPitch + c) * 4); };
   // A column-major D stages the slab transposed instead (a column's 16 rows contiguous), its 16-byte chunks
   // XOR-swizzled within each 128-byte line (a pair of columns) by the pair's index: the 32 lanes of each scalar

@@ -67,8 +67,9 @@ struct Api {
   // dst, its bytes completing on the mbarrier at offset `mbarrier`.
   void (*tma_load)(unsigned dst, const void* map, const int* coords, unsigned mbarrier);
   // Warpgroup MMAs (every thread of the 128 takes part): D (64 x n, n/2 floats per thread at d) = A·B (+ D when
-  // accumulate), A and B read through shared-memory matrix descriptors; results land at wgmma_wait.
-  void (*wgmma)(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate);
+  // accumulate), A and B read through shared-memory matrix descriptors, K-major or (bit 0 of transpose for A, bit 1
+  // for B) M/N-major; results land at wgmma_wait.
+  void (*wgmma)(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate, int transpose);
   void (*wgmma_commit)();
   void (*wgmma_wait)(int pending);
   // Conversions with the hardware's rounding.

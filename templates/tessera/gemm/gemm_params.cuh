@@ -2,6 +2,7 @@
 // ABI (generator/gemm_abi.hpp) so that one binding serves both back-ends; strides are in elements.
 #pragma once
 
+#include "tessera/arch/tma_descriptor.cuh"
 #include "tessera/platform.cuh"
 
 namespace tessera {
@@ -23,6 +24,9 @@ struct GemmParams {
   // Stream-K: the (tile, k-tile) iterations, k-tiles per tile, and the blocks of the grid that shares them.
   int sk_blocks, sk_k_tiles;
   i64 sk_total;
+  // The wgmma kernel's TMA descriptors of A and B (rank 3: K, M or N, batch), read through the parameter
+  // (__grid_constant__); other kernels leave them unset.
+  TmaDescriptor a_map, b_map;
 };
 
 }  // namespace tessera

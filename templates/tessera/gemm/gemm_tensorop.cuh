@@ -34,7 +34,7 @@ struct TensorOpShape {
   static constexpr int kABytes = T::BM * T::BK * kElem;
   static constexpr int kBBytes = T::BN * T::BK * kElem;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kStagePitch = slab_pitch(T::WN);
+  static constexpr int kStagePitch = kSlabPitch<T::WN>;
 };
 
 // What a thread computes once per kernel, whatever tiles it goes on to: its place in the block, its copy offsets

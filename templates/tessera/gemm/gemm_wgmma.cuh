@@ -1,0 +1,140 @@
+// The Hopper tensor-core GEMM (sm_90a), warp-specialised as CUTLASS 3's: a producer warpgroup whose one thread
+// streams A and B tiles with TMA into a Stages-deep ring of 128-byte-swizzled shared tiles, each stage guarded by a
+// `full` mbarrier (the copies' bytes) and an `empty` one (its readers' release); BM/64 consumer warpgroups, each
+// computing 64 rows x BN with wgmma.mma_async straight from the shared tiles, keeping one k-tile's MMAs in flight
+// while they wait for the next, and releasing a stage once the MMAs that read it have retired. The epilogue goes
+// through shared memory like the mma.sync kernel's. 16-bit operands in either layout: a K-major tile is block_k wide
+// (its 128-byte rows along K), an M/N-major one is loaded as 64-wide slices of M (N), each block_k rows of K, which
+// wgmma reads with its transpose bit. The tiles' edges beyond M, N and K are TMA's zeros. Grid: x = rasterised
+// output tiles, z = batch.
+#pragma once
+
+#include "tessera/arch.cuh"
+#include "tessera/block/epilogue_store.cuh"
+#include "tessera/block/raster.cuh"
+#include "tessera/gemm/gemm_params.cuh"
+#include "tessera/warp/mma_fragments.cuh"
+
+namespace tessera {
+
+// T supplies: Element, Out, kInput, BM (64 or 128), BN (64, 128 or 256), BK (64), Stages, Swizzle, AlignC, AKMajor,
+// BKMajor, DRowMajor.
+template <class T>
+struct WgmmaShape {
+  static constexpr int kConsumers = T::BM / 64;  // consumer warpgroups
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr u32 kABytes = T::BM * T::BK * 2, kBBytes = T::BN * T::BK * 2;
+  static constexpr u32 kStageBytes = kABytes + kBBytes;  // a multiple of 1024: each tile starts a swizzle atom
+  static constexpr u32 kFull = T::Stages * kStageBytes;  // Stages full barriers, then Stages empty ones
+  static constexpr u32 kEmpty = kFull + 8 * T::Stages;
+  // A 128-byte-swizzled tile: atoms of 8 rows of 128 bytes, 1024 bytes apart; an M/N-major tile's 64-wide slices of
+  // M (N) (64 x BK elements each) follow one another.
+  static constexpr u32 kGroupBytes = 1024;
+  static constexpr u32 kSliceBytes = 64 * T::BK * 2;
+};
+
+// Shared-memory descriptors of the k-th 16-deep step of a tile starting at `tile`: K-major, the step is 32 bytes
+// along each row; M/N-major, 16 rows (two 1024-byte atoms) further.
+template <class T, bool kKMajor>
+TESSERA_DEVICE unsigned long long wgmma_operand(u32 tile, int ks) {
+  using S = WgmmaShape<T>;
+  return kKMajor ? wgmma_descriptor(tile + ks * 32, 16, S::kGroupBytes, kWgmma128B)
+                 : wgmma_descriptor(tile + ks * 16 * 128, S::kSliceBytes, S::kGroupBytes, kWgmma128B);
+}
+
+// One operand's tile of a stage by TMA: K-major, one box of BK x rows; M/N-major, rows / 64 boxes of 64 x BK.
+template <class T, bool kKMajor, int kRows>
+TESSERA_DEVICE void load_operand(u32 tile, const TmaDescriptor* map, int kt, int row0, int batch, u32 full) {
+  if constexpr (kKMajor) {
+    tma_load_3d(tile, map, kt * T::BK, row0, batch, full);
+  } else {
+#pragma unroll
+    for (int slice = 0; slice < kRows / 64; ++slice)
+      tma_load_3d(tile + slice * WgmmaShape<T>::kSliceBytes, map, row0 + slice * 64, kt * T::BK, batch, full);
+  }
+}
+
+// The m64nBNk16 MMA of the element type, into a consumer's BN/2 accumulators.
+template <class T>
+TESSERA_DEVICE void wgmma_step(float (&d)[T::BN / 2], unsigned long long a, unsigned long long b) {
+  constexpr int kTa = T::AKMajor ? 0 : 1, kTb = T::BKMajor ? 0 : 1;
+  if constexpr (T::BN == 256 && T::kInput == kInputBf16)
+    wgmma_m64n256k16_bf16<kTa, kTb>(d, a, b, 1);
+  else if constexpr (T::BN == 256)
+    wgmma_m64n256k16_f16<kTa, kTb>(d, a, b, 1);
+  else if constexpr (T::BN == 128 && T::kInput == kInputBf16)
+    wgmma_m64n128k16_bf16<kTa, kTb>(d, a, b, 1);
+  else if constexpr (T::BN == 128)
+    wgmma_m64n128k16_f16<kTa, kTb>(d, a, b, 1);
+  else if constexpr (T::kInput == kInputBf16)
+    wgmma_m64n64k16_bf16<kTa, kTb>(d, a, b, 1);
+  else
+    wgmma_m64n64k16_f16<kTa, kTb>(d, a, b, 1);
+}
+
+template <class T, class Epi>
+TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
+  using S = WgmmaShape<T>;
+  const int tid = threadIdx.x, warpgroup = tid / 128;
+  int tile_m, tile_n;
+  raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
+  const int batch = static_cast<int>(blockIdx.z);
+  const int k_tiles = (p.k + T::BK - 1) / T::BK;
+  const auto full = [](int s) { return S::kFull + 8u * static_cast<u32>(s); };
+  const auto empty = [](int s) { return S::kEmpty + 8u * static_cast<u32>(s); };
+
+  if (tid == 0) {
+    for (int s = 0; s < T::Stages; ++s) {
+      mbarrier_init(full(s), 1);
+      mbarrier_init(empty(s), 128 * S::kConsumers);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  float d[T::BN / 2];
+  if (warpgroup == 0) {
+    // Producer: one thread issues every copy. (No setmaxnreg: the consumers need about 90 registers at 128 x 128,
+    // within the even share of any block size here.)
+    if (tid == 0)
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % T::Stages;
+        const u32 phase = static_cast<u32>(kt / T::Stages) & 1u;
+        mbarrier_wait(empty(s), phase ^ 1u);  // a fresh barrier's parity-1 phase counts as complete
+        mbarrier_arrive_expect_tx(full(s), S::kStageBytes);
+        const u32 tile = static_cast<u32>(s) * S::kStageBytes;
+        load_operand<T, T::AKMajor, T::BM>(tile, &p.a_map, kt, tile_m * T::BM, batch, full(s));
+        load_operand<T, T::BKMajor, T::BN>(tile + S::kABytes, &p.b_map, kt, tile_n * T::BN, batch, full(s));
+      }
+  } else {
+    const u32 a_rows = static_cast<u32>(warpgroup - 1) * S::kSliceBytes;  // this consumer's 64 rows of the A tile
+#pragma unroll
+    for (int i = 0; i < T::BN / 2; ++i) d[i] = 0.0f;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % T::Stages;
+      mbarrier_wait(full(s), static_cast<u32>(kt / T::Stages) & 1u);
+      const u32 tile = static_cast<u32>(s) * S::kStageBytes;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < T::BK / 16; ++ks)
+        wgmma_step<T>(d, wgmma_operand<T, T::AKMajor>(tile + a_rows, ks),
+                      wgmma_operand<T, T::BKMajor>(tile + S::kABytes, ks));
+      wgmma_commit();
+      // This k-tile's MMAs stay in flight; the previous one's have retired, so its stage goes back to the producer.
+      wgmma_wait<1>();
+      if (kt > 0) mbarrier_arrive(empty((kt - 1) % T::Stages));
+    }
+    wgmma_wait<0>();
+  }
+  // Every MMA has retired and every copy landed: the ring becomes the epilogue's staging area.
+  __syncthreads();
+  if (warpgroup > 0) {
+    const int warp = tid / 32 - 4, lane = tid & 31;  // consumer warps 0..4*kConsumers-1, 16 rows each
+    const u32 slab = static_cast<u32>(warp) * 16 * kSlabPitch<T::BN> * 4;
+    store_warp_slab<T, Epi, kToD, T::BN>(p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane,
+                                         static_cast<i64>(tile_m) * T::BM + warp * 16, static_cast<i64>(tile_n) * T::BN,
+                                         batch, -1, false);
+  }
+}
+
+}  // namespace tessera
