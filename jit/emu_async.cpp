@@ -196,7 +196,7 @@ void api_wgmma_wait(int pending) {
 // exchanged — swizzled, rows of the span along M (N) for each k, 8 of them (one per k) make an atom, k's groups of 8
 // SBO apart and the span-wide slices of M (N) LBO apart; without swizzle, 8 contiguous M (N) elements per 16 bytes,
 // 8 k rows of them a core matrix, cores SBO apart along M (N) and LBO apart along K.
-unsigned wgmma_element(unsigned long long desc, int row, int k, bool mn_major) {
+unsigned wgmma_element(unsigned long long desc, int row, int k, bool mn_major, unsigned elem) {
   const unsigned start = static_cast<unsigned>(desc & 0x3fffu) << 4;
   const unsigned leading = static_cast<unsigned>(desc >> 16 & 0x3fffu) << 4;
   const unsigned stride = static_cast<unsigned>(desc >> 32 & 0x3fffu) << 4;
@@ -204,8 +204,9 @@ unsigned wgmma_element(unsigned long long desc, int row, int k, bool mn_major) {
   const unsigned r = static_cast<unsigned>(row), c = static_cast<unsigned>(k);
   const unsigned span = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
   if (!mn_major) {
-    if (mode == 0) return start + r / 8 * stride + r % 8 * 16 + c / 8 * leading + c % 8 * 2;
-    return swizzled(start + r / 8 * stride + r % 8 * span + c * 2, span);
+    const unsigned per_chunk = 16 / elem;  // K elements in a core matrix's 16-byte row
+    if (mode == 0) return start + r / 8 * stride + r % 8 * 16 + c / per_chunk * leading + c % per_chunk * elem;
+    return swizzled(start + r / 8 * stride + r % 8 * span + c * elem, span);
   }
   if (mode == 0) return start + r / 8 * stride + c / 8 * leading + c % 8 * 16 + r % 8 * 2;
   const unsigned per_row = span / 2;  // M (N) elements in one span-wide row
@@ -226,20 +227,26 @@ void run_wgmma(Block& b, int group) {
                                        thread_name(b, group * 128 + i), group));
   const int provider = group * 128;
   auto op = std::make_shared<WgmmaOp>();
+  // tf32: 4-byte elements, 8 of K per instruction, the low 13 mantissa bits ignored.
+  const bool tf32 = first.kind == tessera_emu::kMmaTf32;
+  const unsigned elem = tf32 ? 4 : 2;
+  const int depth = tf32 ? 8 : 16;
   const auto load = [&](unsigned long long desc, int row, int k, bool mn_major) {
-    const unsigned at = wgmma_element(desc, row, k, mn_major);
-    std::uint16_t bits = 0;
-    read_shared_for(b, provider, at, 2, &bits);
+    const unsigned at = wgmma_element(desc, row, k, mn_major, elem);
+    std::uint32_t bits = 0;
+    read_shared_for(b, provider, at, elem, &bits);
     op->words.push_back(at / 4);
-    return first.kind == tessera_emu::kMmaBf16 ? from_bf16(bits) : from_f16(bits);
+    if (tf32) return __builtin_bit_cast(float, bits & 0xffffe000u);
+    const auto half = static_cast<std::uint16_t>(bits);
+    return first.kind == tessera_emu::kMmaBf16 ? from_bf16(half) : from_f16(half);
   };
   b.collective = true;
   std::vector<float> A(64 * 16), B(static_cast<std::size_t>(n) * 16);
   for (int r = 0; r < 64; ++r)
-    for (int k = 0; k < 16; ++k)
+    for (int k = 0; k < depth; ++k)
       A[static_cast<std::size_t>(r * 16 + k)] = load(first.desc_a, r, k, first.transpose & 1);
   for (int c = 0; c < n; ++c)
-    for (int k = 0; k < 16; ++k)
+    for (int k = 0; k < depth; ++k)
       B[static_cast<std::size_t>(c * 16 + k)] = load(first.desc_b, c, k, (first.transpose & 2) != 0);
   b.collective = false;
   if (!b.error.empty()) return;

@@ -41,8 +41,12 @@ bool wgmma_supports(const GemmSignature& s, const CudaTarget& target) {
   const auto dense = [](const Layout& l) {
     return l.kind() == LayoutKind::RowMajor || l.kind() == LayoutKind::ColMajor;
   };
-  return target.sm >= 90 && target.arch_specific && (s.a.dtype == DType::f16 || s.a.dtype == DType::bf16) &&
-         dense(s.a.layout) && dense(s.b.layout);
+  // tf32 has no transpose: both operands K-major.
+  const bool tf32_k_major =
+      s.a.dtype == DType::tf32 && k_contiguous(s.a.layout, true) && k_contiguous(s.b.layout, false);
+  return target.sm >= 90 && target.arch_specific &&
+         (s.a.dtype == DType::f16 || s.a.dtype == DType::bf16 || tf32_k_major) && dense(s.a.layout) &&
+         dense(s.b.layout);
 }
 
 CudaMath cuda_math_for(const GemmSignature& s) { return s.a.dtype == DType::f32 ? CudaMath::Simt : CudaMath::TensorOp; }
@@ -126,7 +130,7 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
     // Hopper: 64-deep K (one 128-byte swizzle row) and as many stages as fit (up to 6); of the warpgroup tiles
     // (64 or 128 rows, 64 to 256 columns) the analytic model's fastest for the problem.
     c.math = CudaMath::Wgmma;
-    c.block_k = 128 / elem, c.warp_m = 64, c.align_a = c.align_b = 8;
+    c.block_k = 128 / elem, c.warp_m = 64, c.align_a = c.align_b = 16 / elem;
     double best = INFINITY;
     CudaGemmConfig chosen = c;
     for (int bm : {128, 64})
@@ -297,7 +301,10 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
       fail(fmt::format("epilogue tensor '{}' must be f32 on {}", input.name, where));
   if (c.math == CudaMath::Wgmma) {
     if (!wgmma_supports(s, target))
-      fail(fmt::format("wgmma math needs sm_90a (not {}), f16 or bf16 inputs and row- or column-major A and B", where));
+      fail(
+          fmt::format("wgmma math needs sm_90a (not {}) and f16 or bf16 inputs in row- or column-major A and B, or "
+                      "tf32 with row-major A and column-major B",
+                      where));
   } else if (c.math != cuda_math_for(s)) {
     fail(fmt::format("{} inputs need {} math, not {}", dtype_name(in), cuda_math_name(cuda_math_for(s)),
                      cuda_math_name(c.math)));
@@ -336,7 +343,8 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
     if (c.stages < 2 || c.stages > 8) fail(fmt::format("wgmma stages ({}) must be in 2..8", c.stages));
     if (c.split_k != 1 || c.stream_k != 0) fail("the wgmma kernel splits neither K nor tiles (split_k 1, stream_k 0)");
     if (c.align_a * elem != 16 || c.align_b * elem != 16)
-      fail("the wgmma kernel's TMA copies need A and B 16-byte aligned (align_a and align_b of 8)");
+      fail(fmt::format("the wgmma kernel's TMA copies need A and B 16-byte aligned (align_a and align_b of {})",
+                       16 / elem));
     // The epilogue's slabs (16 rows of block_n + 8 floats per consumer warp) reuse the ring.
     const std::int64_t slabs = std::int64_t{c.block_m / 64} * 4 * 16 * (c.block_n + 8) * 4;
     if (slabs > std::int64_t{c.stages} * (c.block_m + c.block_n) * c.block_k * elem)

@@ -71,7 +71,8 @@ int resident_blocks(const GemmSignature& signature, const CudaGemmConfig& config
 
 // The math mode a signature needs: TensorOp for f16, bf16, tf32 inputs; Simt for f32.
 CudaMath cuda_math_for(const GemmSignature& signature);
-// Whether the Hopper kernel can take the signature on the target: sm_90a, f16 or bf16, A and B row- or column-major.
+// Whether the Hopper kernel can take the signature on the target: sm_90a, f16 or bf16 with A and B row- or
+// column-major, or tf32 with both K-major.
 bool wgmma_supports(const GemmSignature& signature, const CudaTarget& target);
 // K depth of one mma.sync instruction for the signature's input type (16 for f16/bf16, 8 for tf32).
 int mma_k(const GemmSignature& signature);

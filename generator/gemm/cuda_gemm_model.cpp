@@ -63,7 +63,8 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
   const double batch = static_cast<double>(p.batch), elem = dtype_bytes(s.a.dtype);
   const double clock = r.clock_hz * r.sustained;
-  const double math_rate = wgmma ? r.wgmma : tensor ? (s.a.dtype == DType::tf32 ? r.mma_sync / 2 : r.mma_sync) : r.ffma;
+  const double tensor_rate = wgmma ? r.wgmma : r.mma_sync;
+  const double math_rate = tensor ? (s.a.dtype == DType::tf32 ? tensor_rate / 2 : tensor_rate) : r.ffma;
 
   // Blocks resident per SM: shared memory, registers, threads.
   const double smem = static_cast<double>(c.shared_bytes(s));

@@ -74,7 +74,8 @@ CudaGemmConfig CudaRuntime::default_config(const GemmArgs& device_args) const {
   const GemmBinding binding = bind_gemm(device_args);
   const CudaTarget& target = impl_->backend->target();
   CudaGemmConfig config = fit_alignment(CudaGemmConfig::default_for(binding.problem, target), binding);
-  if (config.math == CudaMath::Wgmma && (config.align_a < 8 || config.align_b < 8)) {
+  const int elem = dtype_bytes(binding.problem.signature.a.dtype);
+  if (config.math == CudaMath::Wgmma && (config.align_a * elem < 16 || config.align_b * elem < 16)) {
     // TMA needs 16-byte aligned operands: arguments that are not get the mma.sync kernel.
     CudaTarget without_wgmma = target;
     without_wgmma.arch_specific = false;

@@ -179,13 +179,14 @@ TEST(CudaGemmConfig, HopperDefaultsToTheWgmmaKernelWhereItApplies) {
             CudaMath::TensorOp);  // an M-major A whose columns are not 16-byte aligned
   EXPECT_EQ(CudaGemmConfig::default_for(problem(4096, 4096, 4099, DType::f16, row, col), sm90a).math,
             CudaMath::TensorOp);  // K rows not 16-byte aligned for TMA
-  EXPECT_EQ(CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::tf32, row, col), sm90a).math,
-            CudaMath::TensorOp);
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::tf32, row, col), sm90a).math, CudaMath::Wgmma);
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::tf32, row, row), sm90a).math,
+            CudaMath::TensorOp);  // tf32 has no transpose
   const GemmSignature rc = problem(256, 256, 256, DType::f16, row, col).signature;
   const CudaGemmConfig wg = CudaGemmConfig{}.with_overrides("wgmma=1,block_k=64,warp_m=64,warp_n=128");
   EXPECT_NO_THROW(validate(rc, wg, sm90a));
   expect_rule(rc, wg, sm90, "wgmma math needs sm_90a");
-  expect_rule(problem(256, 256, 256, DType::tf32, row, col).signature, wg, sm90a, "f16 or bf16 inputs");
+  expect_rule(problem(256, 256, 256, DType::tf32, row, row).signature, wg, sm90a, "tf32 with row-major A");
   expect_rule(rc, wg.with_overrides("block_n=512,warp_n=512"), sm90a, "wgmma block_n (512) must be 64, 128 or 256");
   expect_rule(rc, wg.with_overrides("warp_n=64"), sm90a, "wgmma warp tile must be 64 x block_n");
   expect_rule(rc, wg.with_overrides("block_k=32"), sm90a, "wgmma block_k (32) must span 128 bytes");

@@ -97,6 +97,11 @@ inline std::vector<MatrixCase> matrix() {
         ++index;
         (void)t;
       }
+  // tf32 (K-major only: f32 in memory, 32-wide K tiles, m64nNk8).
+  for (const char* tile : {"block_m=128,block_n=128,warp_n=128,stages=4", "block_m=64,block_n=256,warp_n=256,stages=3"})
+    cases.push_back({DType::tf32, Layout::row_major(), Layout::col_major(),
+                     fmt::format("wgmma=1,{},warp_m=64,block_k=32", tile),
+                     index++ % 2 ? "" : "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
   return cases;
 }
 

@@ -48,8 +48,8 @@ TEST_P(NvrtcMatrix, CompilesWithoutSpillsAndHasTheClaimedInstructions) {
   } else if (spec.config.math == CudaMath::Wgmma) {
     // Hopper: warpgroup MMAs from shared-memory descriptors, TMA copies completing on mbarriers; no mma.sync,
     // ldmatrix or cp.async.
-    const std::string wgmma =
-        fmt::format("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1}", spec.config.block_n, dtype_name(mc.in));
+    const std::string wgmma = fmt::format("wgmma.mma_async.sync.aligned.m64n{0}k{1}.f32.{2}.{2}", spec.config.block_n,
+                                          mc.in == DType::tf32 ? 8 : 16, dtype_name(mc.in));
     EXPECT_TRUE(has(wgmma)) << wgmma;
     for (const char* instruction : {"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
                                     "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.expect_tx",

@@ -146,6 +146,16 @@ inline void wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long a, unsigne
   tessera_emu_api->wgmma(tessera_emu::kMmaBf16, 256, d, a, b, accumulate, kTransA | kTransB << 1);
 }
 
+inline void wgmma_m64n64k8_tf32(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate) {
+  tessera_emu_api->wgmma(tessera_emu::kMmaTf32, 64, d, a, b, accumulate, 0);
+}
+inline void wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
+  tessera_emu_api->wgmma(tessera_emu::kMmaTf32, 128, d, a, b, accumulate, 0);
+}
+inline void wgmma_m64n256k8_tf32(float (&d)[128], unsigned long long a, unsigned long long b, int accumulate) {
+  tessera_emu_api->wgmma(tessera_emu::kMmaTf32, 256, d, a, b, accumulate, 0);
+}
+
 inline half_t f32_to_f16(float x) { return half_t{tessera_emu_api->f32_to_f16(x)}; }
 inline float f16_to_f32(half_t h) { return tessera_emu_api->f16_to_f32(h.bits); }
 inline bfloat16_t f32_to_bf16(float x) { return bfloat16_t{tessera_emu_api->f32_to_bf16(x)}; }

@@ -3,10 +3,10 @@
 // `full` mbarrier (the copies' bytes) and an `empty` one (its readers' release); BM/64 consumer warpgroups, each
 // computing 64 rows x BN with wgmma.mma_async straight from the shared tiles, keeping one k-tile's MMAs in flight
 // while they wait for the next, and releasing a stage once the MMAs that read it have retired. The epilogue goes
-// through shared memory like the mma.sync kernel's. 16-bit operands in either layout: a K-major tile is block_k wide
-// (its 128-byte rows along K), an M/N-major one is loaded as 64-wide slices of M (N), each block_k rows of K, which
-// wgmma reads with its transpose bit. The tiles' edges beyond M, N and K are TMA's zeros. Grid: x = rasterised
-// output tiles, z = batch.
+// through shared memory like the mma.sync kernel's. tf32 operands K-major; 16-bit operands in either layout: a K-major
+// tile is block_k wide (its 128-byte rows along K), an M/N-major one is loaded as 64-wide slices of M (N), each block_k
+// rows of K, which wgmma reads with its transpose bit. The tiles' edges beyond M, N and K are TMA's zeros. Grid: x =
+// rasterised output tiles, z = batch.
 #pragma once
 
 #include "tessera/arch.cuh"
@@ -17,24 +17,25 @@
 
 namespace tessera {
 
-// T supplies: Element, Out, kInput, BM (64 or 128), BN (64, 128 or 256), BK (64), Stages, Swizzle, AlignC, AKMajor,
-// BKMajor, DRowMajor.
+// T supplies: Element, Out, kInput (f16, bf16, tf32), BM (64 or 128), BN (64, 128 or 256), BK (64), Stages, Swizzle,
+// AlignC, AKMajor, BKMajor, DRowMajor.
 template <class T>
 struct WgmmaShape {
   static constexpr int kConsumers = T::BM / 64;  // consumer warpgroups
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr u32 kABytes = T::BM * T::BK * 2, kBBytes = T::BN * T::BK * 2;
+  static constexpr u32 kElem = sizeof(typename T::Element);
+  static constexpr u32 kABytes = T::BM * T::BK * kElem, kBBytes = T::BN * T::BK * kElem;
   static constexpr u32 kStageBytes = kABytes + kBBytes;  // a multiple of 1024: each tile starts a swizzle atom
   static constexpr u32 kFull = T::Stages * kStageBytes;  // Stages full barriers, then Stages empty ones
   static constexpr u32 kEmpty = kFull + 8 * T::Stages;
   // A 128-byte-swizzled tile: atoms of 8 rows of 128 bytes, 1024 bytes apart; an M/N-major tile's 64-wide slices of
   // M (N) (64 x BK elements each) follow one another.
   static constexpr u32 kGroupBytes = 1024;
-  static constexpr u32 kSliceBytes = 64 * T::BK * 2;
+  static constexpr u32 kSliceBytes = 64 * T::BK * kElem;
 };
 
-// Shared-memory descriptors of the k-th 16-deep step of a tile starting at `tile`: K-major, the step is 32 bytes
-// along each row; M/N-major, 16 rows (two 1024-byte atoms) further.
+// Shared-memory descriptors of the k-th step of a tile starting at `tile` (16 deep, 8 for tf32): K-major, the step is
+// 32 bytes along each row; M/N-major (16-bit only), 16 rows (two 1024-byte atoms) further.
 template <class T, bool kKMajor>
 TESSERA_DEVICE unsigned long long wgmma_operand(u32 tile, int ks) {
   using S = WgmmaShape<T>;
@@ -58,7 +59,13 @@ TESSERA_DEVICE void load_operand(u32 tile, const TmaDescriptor* map, int kt, int
 template <class T>
 TESSERA_DEVICE void wgmma_step(float (&d)[T::BN / 2], unsigned long long a, unsigned long long b) {
   constexpr int kTa = T::AKMajor ? 0 : 1, kTb = T::BKMajor ? 0 : 1;
-  if constexpr (T::BN == 256 && T::kInput == kInputBf16)
+  if constexpr (T::kInput == kInputTf32 && T::BN == 256)
+    wgmma_m64n256k8_tf32(d, a, b, 1);
+  else if constexpr (T::kInput == kInputTf32 && T::BN == 128)
+    wgmma_m64n128k8_tf32(d, a, b, 1);
+  else if constexpr (T::kInput == kInputTf32)
+    wgmma_m64n64k8_tf32(d, a, b, 1);
+  else if constexpr (T::BN == 256 && T::kInput == kInputBf16)
     wgmma_m64n256k16_bf16<kTa, kTb>(d, a, b, 1);
   else if constexpr (T::BN == 256)
     wgmma_m64n256k16_f16<kTa, kTb>(d, a, b, 1);
@@ -116,7 +123,7 @@ TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
       const u32 tile = static_cast<u32>(s) * S::kStageBytes;
       wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < T::BK / 16; ++ks)
+      for (int ks = 0; ks < 4; ++ks)  // 128-byte rows, 32 bytes of K per instruction
         wgmma_step<T>(d, wgmma_operand<T, T::AKMajor>(tile + a_rows, ks),
                       wgmma_operand<T, T::BKMajor>(tile + S::kABytes, ks));
       wgmma_commit();
