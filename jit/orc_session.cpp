@@ -1,7 +1,9 @@
 #include "jit/orc_session.hpp"
 
+#include <llvm/CodeGen/MachineModuleInfo.h>
+#include <llvm/CodeGen/Passes.h>
+#include <llvm/CodeGen/TargetPassConfig.h>
 #include <llvm/Config/llvm-config.h>
-#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -79,22 +82,79 @@ std::unique_ptr<llvm::Module> host_module(const CpuModuleSource& source, llvm::L
   return module;
 }
 
-// This thread's target machine for a kind of object: a TargetMachine is not thread-safe, and one per compile
-// costs ~1 ms. The JIT's objects keep the JIT's code model; a shared library's are position-independent with the
-// small code model (no text relocations).
-llvm::TargetMachine& thread_target_machine(ObjectKind kind) {
-  thread_local std::unique_ptr<llvm::TargetMachine> machines[2];
-  auto& tm = machines[kind == ObjectKind::jit ? 0 : 1];
-  if (!tm) {
+// The module's machine code, as an object file or assembly: LLVM's codegen pipeline as
+// TargetMachine::addPassesToEmitMC builds it, less the post-RA list scheduler. That pass took 5-7% of the backend's
+// time, and out-of-order cores reorder what it would: the compile benchmark's kernels and the odd, small and skinny
+// suites ran as fast without it (Zen 5, alternated runs), while the cold compile median fell by about 7%.
+std::string machine_code(llvm::Module& module, llvm::TargetMachine& target, const std::string& what,
+                         llvm::CodeGenFileType type = llvm::CodeGenFileType::ObjectFile) {
+  auto& tm = static_cast<llvm::LLVMTargetMachine&>(target);
+  tm.Options.MCOptions.EmitDwarfUnwind = llvm::EmitDwarfUnwindType::Always;  // as for the JIT (addPassesToEmitMC)
+  llvm::SmallVector<char, 0> bytes;
+  llvm::raw_svector_ostream out(bytes);
+  llvm::legacy::PassManager pm;
+  auto* machine_info = new llvm::MachineModuleInfoWrapperPass(&tm);
+  llvm::TargetPassConfig* config = tm.createPassConfig(pm);
+  config->setDisableVerify(true);
+  config->disablePass(&llvm::PostRASchedulerID);
+  pm.add(config);
+  pm.add(machine_info);
+  if (config->addISelPasses()) throw CompileError("compiling " + what + ": no instruction selector");
+  config->addMachinePasses();
+  config->setInitialized();
+  if (tm.addAsmPrinter(pm, out, nullptr, type, machine_info->getMMI().getContext()))
+    throw CompileError("compiling " + what + ": the target cannot emit this kind of file");
+  pm.add(llvm::createFreeMachineFunctionPass());
+  pm.run(module);
+  return std::string(bytes.data(), bytes.size());
+}
+
+// A target machine for a kind of object, lent for one compile: a TargetMachine is not thread-safe, and creating
+// one costs ~0.3 ms, so they are kept for the process rather than per thread (a runtime's compile workers are its
+// own; a fresh runtime's would pay it again). The JIT's objects keep the JIT's code model; a shared library's are
+// position-independent with the small code model (no text relocations).
+class TargetMachineLease {
+ public:
+  explicit TargetMachineLease(ObjectKind kind) : kind_(kind) {
+    {
+      std::lock_guard lock(pool_mutex());
+      auto& idle = pool(kind_);
+      if (!idle.empty()) {
+        tm_ = std::move(idle.back());
+        idle.pop_back();
+        return;
+      }
+    }
     auto jtmb = host_machine();
-    if (kind == ObjectKind::library) {
+    if (kind_ == ObjectKind::library) {
       jtmb.setRelocationModel(llvm::Reloc::PIC_);
       jtmb.setCodeModel(llvm::CodeModel::Small);
     }
-    tm = unwrap(jtmb.createTargetMachine(), "creating a target machine");
+    tm_ = unwrap(jtmb.createTargetMachine(), "creating a target machine");
   }
-  return *tm;
-}
+  ~TargetMachineLease() {
+    std::lock_guard lock(pool_mutex());
+    pool(kind_).push_back(std::move(tm_));
+  }
+  TargetMachineLease(const TargetMachineLease&) = delete;
+  TargetMachineLease& operator=(const TargetMachineLease&) = delete;
+
+  llvm::TargetMachine& operator*() const { return *tm_; }
+
+ private:
+  static std::mutex& pool_mutex() {
+    static std::mutex mutex;
+    return mutex;
+  }
+  // Never destroyed: a TargetMachine must not outlive LLVM's own static state at exit.
+  static std::vector<std::unique_ptr<llvm::TargetMachine>>& pool(ObjectKind kind) {
+    static auto* pools = new std::vector<std::unique_ptr<llvm::TargetMachine>>[2];
+    return pools[kind == ObjectKind::jit ? 0 : 1];
+  }
+
+  ObjectKind kind_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+};
 
 // Whether the bytes are an object file, or a bundle of them, that defines `symbol`.
 bool defines_symbol(const std::string& bytes, const std::string& symbol) {
@@ -240,34 +300,32 @@ Hash128 OrcSession::disk_key(const CpuModuleSource& source, ObjectKind kind) con
 }
 
 std::optional<std::vector<std::string>> OrcSession::compile_parts(const CpuModuleSource& source) const {
-  // The module is emitted once here to plan the parts, and again by each part in a context of its own (an
-  // LLVMContext is used by one thread at a time); emitting costs about 1 ms, a function's backend 4-25 ms.
-  std::vector<std::vector<std::string>> groups;
-  {
-    llvm::LLVMContext ctx;
-    groups = partition_functions(*source.emit(ctx), static_cast<std::size_t>(compile_pool_->max_participants()));
-  }
-  if (groups.size() < 2) return std::nullopt;
-  std::vector<std::string> objects(groups.size());
+  // Each part emits the module in a context of its own (an LLVMContext is used by one thread at a time) and plans
+  // the same partition from it, so no thread waits for a plan: emitting costs 0.4-1 ms, a function's backend 3-10.
+  const auto parts = compile_pool_->max_participants();
+  std::vector<std::string> objects(static_cast<std::size_t>(parts));
   const auto compile_group = [&](std::int64_t part, void*) {
-    const auto& group = groups[static_cast<std::size_t>(part)];
-    llvm::TargetMachine& tm = thread_target_machine(ObjectKind::jit);
+    TargetMachineLease tm(ObjectKind::jit);
     llvm::LLVMContext ctx;
-    auto module = host_module(source, ctx, tm, 0);
-    std::vector<llvm::Function*> others;  // defined here, compiled in another part
-    for (llvm::Function& f : *module)
-      if (!f.isDeclaration() && std::find(group.begin(), group.end(), f.getName().str()) == group.end())
-        others.push_back(&f);
-    externalise_functions(*module, source.entry);
-    for (llvm::Function* f : others) {
-      f->deleteBody();
-      f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    auto module = host_module(source, ctx, *tm, 0);
+    const auto groups = partition_functions(*module, static_cast<std::size_t>(parts));
+    if (static_cast<std::size_t>(part) >= groups.size()) return;
+    if (groups.size() > 1) {
+      const auto& group = groups[static_cast<std::size_t>(part)];
+      std::vector<llvm::Function*> others;  // defined here, compiled in another part
+      for (llvm::Function& f : *module)
+        if (!f.isDeclaration() && std::find(group.begin(), group.end(), f.getName().str()) == group.end())
+          others.push_back(&f);
+      externalise_functions(*module, source.entry);
+      for (llvm::Function* f : others) {
+        f->deleteBody();
+        f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+      }
     }
-    auto object = unwrap(llvm::orc::SimpleCompiler(tm)(*module), "compiling " + source.entry);
-    objects[static_cast<std::size_t>(part)] = std::string(object->getBuffer());
+    objects[static_cast<std::size_t>(part)] = machine_code(*module, *tm, source.entry);
   };
-  const auto parts = static_cast<std::int64_t>(groups.size());
-  if (!compile_pool_->try_run(static_cast<int>(parts), parts, 0, compile_group)) return std::nullopt;
+  if (!compile_pool_->try_run(parts, parts, 0, compile_group)) return std::nullopt;
+  std::erase_if(objects, [](const std::string& object) { return object.empty(); });
   return objects;
 }
 
@@ -276,9 +334,9 @@ std::string OrcSession::compile_object(const CpuModuleSource& source, ObjectKind
   // its kernels in parallel already, and the IR pipeline works across functions.
   if (compile_pool_ && kind == ObjectKind::jit && options_.ir_opt_level == 0 && environment("TESSERA_DUMP").empty())
     if (auto objects = compile_parts(source)) return bundle_objects(*objects);
-  llvm::TargetMachine& tm = thread_target_machine(kind);
+  TargetMachineLease tm(kind);
   llvm::LLVMContext ctx;
-  auto module = host_module(source, ctx, tm, options_.ir_opt_level);
+  auto module = host_module(source, ctx, *tm, options_.ir_opt_level);
   // TESSERA_DUMP=DIR: the IR and the assembly of every module as it is built.
   if (const std::string dir = environment("TESSERA_DUMP"); !dir.empty()) {
     std::string ir;
@@ -287,8 +345,7 @@ std::string OrcSession::compile_object(const CpuModuleSource& source, ObjectKind
     dump_file(dir, source.entry + ".ll", ir);
     dump_file(dir, source.entry + ".s", assembly(source, options_.ir_opt_level));
   }
-  auto object = unwrap(llvm::orc::SimpleCompiler(tm)(*module), "compiling " + source.entry);
-  return std::string(object->getBuffer());
+  return machine_code(*module, *tm, source.entry);
 }
 
 OrcEntry OrcSession::compile(const CpuModuleSource& source) {
@@ -364,13 +421,7 @@ std::string OrcSession::assembly(const CpuModuleSource& source, int ir_opt_level
   auto tm = unwrap(host_machine().createTargetMachine(), "creating a target machine");
   llvm::LLVMContext ctx;
   auto module = host_module(source, ctx, *tm, ir_opt_level);
-  llvm::SmallString<0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    throw CompileError("the host target cannot emit assembly");
-  pm.run(*module);
-  return std::string(buffer.str());
+  return machine_code(*module, *tm, source.entry, llvm::CodeGenFileType::AssemblyFile);
 }
 
 std::string OrcSession::llvm_version() { return LLVM_VERSION_STRING; }
