@@ -676,7 +676,7 @@ if [[ $table_rows -ge 70 && ! -e $tmp/libout1 && ! -e $tmp/libout2 ]]; then ok; 
 
 if demo=$("$bin" demo --threads 1) && [[ $(grep -c ' ok$' <<<"$demo") -eq 4 ]]; then ok; else bad "demo: $demo"; fi
 
-# Every command-line example in README.md runs and succeeds.
+# Every command-line example in README.md and docs/guide.md runs and succeeds.
 examples=0
 while IFS= read -r line; do
   command=${line%%#*}
@@ -690,8 +690,8 @@ while IFS= read -r line; do
   fi
   # From the repository's root, where the examples' relative paths (examples/kernels.json, build/...) point.
   if (cd "$(dirname "$readme")" && eval "$command") >/dev/null 2>&1; then ok; else bad "README example: $line"; fi
-done < <(grep -E '^build/bin/' "$readme")
-if [[ $examples -ge 4 ]]; then ok; else bad "found only $examples README command examples"; fi
+done < <(grep -hE '^build/bin/' "$readme" "$(dirname "$readme")/docs/guide.md")
+if [[ $examples -ge 20 ]]; then ok; else bad "found only $examples README and guide command examples"; fi
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -126,11 +126,15 @@ void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOper
     if (!parked) return acc[static_cast<std::size_t>(llvm::cast<llvm::ConstantInt>(r)->getSExtValue() * nv + v)];
     return b_.CreateAlignedLoad(vec_, b_.CreateGEP(vec_, parked, slot(r, v)), llvm::Align(64));
   };
+  // Each vector's column mask, once for the tile: every row has the same (made per row, they were a third of the
+  // epilogue's instructions, and the backend's time follows them).
+  std::vector<llvm::Value*> masks;
+  for (int v = 0; v < nv; ++v) masks.push_back(lane_mask(lanes_, cols, v * lanes_));
   const auto emit_row = [&](llvm::Value* r) {
     row = b_.CreateAdd(row0, r);
     for (int v = 0; v < nv; ++v) {
       col = b_.CreateAdd(col0, i64c(v * lanes_));
-      llvm::Value* mask = lane_mask(lanes_, cols, v * lanes_);
+      llvm::Value* mask = masks[static_cast<std::size_t>(v)];
       const auto leaf = [&](const ExprNode& node) -> llvm::Value* {
         const EpilogueRead read = bind_epilogue_leaf(sig, node, row_e, col_e, batch_e);
         switch (read.source) {
