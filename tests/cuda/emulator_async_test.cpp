@@ -325,7 +325,7 @@ extern "C" __global__ void wgmma_gemm(const __grid_constant__ WgmmaParams p) {
 
 struct WgmmaEdits {
   int tile_n = 64;
-  std::string mma = "wgmma_m64n64k16_f16", k_step = "32", swizzle = "kWgmma128B", wait = "wgmma_wait<0>();",
+  std::string mma = "wgmma<kWgmmaF16, 64>", k_step = "32", swizzle = "kWgmma128B", wait = "wgmma_wait<0>();",
               late_wait = "";
 };
 
@@ -399,7 +399,7 @@ struct WgmmaRun {
 
 std::string wgmma_outcome(const WgmmaEdits& e, const std::string& name, int m, int n, int k) {
   const auto module = EmuModule::compile(wgmma_source(e), name);
-  WgmmaRun run(m, n, k, e.mma.find("bf16") != std::string::npos, e.tile_n);
+  WgmmaRun run(m, n, k, e.mma.find("Bf16") != std::string::npos, e.tile_n);
   try {
     run.launch(*module);
   } catch (const EmulationError& error) {
@@ -412,13 +412,13 @@ TEST(EmulatedWgmma, TmaTilesThroughDescriptorsGiveTheProduct) {
   WgmmaEdits e;
   EXPECT_EQ(wgmma_outcome(e, "wgmma_f16", 64, 64, 256), "");
   EXPECT_EQ(wgmma_outcome(e, "wgmma_f16", 50, 37, 200), "") << "edges: TMA's zeros past M, N and K";
-  e.mma = "wgmma_m64n64k16_bf16";
+  e.mma = "wgmma<kWgmmaBf16, 64>";
   EXPECT_EQ(wgmma_outcome(e, "wgmma_bf16", 64, 61, 136), "");
   e.tile_n = 128;
-  e.mma = "wgmma_m64n128k16_f16";
+  e.mma = "wgmma<kWgmmaF16, 128>";
   EXPECT_EQ(wgmma_outcome(e, "wgmma_n128_f16", 64, 128, 128), "");
   EXPECT_EQ(wgmma_outcome(e, "wgmma_n128_f16", 33, 100, 72), "");
-  e.mma = "wgmma_m64n128k16_bf16";
+  e.mma = "wgmma<kWgmmaBf16, 128>";
   EXPECT_EQ(wgmma_outcome(e, "wgmma_n128_bf16", 64, 128, 64), "");
 }
 
@@ -453,12 +453,12 @@ TEST(EmulatedWgmma, CompilesForHopper) {
     GTEST_SKIP() << e.what();
   }
   for (const char* mma :
-       {"wgmma_m64n64k16_f16", "wgmma_m64n64k16_bf16", "wgmma_m64n128k16_f16", "wgmma_m64n128k16_bf16"}) {
+       {"wgmma<kWgmmaF16, 64>", "wgmma<kWgmmaBf16, 64>", "wgmma<kWgmmaF16, 128>", "wgmma<kWgmmaBf16, 128>"}) {
     WgmmaEdits e;
     e.mma = mma;
-    e.tile_n = std::string(mma).find("n128") != std::string::npos ? 128 : 64;
+    e.tile_n = std::string(mma).find(", 128>") != std::string::npos ? 128 : 64;
     const CudaBinary binary = nvrtc->compile(wgmma_source(e), "wgmma_gemm", CudaTarget::parse("cuda:sm_90a"), true);
-    const std::string type = std::string(mma).find("bf16") != std::string::npos ? "bf16.bf16" : "f16.f16";
+    const std::string type = std::string(mma).find("Bf16") != std::string::npos ? "bf16.bf16" : "f16.f16";
     for (const std::string& instruction :
          {"wgmma.mma_async.sync.aligned.m64n" + std::to_string(e.tile_n) + "k16.f32." + type,
           std::string("wgmma.fence.sync.aligned"), std::string("wgmma.commit_group.sync.aligned"),

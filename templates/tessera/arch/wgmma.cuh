@@ -34,150 +34,76 @@ TESSERA_DEVICE void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
+// The input types of wgmma (the values of the emulator's MmaKind).
+enum WgmmaInput : int { kWgmmaF16 = 0, kWgmmaBf16 = 1, kWgmmaTf32 = 2 };
+
+// A thread's COUNT accumulators (32, 64 or 128: N/2) as asm operands, and their names in the instruction.
 #define TESSERA_WGMMA_D8(i)                                                                               \
   "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), \
       "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define TESSERA_WGMMA_D32(i) \
+  TESSERA_WGMMA_D8(i), TESSERA_WGMMA_D8((i) + 8), TESSERA_WGMMA_D8((i) + 16), TESSERA_WGMMA_D8((i) + 24)
+#define TESSERA_WGMMA_OUT_32 TESSERA_WGMMA_D32(0)
+#define TESSERA_WGMMA_OUT_64 TESSERA_WGMMA_D32(0), TESSERA_WGMMA_D32(32)
+#define TESSERA_WGMMA_OUT_128 TESSERA_WGMMA_OUT_64, TESSERA_WGMMA_D32(64), TESSERA_WGMMA_D32(96)
+#define TESSERA_WGMMA_NAMES_32                                                                           \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define TESSERA_WGMMA_NAMES_64                                                         \
+  TESSERA_WGMMA_NAMES_32                                                               \
+  ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define TESSERA_WGMMA_NAMES_128                                                        \
+  TESSERA_WGMMA_NAMES_64                                                               \
+  ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "   \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "   \
+  "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "     \
+  "%123, %124, %125, %126, %127"
 
-// m64n64k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16"); kTransA / kTransB
-// = 1 for an M- / N-major operand.
-#define TESSERA_WGMMA_M64N64K16(NAME, TYPE)                                                                    \
-  template <int kTransA = 0, int kTransB = 0>                                                                  \
-  TESSERA_DEVICE void NAME(float(&d)[32], unsigned long long a, unsigned long long b, int accumulate) {        \
-    asm volatile(                                                                                              \
-        "{\n.reg .pred p;\n"                                                                                   \
-        "setp.ne.b32 p, %34, 0;\n"                                                                             \
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE                                                     \
-        " {"                                                                                                   \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
-        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                                                     \
-        "}, %32, %33, p, 1, 1, %35, %36;\n}\n"                                                                 \
-        : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24)                 \
-        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB)                                          \
-        : "memory");                                                                                           \
+// One wgmma.mma_async m64nNkK with f32 accumulators for TYPES ("f16.f16"), COUNT = N/2 of them per thread; the
+// inputs are numbered after them: the descriptors of A and B (DESC), the scale-d flag (FLAG) and the transposes,
+// which TRANSPOSES names for 16-bit inputs (tf32 has none).
+#define TESSERA_WGMMA_ASM(N, K, TYPES, COUNT, DESC, FLAG, TRANSPOSES)                                       \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " FLAG                                                     \
+               ", 0;\n"                                                                                     \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k" #K ".f32." TYPES " {" TESSERA_WGMMA_NAMES_##COUNT \
+               "}, " DESC ", p, 1, 1" TRANSPOSES ";\n}\n"                                                   \
+               : TESSERA_WGMMA_OUT_##COUNT                                                                  \
+               : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB)                                \
+               : "memory")
+#define TESSERA_WGMMA_N(N, COUNT, DESC, FLAG, TRANSPOSES)                 \
+  if constexpr (kInput == kWgmmaTf32)                                     \
+    TESSERA_WGMMA_ASM(N, 8, "tf32.tf32", COUNT, DESC, FLAG, "");          \
+  else if constexpr (kInput == kWgmmaBf16)                                \
+    TESSERA_WGMMA_ASM(N, 16, "bf16.bf16", COUNT, DESC, FLAG, TRANSPOSES); \
+  else                                                                    \
+    TESSERA_WGMMA_ASM(N, 16, "f16.f16", COUNT, DESC, FLAG, TRANSPOSES)
+
+// d (64xN f32, N/2 per thread) += A (64xK) · B (KxN), K = 16 for f16 and bf16, 8 for tf32, from the descriptors a and
+// b; accumulate = 0 overwrites d. kTransA / kTransB = 1 for an M- / N-major 16-bit operand.
+template <int kInput, int kN, int kTransA = 0, int kTransB = 0>
+TESSERA_DEVICE void wgmma(float (&d)[kN / 2], unsigned long long a, unsigned long long b, int accumulate) {
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma: N is 64, 128 or 256");
+  static_assert(kInput != kWgmmaTf32 || (kTransA == 0 && kTransB == 0), "wgmma: tf32 operands are K-major only");
+  if constexpr (kN == 64) {
+    TESSERA_WGMMA_N(64, 32, "%32, %33", "%34", ", %35, %36");
+  } else if constexpr (kN == 128) {
+    TESSERA_WGMMA_N(128, 64, "%64, %65", "%66", ", %67, %68");
+  } else {
+    TESSERA_WGMMA_N(256, 128, "%128, %129", "%130", ", %131, %132");
   }
+}
 
-// m64n128k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16"); kTransA / kTransB
-// = 1 for an M- / N-major operand.
-#define TESSERA_WGMMA_M64N128K16(NAME, TYPE)                                                                          \
-  template <int kTransA = 0, int kTransB = 0>                                                                         \
-  TESSERA_DEVICE void NAME(float(&d)[64], unsigned long long a, unsigned long long b, int accumulate) {               \
-    asm volatile(                                                                                                     \
-        "{\n.reg .pred p;\n"                                                                                          \
-        "setp.ne.b32 p, %66, 0;\n"                                                                                    \
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE                                                           \
-        " {"                                                                                                          \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "        \
-        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "        \
-        "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "        \
-        "%62, %63"                                                                                                    \
-        "}, %64, %65, p, 1, 1, %67, %68;\n}\n"                                                                        \
-        : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24), TESSERA_WGMMA_D8(32), \
-          TESSERA_WGMMA_D8(40), TESSERA_WGMMA_D8(48), TESSERA_WGMMA_D8(56)                                            \
-        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB)                                                 \
-        : "memory");                                                                                                  \
-  }
-
-// m64n256k16 with f32 accumulators, for the 16-bit input type TYPE ("f16.f16" or "bf16.bf16"); kTransA / kTransB
-// = 1 for an M- / N-major operand.
-#define TESSERA_WGMMA_M64N256K16(NAME, TYPE)                                                                          \
-  template <int kTransA = 0, int kTransB = 0>                                                                         \
-  TESSERA_DEVICE void NAME(float(&d)[128], unsigned long long a, unsigned long long b, int accumulate) {              \
-    asm volatile(                                                                                                     \
-        "{\n.reg .pred p;\n"                                                                                          \
-        "setp.ne.b32 p, %130, 0;\n"                                                                                   \
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE                                                           \
-        " {"                                                                                                          \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "        \
-        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "        \
-        "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "        \
-        "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "        \
-        "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, "            \
-        "%101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, "            \
-        "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"                                            \
-        "}, %128, %129, p, 1, 1, %131, %132;\n}\n"                                                                    \
-        : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24), TESSERA_WGMMA_D8(32), \
-          TESSERA_WGMMA_D8(40), TESSERA_WGMMA_D8(48), TESSERA_WGMMA_D8(56), TESSERA_WGMMA_D8(64),                     \
-          TESSERA_WGMMA_D8(72), TESSERA_WGMMA_D8(80), TESSERA_WGMMA_D8(88), TESSERA_WGMMA_D8(96),                     \
-          TESSERA_WGMMA_D8(104), TESSERA_WGMMA_D8(112), TESSERA_WGMMA_D8(120)                                         \
-        : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB)                                                 \
-        : "memory");                                                                                                  \
-  }
-
-// m64n64k8 with f32 accumulators for tf32 inputs (f32 in memory, the low 13 mantissa bits ignored; both operands
-// K-major: tf32 has no transpose).
-#define TESSERA_WGMMA_M64N64K8(NAME)                                                                           \
-  TESSERA_DEVICE void NAME(float(&d)[32], unsigned long long a, unsigned long long b, int accumulate) {        \
-    asm volatile(                                                                                              \
-        "{\n.reg .pred p;\n"                                                                                   \
-        "setp.ne.b32 p, %34, 0;\n"                                                                             \
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"                                                \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
-        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                                                     \
-        "}, %32, %33, p, 1, 1;\n}\n"                                                                           \
-        : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24)                 \
-        : "l"(a), "l"(b), "r"(accumulate)                                                                      \
-        : "memory");                                                                                           \
-  }
-
-// m64n128k8 with f32 accumulators for tf32 inputs (f32 in memory, the low 13 mantissa bits ignored; both operands
-// K-major: tf32 has no transpose).
-#define TESSERA_WGMMA_M64N128K8(NAME)                                                                                 \
-  TESSERA_DEVICE void NAME(float(&d)[64], unsigned long long a, unsigned long long b, int accumulate) {               \
-    asm volatile(                                                                                                     \
-        "{\n.reg .pred p;\n"                                                                                          \
-        "setp.ne.b32 p, %66, 0;\n"                                                                                    \
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"                                                      \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "        \
-        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "        \
-        "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "        \
-        "%62, %63"                                                                                                    \
-        "}, %64, %65, p, 1, 1;\n}\n"                                                                                  \
-        : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24), TESSERA_WGMMA_D8(32), \
-          TESSERA_WGMMA_D8(40), TESSERA_WGMMA_D8(48), TESSERA_WGMMA_D8(56)                                            \
-        : "l"(a), "l"(b), "r"(accumulate)                                                                             \
-        : "memory");                                                                                                  \
-  }
-
-// m64n256k8 with f32 accumulators for tf32 inputs (f32 in memory, the low 13 mantissa bits ignored; both operands
-// K-major: tf32 has no transpose).
-#define TESSERA_WGMMA_M64N256K8(NAME)                                                                                 \
-  TESSERA_DEVICE void NAME(float(&d)[128], unsigned long long a, unsigned long long b, int accumulate) {              \
-    asm volatile(                                                                                                     \
-        "{\n.reg .pred p;\n"                                                                                          \
-        "setp.ne.b32 p, %130, 0;\n"                                                                                   \
-        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"                                                      \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "        \
-        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "        \
-        "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "        \
-        "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "        \
-        "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, "            \
-        "%101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, "            \
-        "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"                                            \
-        "}, %128, %129, p, 1, 1;\n}\n"                                                                                \
-        : TESSERA_WGMMA_D8(0), TESSERA_WGMMA_D8(8), TESSERA_WGMMA_D8(16), TESSERA_WGMMA_D8(24), TESSERA_WGMMA_D8(32), \
-          TESSERA_WGMMA_D8(40), TESSERA_WGMMA_D8(48), TESSERA_WGMMA_D8(56), TESSERA_WGMMA_D8(64),                     \
-          TESSERA_WGMMA_D8(72), TESSERA_WGMMA_D8(80), TESSERA_WGMMA_D8(88), TESSERA_WGMMA_D8(96),                     \
-          TESSERA_WGMMA_D8(104), TESSERA_WGMMA_D8(112), TESSERA_WGMMA_D8(120)                                         \
-        : "l"(a), "l"(b), "r"(accumulate)                                                                             \
-        : "memory");                                                                                                  \
-  }
-
-TESSERA_WGMMA_M64N64K16(wgmma_m64n64k16_f16, "f16.f16")
-TESSERA_WGMMA_M64N64K16(wgmma_m64n64k16_bf16, "bf16.bf16")
-TESSERA_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16.f16")
-TESSERA_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16.bf16")
-TESSERA_WGMMA_M64N256K16(wgmma_m64n256k16_f16, "f16.f16")
-TESSERA_WGMMA_M64N256K16(wgmma_m64n256k16_bf16, "bf16.bf16")
-TESSERA_WGMMA_M64N64K8(wgmma_m64n64k8_tf32)
-TESSERA_WGMMA_M64N128K8(wgmma_m64n128k8_tf32)
-TESSERA_WGMMA_M64N256K8(wgmma_m64n256k8_tf32)
-
-#undef TESSERA_WGMMA_M64N64K16
-#undef TESSERA_WGMMA_M64N128K16
-#undef TESSERA_WGMMA_M64N256K16
-#undef TESSERA_WGMMA_M64N64K8
-#undef TESSERA_WGMMA_M64N128K8
-#undef TESSERA_WGMMA_M64N256K8
+#undef TESSERA_WGMMA_N
+#undef TESSERA_WGMMA_ASM
+#undef TESSERA_WGMMA_NAMES_128
+#undef TESSERA_WGMMA_NAMES_64
+#undef TESSERA_WGMMA_NAMES_32
+#undef TESSERA_WGMMA_OUT_128
+#undef TESSERA_WGMMA_OUT_64
+#undef TESSERA_WGMMA_OUT_32
+#undef TESSERA_WGMMA_D32
 #undef TESSERA_WGMMA_D8
 
 }  // namespace tessera

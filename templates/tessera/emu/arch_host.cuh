@@ -121,39 +121,12 @@ template <int N>
 inline void wgmma_wait() {
   tessera_emu_api->wgmma_wait(N);
 }
-template <int kTransA = 0, int kTransB = 0>
-inline void wgmma_m64n64k16_f16(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaF16, 64, d, a, b, accumulate, kTransA | kTransB << 1);
-}
-template <int kTransA = 0, int kTransB = 0>
-inline void wgmma_m64n64k16_bf16(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaBf16, 64, d, a, b, accumulate, kTransA | kTransB << 1);
-}
-template <int kTransA = 0, int kTransB = 0>
-inline void wgmma_m64n128k16_f16(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaF16, 128, d, a, b, accumulate, kTransA | kTransB << 1);
-}
-template <int kTransA = 0, int kTransB = 0>
-inline void wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaBf16, 128, d, a, b, accumulate, kTransA | kTransB << 1);
-}
-template <int kTransA = 0, int kTransB = 0>
-inline void wgmma_m64n256k16_f16(float (&d)[128], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaF16, 256, d, a, b, accumulate, kTransA | kTransB << 1);
-}
-template <int kTransA = 0, int kTransB = 0>
-inline void wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaBf16, 256, d, a, b, accumulate, kTransA | kTransB << 1);
-}
-
-inline void wgmma_m64n64k8_tf32(float (&d)[32], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaTf32, 64, d, a, b, accumulate, 0);
-}
-inline void wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaTf32, 128, d, a, b, accumulate, 0);
-}
-inline void wgmma_m64n256k8_tf32(float (&d)[128], unsigned long long a, unsigned long long b, int accumulate) {
-  tessera_emu_api->wgmma(tessera_emu::kMmaTf32, 256, d, a, b, accumulate, 0);
+enum WgmmaInput : int { kWgmmaF16 = 0, kWgmmaBf16 = 1, kWgmmaTf32 = 2 };  // = tessera_emu::MmaKind
+template <int kInput, int kN, int kTransA = 0, int kTransB = 0>
+inline void wgmma(float (&d)[kN / 2], unsigned long long a, unsigned long long b, int accumulate) {
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma: N is 64, 128 or 256");
+  static_assert(kInput != kWgmmaTf32 || (kTransA == 0 && kTransB == 0), "wgmma: tf32 operands are K-major only");
+  tessera_emu_api->wgmma(kInput, kN, d, a, b, accumulate, kTransA | kTransB << 1);
 }
 
 inline half_t f32_to_f16(float x) { return half_t{tessera_emu_api->f32_to_f16(x)}; }

@@ -55,28 +55,11 @@ TESSERA_DEVICE void load_operand(u32 tile, const TmaDescriptor* map, int kt, int
   }
 }
 
-// The m64nBNk16 MMA of the element type, into a consumer's BN/2 accumulators.
+// The m64nBNk16 (k8 for tf32) MMA of the element type, into a consumer's BN/2 accumulators.
 template <class T>
 TESSERA_DEVICE void wgmma_step(float (&d)[T::BN / 2], unsigned long long a, unsigned long long b) {
-  constexpr int kTa = T::AKMajor ? 0 : 1, kTb = T::BKMajor ? 0 : 1;
-  if constexpr (T::kInput == kInputTf32 && T::BN == 256)
-    wgmma_m64n256k8_tf32(d, a, b, 1);
-  else if constexpr (T::kInput == kInputTf32 && T::BN == 128)
-    wgmma_m64n128k8_tf32(d, a, b, 1);
-  else if constexpr (T::kInput == kInputTf32)
-    wgmma_m64n64k8_tf32(d, a, b, 1);
-  else if constexpr (T::BN == 256 && T::kInput == kInputBf16)
-    wgmma_m64n256k16_bf16<kTa, kTb>(d, a, b, 1);
-  else if constexpr (T::BN == 256)
-    wgmma_m64n256k16_f16<kTa, kTb>(d, a, b, 1);
-  else if constexpr (T::BN == 128 && T::kInput == kInputBf16)
-    wgmma_m64n128k16_bf16<kTa, kTb>(d, a, b, 1);
-  else if constexpr (T::BN == 128)
-    wgmma_m64n128k16_f16<kTa, kTb>(d, a, b, 1);
-  else if constexpr (T::kInput == kInputBf16)
-    wgmma_m64n64k16_bf16<kTa, kTb>(d, a, b, 1);
-  else
-    wgmma_m64n64k16_f16<kTa, kTb>(d, a, b, 1);
+  constexpr int kInput = T::kInput == kInputTf32 ? kWgmmaTf32 : T::kInput == kInputBf16 ? kWgmmaBf16 : kWgmmaF16;
+  wgmma<kInput, T::BN, T::AKMajor ? 0 : 1, T::BKMajor ? 0 : 1>(d, a, b, 1);
 }
 
 template <class T, class Epi>
