@@ -128,19 +128,23 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
              natural_alignment(k_contiguous(s.a.layout, true) ? p.k : p.m, elem) * elem == 16 &&
              natural_alignment(k_contiguous(s.b.layout, false) ? p.k : p.n, elem) * elem == 16) {
     // Hopper: 64-deep K (one 128-byte swizzle row) and as many stages as fit (up to 6); of the warpgroup tiles
-    // (64 or 128 rows, 64 to 256 columns) the analytic model's fastest for the problem.
+    // (64 or 128 rows, 64 to 256 columns), each with K split 1 to 16 ways where the tiles leave SMs idle and K is
+    // deep enough to share (at least 4 k-tiles a split), the analytic model's fastest for the problem.
     c.math = CudaMath::Wgmma;
     c.block_k = 128 / elem, c.warp_m = 64, c.align_a = c.align_b = 16 / elem;
     double best = INFINITY;
     CudaGemmConfig chosen = c;
     for (int bm : {128, 64})
-      for (int bn : {128, 256, 64}) {
-        CudaGemmConfig t = c;
-        t.block_m = bm, t.block_n = t.warp_n = bn, t.stages = 6;
-        while (t.stages > 2 && t.shared_bytes(s) > target.max_shared_per_block) --t.stages;
-        t.swizzle = TileGrid{p.m, p.n, bm, bn, p.batch}.rows() >= 8 ? 8 : 1;
-        if (const double seconds = cuda_analytic_seconds(p, t, target); seconds < best) best = seconds, chosen = t;
-      }
+      for (int bn : {128, 256, 64})
+        for (int split : {1, 2, 4, 8, 16}) {
+          const std::int64_t tiles = TileGrid{p.m, p.n, bm, bn, p.batch}.count();
+          if (split > 1 && (tiles * split > 2 * target.sm_count || p.k < 4 * split * c.block_k)) continue;
+          CudaGemmConfig t = c;
+          t.block_m = bm, t.block_n = t.warp_n = bn, t.stages = 6, t.split_k = split;
+          while (t.stages > 2 && t.shared_bytes(s) > target.max_shared_per_block) --t.stages;
+          t.swizzle = TileGrid{p.m, p.n, bm, bn, p.batch}.rows() >= 8 ? 8 : 1;
+          if (const double seconds = cuda_analytic_seconds(p, t, target); seconds < best) best = seconds, chosen = t;
+        }
     c = chosen;
   } else {
     // 128-byte rows of K per stage, as CUTLASS's sm80 defaults: 64 f16/bf16 or 32 tf32 elements, four mma k-steps
@@ -341,7 +345,7 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
     if (c.block_k * elem != 128)
       fail(fmt::format("wgmma block_k ({}) must span 128 bytes (the swizzle row)", c.block_k));
     if (c.stages < 2 || c.stages > 8) fail(fmt::format("wgmma stages ({}) must be in 2..8", c.stages));
-    if (c.split_k != 1 || c.stream_k != 0) fail("the wgmma kernel splits neither K nor tiles (split_k 1, stream_k 0)");
+    if (c.stream_k != 0) fail("the wgmma kernel has no stream-K (stream_k 0; split_k splits K)");
     if (c.align_a * elem != 16 || c.align_b * elem != 16)
       fail(fmt::format("the wgmma kernel's TMA copies need A and B 16-byte aligned (align_a and align_b of {})",
                        16 / elem));

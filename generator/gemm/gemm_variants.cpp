@@ -189,17 +189,20 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
                 if (valid(s, streamed, target)) add_unique(out, streamed);
               }
           }
-  // Hopper's warp-specialised kernel: one or two consumer warpgroups, 64- to 256-wide warpgroup tiles, 2..8 stages.
+  // Hopper's warp-specialised kernel: one or two consumer warpgroups, 64- to 256-wide warpgroup tiles, 2..8 stages,
+  // K split up to 8 ways where it is deep enough.
   if (base.math == CudaMath::Wgmma)
     for (int bm : {64, 128})
       for (int bn : {64, 128, 256})
         for (int stages = 2; stages <= 8; ++stages)
-          for (int swizzle : {1, 8}) {
-            CudaGemmConfig c = base;
-            c.block_m = bm, c.block_n = c.warp_n = bn, c.warp_m = 64, c.block_k = 128 / elem;
-            c.stages = stages, c.swizzle = swizzle, c.split_k = 1, c.stream_k = 0;
-            if (valid(s, c, target)) add_unique(out, c);
-          }
+          for (int split : {1, 2, 4, 8})
+            for (int swizzle : {1, 8}) {
+              CudaGemmConfig c = base;
+              c.block_m = bm, c.block_n = c.warp_n = bn, c.warp_m = 64, c.block_k = 128 / elem;
+              c.stages = stages, c.swizzle = swizzle, c.split_k = split, c.stream_k = 0;
+              if (split > 1 && p.k < 4 * split * c.block_k) continue;
+              if (valid(s, c, target)) add_unique(out, c);
+            }
   return out;
 }
 

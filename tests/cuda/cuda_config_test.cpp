@@ -191,7 +191,14 @@ TEST(CudaGemmConfig, HopperDefaultsToTheWgmmaKernelWhereItApplies) {
   expect_rule(rc, wg.with_overrides("warp_n=64"), sm90a, "wgmma warp tile must be 64 x block_n");
   expect_rule(rc, wg.with_overrides("block_k=32"), sm90a, "wgmma block_k (32) must span 128 bytes");
   expect_rule(rc, wg.with_overrides("stages=9"), sm90a, "wgmma stages (9) must be in 2..8");
-  expect_rule(rc, wg.with_overrides("split_k=2"), sm90a, "splits neither K nor tiles");
+  EXPECT_NO_THROW(validate(rc, wg.with_overrides("split_k=4"), sm90a));
+  expect_rule(rc, wg.with_overrides("stream_k=1"), sm90a, "the wgmma kernel has no stream-K");
+  // Deep K on a grid of few tiles: the model splits K for the wgmma kernel (1024 x 1024 is 32 tiles of 128 x 256
+  // on 132 SMs).
+  const CudaGemmConfig deep = CudaGemmConfig::default_for(problem(1024, 1024, 8192, DType::bf16, row, col), sm90a);
+  EXPECT_EQ(deep.math, CudaMath::Wgmma);
+  EXPECT_GT(deep.split_k, 1);
+  EXPECT_EQ(CudaGemmConfig::default_for(problem(8192, 8192, 8192, DType::bf16, row, col), sm90a).split_k, 1);
   expect_rule(rc, wg.with_overrides("align_a=4"), sm90a, "16-byte aligned");
   expect_rule(rc, wg.with_overrides("block_n=256,warp_n=256,stages=8"), sm90a, "exceeds sm_90a's");
 }

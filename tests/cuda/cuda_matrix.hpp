@@ -97,11 +97,21 @@ inline std::vector<MatrixCase> matrix() {
         ++index;
         (void)t;
       }
+  // Split K (raw partial sums through the workspace, splitk_reduce's epilogue), 3 ways (uneven: some splits may have
+  // no k-tile) and 2 ways with an M-major A.
+  cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
+                   "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=64,stages=4,split_k=3",
+                   "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
+  cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),
+                   "wgmma=1,block_m=64,block_n=256,warp_n=256,warp_m=64,block_k=64,stages=3,split_k=2", "", "sm_90a"});
   // tf32 (K-major only: f32 in memory, 32-wide K tiles, m64nNk8).
-  for (const char* tile : {"block_m=128,block_n=128,warp_n=128,stages=4", "block_m=64,block_n=256,warp_n=256,stages=3"})
+  for (const char* tile :
+       {"block_m=128,block_n=128,warp_n=128,stages=4", "block_m=64,block_n=256,warp_n=256,stages=3"}) {
+    const bool odd = index++ % 2;  // the fused one plain, the plain one split 2 ways
     cases.push_back({DType::tf32, Layout::row_major(), Layout::col_major(),
-                     fmt::format("wgmma=1,{},warp_m=64,block_k=32", tile),
-                     index++ % 2 ? "" : "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
+                     fmt::format("wgmma=1,{},warp_m=64,block_k=32{}", tile, odd ? ",split_k=2" : ""),
+                     odd ? "" : "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
+  }
   return cases;
 }
 

@@ -68,8 +68,13 @@ TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
   const int tid = threadIdx.x, warpgroup = tid / 128;
   int tile_m, tile_n;
   raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
-  const int batch = static_cast<int>(blockIdx.z);
-  const int k_tiles = (p.k + T::BK - 1) / T::BK;
+  // z = batch x split: a split's K range is whole k-tiles (k_per_split a multiple of BK), so its TMA boxes never
+  // reach into the next split's, and the last split's boxes past K are TMA's zeros.
+  const int batch = static_cast<int>(blockIdx.z) / T::SplitK, split = static_cast<int>(blockIdx.z) % T::SplitK;
+  const int k_begin = split * p.k_per_split;
+  const int k_end = p.k < k_begin + p.k_per_split ? p.k : k_begin + p.k_per_split;
+  const int kt_begin = k_begin / T::BK;
+  const int k_tiles = k_end > k_begin ? (k_end - k_begin + T::BK - 1) / T::BK : 0;
   const auto full = [](int s) { return S::kFull + 8u * static_cast<u32>(s); };
   const auto empty = [](int s) { return S::kEmpty + 8u * static_cast<u32>(s); };
 
@@ -93,8 +98,8 @@ TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
         mbarrier_wait(empty(s), phase ^ 1u);  // a fresh barrier's parity-1 phase counts as complete
         mbarrier_arrive_expect_tx(full(s), S::kStageBytes);
         const u32 tile = static_cast<u32>(s) * S::kStageBytes;
-        load_operand<T, T::AKMajor, T::BM>(tile, &p.a_map, kt, tile_m * T::BM, batch, full(s));
-        load_operand<T, T::BKMajor, T::BN>(tile + S::kABytes, &p.b_map, kt, tile_n * T::BN, batch, full(s));
+        load_operand<T, T::AKMajor, T::BM>(tile, &p.a_map, kt_begin + kt, tile_m * T::BM, batch, full(s));
+        load_operand<T, T::BKMajor, T::BN>(tile + S::kABytes, &p.b_map, kt_begin + kt, tile_n * T::BN, batch, full(s));
       }
   } else {
     const u32 a_rows = static_cast<u32>(warpgroup - 1) * S::kSliceBytes;  // this consumer's 64 rows of the A tile
@@ -121,9 +126,11 @@ TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
   if (warpgroup > 0) {
     const int warp = tid / 32 - 4, lane = tid & 31;  // consumer warps 0..4*kConsumers-1, 16 rows each
     const u32 slab = static_cast<u32>(warp) * 16 * kSlabPitch<T::BN> * 4;
-    store_warp_slab<T, Epi, kToD, T::BN>(p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane,
-                                         static_cast<i64>(tile_m) * T::BM + warp * 16, static_cast<i64>(tile_n) * T::BN,
-                                         batch, -1, false);
+    // Split K: raw partial sums to the split's workspace slice; splitk_reduce applies the epilogue.
+    constexpr int kOutput = T::SplitK > 1 ? kToWorkspace : kToD;
+    store_warp_slab<T, Epi, kOutput, T::BN>(
+        p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane, static_cast<i64>(tile_m) * T::BM + warp * 16,
+        static_cast<i64>(tile_n) * T::BN, batch, T::SplitK > 1 ? split : -1, T::SplitK > 1);
   }
 }
 
