@@ -93,31 +93,23 @@ TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN 
         st_global(workspace_element(p, slot, row_base + r, col_base + c, batch),
                   ld_shared<float>(kTransposed ? at_transposed(r, c) : at(r, c)));
     }
-  } else if constexpr (T::DRowMajor) {
-    constexpr int kPerRow = kWN / kRead;
-    for (int s = lane; s < 16 * kPerRow; s += 32) {
-      const int r = s / kPerRow, c = (s % kPerRow) * kRead;
-      const i64 m = row_base + r, n = col_base + c;
-      if (m >= p.m || n >= p.n) continue;
-      const int valid = p.n - n < kRead ? static_cast<int>(p.n - n) : kRead;
-      const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at(r, c));
-      float values[kRead];
-#pragma unroll
-      for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m, n + i, batch, p) : 0.0f;
-      store_d<typename T::Out, true, kRead>(p, m, n, batch, values, valid);
-    }
   } else {
-    constexpr int kPerCol = 16 / kRead;
-    for (int s = lane; s < kWN * kPerCol; s += 32) {
-      const int c = s / kPerCol, r = (s % kPerCol) * kRead;
+    // Along D's contiguous dimension, kRead elements per lane: a row's columns (row-major D) or a column's rows.
+    constexpr bool kRows = T::DRowMajor;
+    constexpr int kPer = (kRows ? kWN : 16) / kRead, kLines = kRows ? 16 : kWN;
+    for (int s = lane; s < kLines * kPer; s += 32) {
+      const int line = s / kPer, along = (s % kPer) * kRead;
+      const int r = kRows ? line : along, c = kRows ? along : line;
       const i64 m = row_base + r, n = col_base + c;
       if (m >= p.m || n >= p.n) continue;
-      const int valid = p.m - m < kRead ? static_cast<int>(p.m - m) : kRead;
-      const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(at_transposed(r, c));
+      const i64 left = kRows ? p.n - n : p.m - m;
+      const int valid = left < kRead ? static_cast<int>(left) : kRead;
+      const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(kRows ? at(r, c) : at_transposed(r, c));
       float values[kRead];
 #pragma unroll
-      for (int i = 0; i < kRead; ++i) values[i] = i < valid ? Epi::apply(slab_values.v[i], m + i, n, batch, p) : 0.0f;
-      store_d<typename T::Out, false, kRead>(p, m, n, batch, values, valid);
+      for (int i = 0; i < kRead; ++i)
+        values[i] = i < valid ? Epi::apply(slab_values.v[i], kRows ? m : m + i, kRows ? n + i : n, batch, p) : 0.0f;
+      store_d<typename T::Out, kRows, kRead>(p, m, n, batch, values, valid);
     }
   }
   syncwarp();
