@@ -6,7 +6,7 @@
 
 #include "generator/attention/attention_json.hpp"
 #include "generator/core/arith.hpp"
-#include "generator/core/config_overrides.hpp"
+#include "generator/core/config_fields.hpp"
 #include "generator/core/error.hpp"
 
 namespace tessera {
@@ -75,42 +75,26 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   return c;
 }
 
+namespace {
+const ConfigFields<CpuAttentionConfig>& attention_fields() {
+  static const ConfigFields<CpuAttentionConfig> fields{{"block_q", &CpuAttentionConfig::block_q},
+                                                       {"block_kv", &CpuAttentionConfig::block_kv},
+                                                       {"mr", &CpuAttentionConfig::mr},
+                                                       {"nv", &CpuAttentionConfig::nv},
+                                                       {"in_place", &CpuAttentionConfig::in_place}};
+  return fields;
+}
+}  // namespace
+
 CpuAttentionConfig CpuAttentionConfig::with_overrides(const std::string& text) const {
-  CpuAttentionConfig c = *this;
-  for (const auto& [key, value] : parse_config_overrides(text)) {
-    if (key == "block_q")
-      c.block_q = value;
-    else if (key == "block_kv")
-      c.block_kv = value;
-    else if (key == "mr")
-      c.mr = value;
-    else if (key == "nv")
-      c.nv = value;
-    else if (key == "in_place")
-      c.in_place = value != 0;
-    else
-      throw InvalidArgument("config", "unknown key '" + key + "' (block_q, block_kv, mr, nv, in_place)");
-  }
-  return c;
+  return with_config_overrides(*this, text, attention_fields());
 }
 
-nlohmann::json to_json(const CpuAttentionConfig& config) {
-  return {{"block_q", config.block_q},
-          {"block_kv", config.block_kv},
-          {"mr", config.mr},
-          {"nv", config.nv},
-          {"in_place", config.in_place}};
-}
+nlohmann::json to_json(const CpuAttentionConfig& config) { return config_fields_to_json(config, attention_fields()); }
 
 template <>
 CpuAttentionConfig from_json<CpuAttentionConfig>(const nlohmann::json& j) {
-  CpuAttentionConfig c;
-  c.block_q = integer_at<int>(j, "block_q");
-  c.block_kv = integer_at<int>(j, "block_kv");
-  c.mr = integer_at<int>(j, "mr");
-  c.nv = integer_at<int>(j, "nv");
-  c.in_place = j.at("in_place").get<bool>();
-  return c;
+  return config_fields_from_json(j, attention_fields());
 }
 
 bool stacks_query_heads(const AttentionProblem& p, int block_q) {

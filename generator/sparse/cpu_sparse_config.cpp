@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "generator/core/arith.hpp"
-#include "generator/core/config_overrides.hpp"
+#include "generator/core/config_fields.hpp"
 #include "generator/core/error.hpp"
 #include "generator/sparse/sparse_json.hpp"
 
@@ -40,32 +40,28 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   return c;
 }
 
+namespace {
+const ConfigFields<CpuSpmmConfig>& spmm_fields() {
+  static const ConfigFields<CpuSpmmConfig> fields{
+      {"nv", &CpuSpmmConfig::nv}, {"chains", &CpuSpmmConfig::chains}, {"prefetch", &CpuSpmmConfig::prefetch}};
+  return fields;
+}
+const ConfigFields<CpuSddmmConfig>& sddmm_fields() {
+  static const ConfigFields<CpuSddmmConfig> fields{
+      {"cols", &CpuSddmmConfig::cols}, {"unroll", &CpuSddmmConfig::unroll}, {"prefetch", &CpuSddmmConfig::prefetch}};
+  return fields;
+}
+}  // namespace
+
 CpuSpmmConfig CpuSpmmConfig::with_overrides(const std::string& text) const {
-  CpuSpmmConfig c = *this;
-  for (const auto& [key, value] : parse_config_overrides(text)) {
-    if (key == "nv")
-      c.nv = value;
-    else if (key == "chains")
-      c.chains = value;
-    else if (key == "prefetch")
-      c.prefetch = value;
-    else
-      throw InvalidArgument("config", "unknown key '" + key + "' (nv, chains, prefetch)");
-  }
-  return c;
+  return with_config_overrides(*this, text, spmm_fields());
 }
 
-nlohmann::json to_json(const CpuSpmmConfig& config) {
-  return {{"nv", config.nv}, {"chains", config.chains}, {"prefetch", config.prefetch}};
-}
+nlohmann::json to_json(const CpuSpmmConfig& config) { return config_fields_to_json(config, spmm_fields()); }
 
 template <>
 CpuSpmmConfig from_json<CpuSpmmConfig>(const nlohmann::json& j) {
-  CpuSpmmConfig c;
-  c.nv = integer_at<int>(j, "nv");
-  c.chains = integer_at<int>(j, "chains");
-  c.prefetch = integer_at<int>(j, "prefetch");
-  return c;
+  return config_fields_from_json(j, spmm_fields());
 }
 
 CpuSddmmConfig CpuSddmmConfig::default_for(const SddmmProblem& p, const CpuTarget& target) {
@@ -79,31 +75,14 @@ CpuSddmmConfig CpuSddmmConfig::default_for(const SddmmProblem& p, const CpuTarge
 }
 
 CpuSddmmConfig CpuSddmmConfig::with_overrides(const std::string& text) const {
-  CpuSddmmConfig c = *this;
-  for (const auto& [key, value] : parse_config_overrides(text)) {
-    if (key == "cols")
-      c.cols = value;
-    else if (key == "unroll")
-      c.unroll = value;
-    else if (key == "prefetch")
-      c.prefetch = value;
-    else
-      throw InvalidArgument("config", "unknown key '" + key + "' (cols, unroll, prefetch)");
-  }
-  return c;
+  return with_config_overrides(*this, text, sddmm_fields());
 }
 
-nlohmann::json to_json(const CpuSddmmConfig& config) {
-  return {{"cols", config.cols}, {"unroll", config.unroll}, {"prefetch", config.prefetch}};
-}
+nlohmann::json to_json(const CpuSddmmConfig& config) { return config_fields_to_json(config, sddmm_fields()); }
 
 template <>
 CpuSddmmConfig from_json<CpuSddmmConfig>(const nlohmann::json& j) {
-  CpuSddmmConfig c;
-  c.cols = integer_at<int>(j, "cols");
-  c.unroll = integer_at<int>(j, "unroll");
-  c.prefetch = integer_at<int>(j, "prefetch");
-  return c;
+  return config_fields_from_json(j, sddmm_fields());
 }
 
 void validate(const SpmmSignature& s, const CpuSpmmConfig& c, const CpuTarget& target) {
