@@ -56,7 +56,8 @@ int mma_k(const GemmSignature& s) { return s.a.dtype == DType::tf32 ? 8 : 16; }
 std::int64_t CudaGemmConfig::shared_bytes(const GemmSignature& s) const {
   const std::int64_t elem = input_bytes(s);
   const std::int64_t pipeline = std::int64_t{stages} * (block_m + block_n) * block_k * elem;
-  if (math == CudaMath::Simt) return pipeline;
+  // The SIMT kernel pads each shared row of A and of B by 4 floats (gemm_simt.cuh: SimtShape).
+  if (math == CudaMath::Simt) return std::int64_t{stages} * (block_m + 4 + block_n + 4) * block_k * elem;
   // wgmma: the ring, then a full and an empty mbarrier per stage; the epilogue's slabs reuse the ring.
   if (math == CudaMath::Wgmma) return pipeline + 16 * stages;
   // The epilogue stages one 16-row slab of each warp's accumulators (rows padded by 8 floats against bank conflicts).

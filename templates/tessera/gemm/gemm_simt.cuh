@@ -18,7 +18,10 @@ struct SimtShape {
   static constexpr int kTM = T::WM / 8, kTN = T::WN / 4;
   static constexpr int kAChunks = T::BM * T::BK / 4 / kThreads;  // float4 chunks per thread and tile
   static constexpr int kBChunks = T::BN * T::BK / 4 / kThreads;
-  static constexpr int kATileFloats = T::BK * T::BM, kBTileFloats = T::BK * T::BN;
+  // Rows of the shared tiles padded by 4 floats: a K-major operand's chunks are stored transposed, down its
+  // columns, and unpadded the two lanes of each row hit one bank (2.40 wavefronts per store where 1.60 would do).
+  static constexpr int kAPitch = T::BM + 4, kBPitch = T::BN + 4;
+  static constexpr int kATileFloats = T::BK * kAPitch, kBTileFloats = T::BK * kBPitch;
 };
 
 // Four consecutive floats at src, `valid` of them inside the matrix; kAlign says which vector width is safe.
@@ -49,8 +52,8 @@ TESSERA_DEVICE void load_tile(float (&regs)[kChunks][4], const float* global, i6
   }
 }
 
-// Stores the chunks into a shared tile (byte offset `tile`) of K rows × kWidth (M or N) columns. kKMajor: the chunk
-// runs along K (it is transposed into four rows); otherwise along M/N (one float4 row segment).
+// Stores the chunks into a shared tile (byte offset `tile`) of K rows of kWidth floats (M or N columns, padded).
+// kKMajor: the chunk runs along K (it is transposed into four rows); otherwise along M/N (one float4 row segment).
 template <int kRows, int kCols, int kThreads, int kChunks, bool kKMajor, int kWidth>
 TESSERA_DEVICE void store_tile(u32 tile, const float (&regs)[kChunks][4], int tid) {
 #pragma unroll
@@ -106,13 +109,13 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p) {
     const u32 as = static_cast<u32>(buffer * (S::kATileFloats + S::kBTileFloats) * 4);
     const u32 bs = as + S::kATileFloats * 4;
     if constexpr (T::AKMajor)
-      store_tile<T::BM, T::BK, S::kThreads, S::kAChunks, true, T::BM>(as, ra, tid);
+      store_tile<T::BM, T::BK, S::kThreads, S::kAChunks, true, S::kAPitch>(as, ra, tid);
     else
-      store_tile<T::BK, T::BM, S::kThreads, S::kAChunks, false, T::BM>(as, ra, tid);
+      store_tile<T::BK, T::BM, S::kThreads, S::kAChunks, false, S::kAPitch>(as, ra, tid);
     if constexpr (T::BKMajor)
-      store_tile<T::BN, T::BK, S::kThreads, S::kBChunks, true, T::BN>(bs, rb, tid);
+      store_tile<T::BN, T::BK, S::kThreads, S::kBChunks, true, S::kBPitch>(bs, rb, tid);
     else
-      store_tile<T::BK, T::BN, S::kThreads, S::kBChunks, false, T::BN>(bs, rb, tid);
+      store_tile<T::BK, T::BN, S::kThreads, S::kBChunks, false, S::kBPitch>(bs, rb, tid);
   };
 
   float acc[S::kTM][S::kTN];
@@ -136,14 +139,14 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p) {
       float fa[S::kTM], fb[S::kTN];
 #pragma unroll
       for (int i = 0; i < S::kTM; i += 4) {
-        const Vector<float, 4> v =
-            ld_shared<Vector<float, 4>>(as + static_cast<u32>((k * T::BM + warp_row + (i / 4) * 32 + lane_m * 4) * 4));
+        const Vector<float, 4> v = ld_shared<Vector<float, 4>>(
+            as + static_cast<u32>((k * S::kAPitch + warp_row + (i / 4) * 32 + lane_m * 4) * 4));
         fa[i] = v.v[0], fa[i + 1] = v.v[1], fa[i + 2] = v.v[2], fa[i + 3] = v.v[3];
       }
 #pragma unroll
       for (int j = 0; j < S::kTN; j += 4) {
-        const Vector<float, 4> v =
-            ld_shared<Vector<float, 4>>(bs + static_cast<u32>((k * T::BN + warp_col + (j / 4) * 16 + lane_n * 4) * 4));
+        const Vector<float, 4> v = ld_shared<Vector<float, 4>>(
+            bs + static_cast<u32>((k * S::kBPitch + warp_col + (j / 4) * 16 + lane_n * 4) * 4));
         fb[j] = v.v[0], fb[j + 1] = v.v[1], fb[j + 2] = v.v[2], fb[j + 3] = v.v[3];
       }
 #pragma unroll
