@@ -34,9 +34,24 @@ TESSERA_DEVICE void store_d(const GemmParams& p, i64 m, i64 n, i64 b, const floa
   }
 }
 
-// Partial sums of one K split: workspace[split][b][m][n], row-major, f32.
+// Partial sums of one K split, f32, laid out as D is: workspace[split][b][m][n] for a row-major D,
+// workspace[split][b][n][m] for a column-major one, so that the reduction reads and writes along the same dimension.
+template <bool kRowMajor>
 TESSERA_DEVICE float* workspace_element(const GemmParams& p, int split, i64 m, i64 n, i64 b) {
-  return p.workspace + ((static_cast<i64>(split) * p.batch + b) * p.m + m) * p.n + n;
+  const i64 slice = static_cast<i64>(split) * p.batch + b;
+  return p.workspace + (kRowMajor ? (slice * p.m + m) * p.n + n : (slice * p.n + n) * p.m + m);
+}
+
+// Output idx of a batch's M x N in D's storage order (n fastest for a row-major D, m for a column-major one).
+template <bool kRowMajor>
+TESSERA_DEVICE void output_at(const GemmParams& p, i64 idx, i64& m, i64& n, i64& b) {
+  const i64 per_batch = static_cast<i64>(p.m) * p.n;
+  b = idx / per_batch;
+  const i64 rem = idx - b * per_batch;
+  if (kRowMajor)
+    m = rem / p.n, n = rem - m * p.n;
+  else
+    n = rem / p.m, m = rem - n * p.m;
 }
 
 // Where one output tile's products go: D through the epilogue, raw partial sums into workspace slice `slot`, or
@@ -66,7 +81,7 @@ TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN 
     const int line = c >> 1, chunk = ((c & 1) * 4 + (r >> 2)) ^ ((line * 2) & 7);
     return slab + static_cast<u32>(((line * 8 + chunk) * 4 + (r & 3)) * 4);
   };
-  constexpr bool kTransposed = kOutput != kToWorkspace && !T::DRowMajor;
+  constexpr bool kTransposed = !T::DRowMajor;
   const int g = lane >> 2, t = lane & 3;
   constexpr int kVec = kOutput == kToWorkspace ? 1 : T::AlignC;
   // Up to 4 floats per lane read back (16-bit outputs aligned for 8 store 4 at a time: 8 bytes per lane, still
@@ -85,12 +100,12 @@ TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN 
   }
   syncwarp();
   if (to_workspace) {
-    // Raw partial sums, along the workspace's rows (a transposed slab is read down its columns instead, which
-    // keeps its reads conflict-free).
+    // Raw partial sums along the workspace's contiguous dimension, D's (a transposed slab is read down its
+    // columns).
     for (int s = lane; s < 16 * kWN; s += 32) {
       const int r = kTransposed ? s % 16 : s / kWN, c = kTransposed ? s / 16 : s % kWN;
       if (row_base + r < p.m && col_base + c < p.n)
-        st_global(workspace_element(p, slot, row_base + r, col_base + c, batch),
+        st_global(workspace_element<T::DRowMajor>(p, slot, row_base + r, col_base + c, batch),
                   ld_shared<float>(kTransposed ? at_transposed(r, c) : at(r, c)));
     }
   } else {
@@ -121,11 +136,10 @@ TESSERA_DEVICE void splitk_reduce(const GemmParams& p) {
   const i64 total = static_cast<i64>(p.batch) * p.m * p.n;
   for (i64 idx = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<i64>(gridDim.x) * blockDim.x) {
-    const i64 b = idx / (static_cast<i64>(p.m) * p.n);
-    const i64 rem = idx - b * p.m * p.n;
-    const i64 m = rem / p.n, n = rem - m * p.n;
+    i64 m, n, b;
+    output_at<T::DRowMajor>(p, idx, m, n, b);
     float sum = 0.0f;
-    for (int s = 0; s < T::SplitK; ++s) sum += ld_global(workspace_element(p, s, m, n, b));
+    for (int s = 0; s < T::SplitK; ++s) sum += ld_global(workspace_element<T::DRowMajor>(p, s, m, n, b));
     st_global(d_element<typename T::Out, T::DRowMajor>(p, m, n, b),
               from_f32<typename T::Out>(Epi::apply(sum, m, n, b, p)));
   }

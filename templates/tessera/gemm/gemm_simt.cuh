@@ -159,6 +159,29 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p) {
     __syncthreads();
   }
 
+  if constexpr (T::SplitK > 1 && !T::DRowMajor) {
+    // Partial sums into a column-major workspace: each lane's groups of 4 consecutive rows, one column at a time
+    // (8 lanes of a column cover 32 consecutive rows).
+#pragma unroll
+    for (int i = 0; i < S::kTM; i += 4) {
+      const i64 m = m0 + warp_row + (i / 4) * 32 + lane_m * 4;
+#pragma unroll
+      for (int j = 0; j < S::kTN; ++j) {
+        const i64 n = n0 + warp_col + (j / 4) * 16 + lane_n * 4 + (j & 3);
+        if (m >= p.m || n >= p.n) continue;
+        float* w = workspace_element<false>(p, split, m, n, batch);
+        if (m + 4 <= p.m && p.m % 4 == 0) {  // columns of the workspace 16-byte aligned: one vector store
+          st_global(reinterpret_cast<Vector<float, 4>*>(w),
+                    Vector<float, 4>{{acc[i][j], acc[i + 1][j], acc[i + 2][j], acc[i + 3][j]}});
+        } else {
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            if (m + q < p.m) st_global(w + q, acc[i + q][j]);
+        }
+      }
+    }
+    return;
+  }
   // Epilogue from registers: groups of 4 contiguous outputs along D's contiguous dimension.
 #pragma unroll
   for (int i = 0; i < S::kTM; ++i) {
@@ -169,7 +192,7 @@ TESSERA_DEVICE void gemm_simt(const GemmParams& p) {
       if (m >= p.m || n >= p.n) continue;
       const int valid = p.n - n < 4 ? static_cast<int>(p.n - n) : 4;
       if constexpr (T::SplitK > 1) {
-        float* w = workspace_element(p, split, m, n, batch);
+        float* w = workspace_element<true>(p, split, m, n, batch);
         if (valid == 4 && p.n % 4 == 0) {  // rows of the workspace 16-byte aligned: one vector store
           st_global(reinterpret_cast<Vector<float, 4>*>(w),
                     Vector<float, 4>{{acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]}});

@@ -204,16 +204,16 @@ TESSERA_DEVICE void stream_k_fixup(const GemmParams& p) {
   const int tiles_m = (p.m + T::BM - 1) / T::BM, tiles_n = (p.n + T::BN - 1) / T::BN;
   for (i64 idx = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<i64>(gridDim.x) * blockDim.x) {
-    const i64 b = idx / (static_cast<i64>(p.m) * p.n);
-    const i64 rem = idx - b * p.m * p.n;
-    const i64 m = rem / p.n, n = rem - m * p.n;
+    i64 m, n, b;
+    output_at<T::DRowMajor>(p, idx, m, n, b);
     const i64 tile = b * tiles_m * tiles_n + raster_index<T::Swizzle>(static_cast<int>(m / T::BM),
                                                                       static_cast<int>(n / T::BN), tiles_m, tiles_n);
     const i64 first = stream_k_block_of(tile * p.sk_k_tiles, p.sk_blocks, p.sk_total);
     const i64 last = stream_k_block_of(tile * p.sk_k_tiles + p.sk_k_tiles - 1, p.sk_blocks, p.sk_total);
     if (first == last) continue;
     float sum = 0.0f;
-    for (i64 s = 0; s <= last - first; ++s) sum += ld_global(workspace_element(p, static_cast<int>(s), m, n, b));
+    for (i64 s = 0; s <= last - first; ++s)
+      sum += ld_global(workspace_element<T::DRowMajor>(p, static_cast<int>(s), m, n, b));
     st_global(d_element<typename T::Out, T::DRowMajor>(p, m, n, b),
               from_f32<typename T::Out>(Epi::apply(sum, m, n, b, p)));
   }
