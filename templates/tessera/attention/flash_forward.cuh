@@ -207,11 +207,11 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     if (p.kv_splits > 1) {  // this split's share of the row, merged by flash_combine
       const i64 partial =
           (static_cast<i64>(split) * p.heads + h) * p.partial_rows + b * p.partial_bs + q_start + row[r];
+      // Each lane's pair of adjacent columns as one 8-byte store: a request then covers 8 rows' 32-byte sectors whole.
 #pragma unroll
-      for (int i = 0; i < S::kOTiles; ++i) {
-        st_global(p.o_partial + partial * T::D + i * 8 + 2 * t, o[i][2 * r] * inverse);
-        st_global(p.o_partial + partial * T::D + i * 8 + 2 * t + 1, o[i][2 * r + 1] * inverse);
-      }
+      for (int i = 0; i < S::kOTiles; ++i)
+        st_global(reinterpret_cast<Vector<float, 2>*>(p.o_partial + partial * T::D + i * 8 + 2 * t),
+                  Vector<float, 2>{{o[i][2 * r] * inverse, o[i][2 * r + 1] * inverse}});
       if (t == 0) st_global(p.lse_partial + partial, lse);
       continue;
     }
