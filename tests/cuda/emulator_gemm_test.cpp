@@ -91,6 +91,34 @@ TEST_P(EmulatedMatrix, MatchesTheReferenceOnEdgeShapes) {
 INSTANTIATE_TEST_SUITE_P(Cuda, EmulatedMatrix, ::testing::ValuesIn(matrix()),
                          [](const auto& param_info) { return param_info.param.label(); });
 
+// One GEMM of A, B and D's layouts run in the emulator with its profile counted: the default config for the shape
+// with `overrides` applied, and the result against the reference.
+struct ProfiledGemm {
+  EmuProfile profile;
+  CudaGemmConfig config;
+  Comparison result;
+};
+
+ProfiledGemm run_profiled(const std::string& arch, DType in, Layout a, Layout b, Layout d, const Shape& shape,
+                          unsigned seed, const std::string& overrides = "") {
+  ProfiledGemm run;
+  EmuOptions options;
+  options.profile = &run.profile;
+  CudaRuntime runtime("cuda-emu:" + arch, options);
+  CudaGemmSpec spec;
+  spec.target = runtime.target();
+  spec.signature.a = {in, a};
+  spec.signature.b = {in, b};
+  spec.signature.c = {DType::f32, Layout::zero()};
+  spec.signature.d = {DType::f32, d};
+  std::mt19937 rng(seed);
+  Operands ops(runtime, spec, shape, rng);
+  run.config = runtime.default_config(ops.args).with_overrides(overrides);
+  runtime.compile(describe_gemm(ops.args), run.config).run(ops.args);
+  run.result = compare_gemm(reference_gemm(ops.args), ops.args.d, false);
+  return run;
+}
+
 // The emulator as a static profiler of the default 16-bit kernels (every layout of A, B and D, sm_80 and sm_90): no
 // bank conflicts in the main loop (cp.async writes, ldmatrix reads of the swizzled tiles) or the epilogue (the slab's
 // writes and vector reads; a column-major D's slab transposed and swizzled), and 128-bit global traffic in as few
@@ -101,22 +129,9 @@ TEST(EmulatedGemmProfile, DefaultKernelsHaveNoBankConflictsAndCoalescedTraffic) 
       for (Layout a : {Layout::row_major(), Layout::col_major()})
         for (Layout b : {Layout::row_major(), Layout::col_major()})
           for (Layout d : {Layout::row_major(), Layout::col_major()}) {
-            EmuProfile profile;
-            EmuOptions options;
-            options.profile = &profile;
-            CudaRuntime runtime(std::string("cuda-emu:") + arch, options);
-            CudaGemmSpec spec;
-            spec.target = runtime.target();
-            spec.signature.a = {in, a};
-            spec.signature.b = {in, b};
-            spec.signature.c = {DType::f32, Layout::zero()};
-            spec.signature.d = {DType::f32, d};
-            std::mt19937 rng(5);
-            Operands ops(runtime, spec, Shape{256, 384, 256, 1}, rng);
-            const GemmProblem problem = describe_gemm(ops.args);
-            const CudaGemmConfig config = runtime.default_config(ops.args);
             SCOPED_TRACE(fmt::format("{} {} A {} B {} D {}", arch, dtype_name(in), a.name(), b.name(), d.name()));
-            runtime.compile(problem, config).run(ops.args);
+            const ProfiledGemm run = run_profiled(arch, in, a, b, d, Shape{256, 384, 256, 1}, 5);
+            const EmuProfile& profile = run.profile;
             for (const auto& [name, c] : {std::pair{"ldmatrix", profile.ldmatrix},
                                           {"cp.async shared writes", profile.cp_async_shared},
                                           {"epilogue shared reads", profile.shared_load},
@@ -129,6 +144,8 @@ TEST(EmulatedGemmProfile, DefaultKernelsHaveNoBankConflictsAndCoalescedTraffic) 
               EXPECT_GT(c.requests, 0u) << name;
               EXPECT_LE(static_cast<double>(c.transactions), 1.1 * static_cast<double>(c.ideal)) << name;
             }
+            EXPECT_TRUE(run.result.ok()) << run.result.mismatches
+                                         << " mismatches; first: " << run.result.first_mismatch;
           }
 }
 
@@ -138,30 +155,31 @@ TEST(EmulatedGemmProfile, DefaultKernelsHaveNoBankConflictsAndCoalescedTraffic) 
 TEST(EmulatedGemmProfile, TheSimtKernelsSharedTilesHaveNoBankConflicts) {
   for (Layout a : {Layout::row_major(), Layout::col_major()})
     for (Layout b : {Layout::row_major(), Layout::col_major()}) {
-      EmuProfile profile;
-      EmuOptions options;
-      options.profile = &profile;
-      CudaRuntime runtime("cuda-emu:sm_80", options);
-      CudaGemmSpec spec;
-      spec.target = runtime.target();
-      spec.signature.a = {DType::f32, a};
-      spec.signature.b = {DType::f32, b};
-      spec.signature.c = {DType::f32, Layout::zero()};
-      spec.signature.d = {DType::f32, Layout::row_major()};
-      std::mt19937 rng(5);
-      Operands ops(runtime, spec, Shape{128, 192, 64, 1}, rng);
-      const GemmProblem problem = describe_gemm(ops.args);
-      const CudaGemmConfig config = runtime.default_config(ops.args);
-      ASSERT_EQ(config.math, CudaMath::Simt);
       SCOPED_TRACE(fmt::format("A {} B {}", a.name(), b.name()));
-      runtime.compile(problem, config).run(ops.args);
+      const ProfiledGemm run = run_profiled("sm_80", DType::f32, a, b, Layout::row_major(), Shape{128, 192, 64, 1}, 5);
+      ASSERT_EQ(run.config.math, CudaMath::Simt);
       for (const auto& [name, c] :
-           {std::pair{"shared reads", profile.shared_load}, {"shared writes", profile.shared_store}}) {
+           {std::pair{"shared reads", run.profile.shared_load}, {"shared writes", run.profile.shared_store}}) {
         EXPECT_GT(c.requests, 0u) << name;
         EXPECT_EQ(c.transactions, c.ideal) << name << ": bank conflicts";
       }
-      const Comparison cmp = compare_gemm(reference_gemm(ops.args), ops.args.d, false);
-      EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches; first: " << cmp.first_mismatch;
+      EXPECT_TRUE(run.result.ok()) << run.result.mismatches << " mismatches; first: " << run.result.first_mismatch;
+    }
+}
+
+// tf32 with an M- or N-contiguous operand: its fragments are 32-bit loads across 4 rows of the shared tile (ldmatrix
+// cannot transpose 32-bit elements), which the pair-moving swizzle keeps conflict-free (the 128-byte swizzle's key:
+// 2.06 wavefronts per load where 1.09 would do).
+TEST(EmulatedGemmProfile, Tf32FragmentsOfMOrNContiguousOperandsHaveNoBankConflicts) {
+  for (Layout a : {Layout::row_major(), Layout::col_major()})
+    for (Layout b : {Layout::row_major(), Layout::col_major()}) {
+      SCOPED_TRACE(fmt::format("A {} B {}", a.name(), b.name()));
+      const ProfiledGemm run = run_profiled("sm_80", DType::tf32, a, b, Layout::row_major(), Shape{128, 256, 96, 1}, 6);
+      for (const auto& [name, c] : {std::pair{"shared reads", run.profile.shared_load},
+                                    {"ldmatrix", run.profile.ldmatrix},
+                                    {"cp.async shared writes", run.profile.cp_async_shared}})
+        EXPECT_EQ(c.transactions, c.ideal) << name << ": bank conflicts";
+      EXPECT_TRUE(run.result.ok()) << run.result.mismatches << " mismatches; first: " << run.result.first_mismatch;
     }
 }
 
@@ -179,28 +197,14 @@ TEST(EmulatedGemm, SplitKIntoAColumnMajorDIsCoalesced) {
                         Case{"sm_90a", DType::bf16,
                              "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=64,stages=4,split_k=3"}})
     for (const Shape& shape : {Shape{130, 136, 1000, 1}, Shape{128, 128, 1024, 2}}) {
-      EmuProfile profile;
-      EmuOptions options;
-      options.profile = &profile;
-      CudaRuntime runtime(std::string("cuda-emu:") + k.arch, options);
-      CudaGemmSpec spec;
-      spec.target = runtime.target();
-      spec.signature.a = {k.in, Layout::row_major()};
-      spec.signature.b = {k.in, Layout::col_major()};
-      spec.signature.c = {DType::f32, Layout::zero()};
-      spec.signature.d = {DType::f32, Layout::col_major()};
-      std::mt19937 rng(9);
-      Operands ops(runtime, spec, shape, rng);
-      const GemmProblem problem = describe_gemm(ops.args);
-      const CudaGemmConfig config = runtime.default_config(ops.args).with_overrides(k.config);
       SCOPED_TRACE(fmt::format("{} {} {}x{}x{}", k.arch, dtype_name(k.in), shape.m, shape.n, shape.k));
-      ASSERT_GT(config.split_k, 1);
-      runtime.compile(problem, config).run(ops.args);
-      const Comparison cmp = compare_gemm(reference_gemm(ops.args), ops.args.d, false);
-      EXPECT_TRUE(cmp.ok()) << cmp.mismatches << " mismatches; first: " << cmp.first_mismatch;
+      const ProfiledGemm run =
+          run_profiled(k.arch, k.in, Layout::row_major(), Layout::col_major(), Layout::col_major(), shape, 9, k.config);
+      ASSERT_GT(run.config.split_k, 1);
+      EXPECT_TRUE(run.result.ok()) << run.result.mismatches << " mismatches; first: " << run.result.first_mismatch;
       if (shape.m % 128 == 0) {
-        EXPECT_GT(profile.global_store.requests, 0u);
-        EXPECT_EQ(profile.global_store.transactions, profile.global_store.ideal) << "uncoalesced stores";
+        EXPECT_GT(run.profile.global_store.requests, 0u);
+        EXPECT_EQ(run.profile.global_store.transactions, run.profile.global_store.ideal) << "uncoalesced stores";
       }
     }
 }

@@ -29,8 +29,9 @@ struct TensorOpShape {
   // Shared tiles: K-major operands are kept as rows of K, MN-major ones as rows of M (N).
   static constexpr int kARows = T::AKMajor ? T::BM : T::BK, kACols = T::AKMajor ? T::BK : T::BM;
   static constexpr int kBRows = T::BKMajor ? T::BN : T::BK, kBCols = T::BKMajor ? T::BK : T::BN;
-  using ATile = SwizzledTile<kACols * kElem>;
-  using BTile = SwizzledTile<kBCols * kElem>;
+  // tf32 M/N-contiguous operands are read with 32-bit loads across rows (no ldmatrix.trans for 32-bit elements).
+  using ATile = SwizzledTile<kACols * kElem, T::kInput == kInputTf32 && !T::AKMajor>;
+  using BTile = SwizzledTile<kBCols * kElem, T::kInput == kInputTf32 && !T::BKMajor>;
   static constexpr int kABytes = T::BM * T::BK * kElem;
   static constexpr int kBBytes = T::BN * T::BK * kElem;
   static constexpr int kStageBytes = kABytes + kBBytes;

@@ -9,7 +9,11 @@
 
 namespace tessera {
 
-template <int kRowBytes>
+//
+// kPairKey: the key is (line & 3) << 1 instead, moving pairs of chunks. For tiles read with 32-bit loads across rows,
+// as tf32 fragments of an M- or N-contiguous operand are (4 rows t of 8 consecutive floats g): rows 0..3 then fall
+// in four different 32-byte pairs of banks where the line & 7 key put rows 0 and 1 (and 2 and 3) in the same pair.
+template <int kRowBytes, bool kPairKey = false>
 struct SwizzledTile {
   static_assert(kRowBytes % 16 == 0, "rows are whole 16-byte chunks");
   static constexpr int kChunksPerRow = kRowBytes / 16;
@@ -18,7 +22,7 @@ struct SwizzledTile {
   // Byte offset of (row, byte within the row).
   TESSERA_DEVICE static int offset(int row, int byte) {
     const int chunk = row * kChunksPerRow + (byte >> 4);
-    const int key = (row / kRowsPerLine) & 7;
+    const int key = kPairKey ? ((row / kRowsPerLine) & 3) << 1 : (row / kRowsPerLine) & 7;
     return (((chunk & ~7) | ((chunk & 7) ^ key)) << 4) | (byte & 15);
   }
 };
