@@ -30,7 +30,8 @@ using ConfigFields = std::vector<ConfigField<Config>>;
 template <class Config>
 Config with_config_overrides(Config config, const std::string& text, const ConfigFields<Config>& fields) {
   for (const auto& [key, value] : parse_config_overrides(text)) {
-    const auto field = std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return key == f.name; });
+    const std::string& wanted = key;  // clang before 16 cannot capture a structured binding
+    const auto field = std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return wanted == f.name; });
     if (field == fields.end()) {
       std::string names;
       for (const auto& f : fields) names += (names.empty() ? "" : ", ") + std::string(f.name);
