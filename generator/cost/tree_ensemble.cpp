@@ -7,10 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
+
+#include <limits>
 #include "generator/core/error.hpp"
 #include "generator/cost/base64.hpp"
 
@@ -31,6 +34,41 @@ std::vector<T> decoded(const nlohmann::json& document, const char* key, std::siz
     throw bad(fmt::format("'{}' holds {} bytes, not the {} of {} nodes", key, bytes->size(), count * sizeof(T), count));
   std::vector<T> out(count);
   std::memcpy(out.data(), bytes->data(), bytes->size());
+  return out;
+}
+
+// An array of integers, each in T's range: nlohmann's own conversion casts a float or a too-large integer (a file's
+// 9.2e18 nodes) without a check, which is undefined.
+template <typename T>
+std::vector<T> integers(const nlohmann::json& array, const char* key,
+                        const std::function<InvalidArgument(std::string)>& bad) {
+  if (!array.is_array()) throw bad(fmt::format("'{}' is not an array", key));
+  std::vector<T> out;
+  out.reserve(array.size());
+  for (const nlohmann::json& v : array) {
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+      out.push_back(static_cast<T>(v.get<std::uint64_t>()));
+    else if (v.is_number_integer() && !v.is_number_unsigned() &&
+             v.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
+             v.get<std::int64_t>() <= std::numeric_limits<T>::max())
+      out.push_back(static_cast<T>(v.get<std::int64_t>()));
+    else
+      throw bad(fmt::format("'{}' holds {}, not an integer in range", key, v.dump()));
+  }
+  return out;
+}
+
+// An array of numbers each within float's range (a double beyond it does not convert).
+std::vector<float> floats(const nlohmann::json& array, const char* key,
+                          const std::function<InvalidArgument(std::string)>& bad) {
+  if (!array.is_array()) throw bad(fmt::format("'{}' is not an array", key));
+  std::vector<float> out;
+  out.reserve(array.size());
+  for (const nlohmann::json& v : array) {
+    if (!v.is_number() || !(std::abs(v.get<double>()) <= std::numeric_limits<float>::max()))
+      throw bad(fmt::format("'{}' holds {}, not a float", key, v.dump()));
+    out.push_back(static_cast<float>(v.get<double>()));
+  }
   return out;
 }
 }  // namespace
@@ -80,13 +118,13 @@ TreeEnsemble TreeEnsemble::from_xgboost_json(const nlohmann::json& model, std::s
     forest.base_score_ = std::stod(learner.at("learner_model_param").at("base_score").get<std::string>());
     for (const nlohmann::json& tree : learner.at("gradient_booster").at("model").at("trees")) {
       if (tree.contains("split_type"))
-        for (int type : tree.at("split_type").get<std::vector<int>>())
+        for (int type : integers<int>(tree.at("split_type"), "split_type", bad))
           if (type != 0) throw bad("categorical splits are not read");
-      forest.add_tree(tree.at("left_children").get<std::vector<std::int64_t>>(),
-                      tree.at("right_children").get<std::vector<std::int64_t>>(),
-                      tree.at("split_indices").get<std::vector<std::int64_t>>(),
-                      tree.at("split_conditions").get<std::vector<float>>(),
-                      tree.at("default_left").get<std::vector<int>>(), bad);
+      forest.add_tree(integers<std::int64_t>(tree.at("left_children"), "left_children", bad),
+                      integers<std::int64_t>(tree.at("right_children"), "right_children", bad),
+                      integers<std::int64_t>(tree.at("split_indices"), "split_indices", bad),
+                      floats(tree.at("split_conditions"), "split_conditions", bad),
+                      integers<int>(tree.at("default_left"), "default_left", bad), bad);
     }
   } catch (const nlohmann::json::exception& e) {
     throw bad(e.what());
@@ -107,7 +145,7 @@ TreeEnsemble TreeEnsemble::from_json(const nlohmann::json& document, std::size_t
     if (document.at("format") != "tessera-forest") throw bad("format is not tessera-forest");
     if (document.at("encoding") != kEncoding) throw bad(fmt::format("encoding is not '{}'", kEncoding));
     forest.base_score_ = document.at("base_score").get<double>();
-    const auto sizes = document.at("nodes_per_tree").get<std::vector<std::int64_t>>();
+    const auto sizes = integers<std::int64_t>(document.at("nodes_per_tree"), "nodes_per_tree", bad);
     std::size_t total = 0;
     for (std::int64_t n : sizes) {
       if (n < 1 || n > (1 << 24)) throw bad(fmt::format("a tree of {} nodes", n));

@@ -109,6 +109,10 @@ TEST(TreeEnsemble, RefusesMalformedModels) {
   refused([](auto& tree) { tree["split_indices"][0] = kColumns; }, "a feature the rows do not have");
   refused([](auto& tree) { tree["split_conditions"].erase(0); }, "arrays of different lengths");
   refused([](auto& tree) { tree["left_children"] = "three"; }, "not an array");
+  refused([](auto& tree) { tree["left_children"][0] = 9.3e18; }, "a float where a node index belongs");
+  refused([](auto& tree) { tree["split_indices"][0] = 18446744073709551615u; }, "an index beyond int64");
+  refused([](auto& tree) { tree["default_left"][0] = 1e300; }, "a double beyond int");
+  refused([](auto& tree) { tree["split_conditions"][0] = 1e300; }, "a threshold beyond float");
   EXPECT_THROW(TreeEnsemble::from_xgboost_json(nlohmann::json::object(), kColumns, "model"), InvalidArgument);
   nlohmann::json no_trees = t.model;
   no_trees["learner"]["gradient_booster"]["model"]["trees"] = nlohmann::json::array();
@@ -131,6 +135,9 @@ TEST(TreeEnsemble, RefusesMalformedModels) {
   compact_refused([](nlohmann::json& m) { m["nodes_per_tree"][0] = m["nodes_per_tree"][0].get<int>() + 1; },
                   "more nodes than the arrays hold");
   compact_refused([](nlohmann::json& m) { m["nodes_per_tree"][0] = 0; }, "an empty tree");
+  // Found by fuzz_cost_model: nlohmann's own conversion of 9.2e18 (a float) to int64 is undefined.
+  compact_refused([](nlohmann::json& m) { m["nodes_per_tree"][0] = 9.223372036854775808e18; }, "a float node count");
+  compact_refused([](nlohmann::json& m) { m["nodes_per_tree"][0] = 9223372036854775808u; }, "beyond int64");
   compact_refused([](nlohmann::json& m) { m["left"] = 3; }, "not a string");
   compact_refused([](nlohmann::json& m) { m["encoding"] = "decimal"; }, "another encoding");
   compact["format"] = "something else";
