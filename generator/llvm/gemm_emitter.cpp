@@ -534,11 +534,18 @@ class CpuGemmEmitter : OutputTiles {
     };
     const std::vector<llvm::Function*> strided_variants = emit_variants(false), dense_variants = emit_variants(true);
 
-    llvm::Function* fn = make_function(name_, b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, true);
-    auto arg = fn->arg_begin();
-    llvm::Value *args = arg++, *ws = arg++, *begin = arg++, *end = arg++;
-    const TensorFields a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
-    const TensorFields bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
+    // The entry and the two copies (functions of their own, so that a split module compiles them side by side)
+    // take the same arguments; these are the function's being emitted.
+    llvm::Value *args = nullptr, *ws = nullptr, *begin = nullptr, *end = nullptr;
+    TensorFields a{}, bm{};
+    const auto start_function = [&](const std::string& name, bool external) {
+      llvm::Function* f = make_function(name, b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, external);
+      auto arg = f->arg_begin();
+      args = arg++, ws = arg++, begin = arg++, end = arg++;
+      a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
+      bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
+      return f;
+    };
     std::vector<llvm::CallInst*> calls;
     // A range of one tile is no loop: its position stays a constant (the IR is not optimised by default). `offset`
     // moves the range (rows of a half chosen at run time).
@@ -640,8 +647,15 @@ class CpuGemmEmitter : OutputTiles {
           },
           "half_tile");
     };
+    llvm::Function* dense_copy = start_function("fixed_dense", false);
+    dense_items();
+    b_.CreateRetVoid();
+    llvm::Function* strided_copy = start_function("fixed_strided", false);
+    strided_items();
+    b_.CreateRetVoid();
     // The dense copy is taken where every matrix is contiguous and the tiles are whole items (halves are asked for
     // only where there are fewer items than threads, and there a call is a few microseconds of fixed cost).
+    start_function(name_, true);
     llvm::Value* dense_path = is_dense(a, sig_.a.layout, M, K);
     dense_path = b_.CreateAnd(dense_path, is_dense(bm, sig_.b.layout, K, N));
     const TensorFields d = load_tensor(b_.CreateStructGEP(args_ty_, args, kD));
@@ -651,7 +665,10 @@ class CpuGemmEmitter : OutputTiles {
       dense_path = b_.CreateAnd(dense_path, is_dense(c, sig_.c.layout, M, N));
     }
     if (parts > 1) dense_path = b_.CreateAnd(dense_path, b_.CreateICmpSGE(args_field(args, kTileM, i64_), i64c(M)));
-    emit_if_else(b_, dense_path, dense_items, strided_items, "dense");
+    const auto call_copy = [&](llvm::Function* copy) {
+      return [&, copy] { b_.CreateCall(copy, {args, ws, begin, end}); };
+    };
+    emit_if_else(b_, dense_path, call_copy(dense_copy), call_copy(strided_copy), "dense");
     b_.CreateRetVoid();
     for (llvm::CallInst* call : calls) {
       llvm::InlineFunctionInfo info;
