@@ -36,8 +36,10 @@ static_assert(offsetof(GemmKernelArgs, tile_n) == 40 && offsetof(GemmKernelArgs,
               offsetof(GemmKernelArgs, beta) == 188);
 enum ArgsField : unsigned { kM, kN, kK, kBatch, kTileM, kTileN, kA, kB, kC, kD, kInputs, kAlpha, kBeta };
 
-// The FMAs up to which a micro-kernel of constant K is emitted without a K loop (1 thread, 16³×256, GFLOP/s: A·Bᵀ
-// 89-92 -> 102, A·B 145 -> 147; at 32³ (512 FMAs) the loop was 1-4% faster).
+// The K steps and FMAs up to which a micro-kernel of constant K is emitted without a K loop (1 thread, 16³×256,
+// GFLOP/s: A·Bᵀ 89-92 -> 102, A·B 145 -> 147). Longer ones loop: Zen 4, 1 thread, 32³×256 (8×16 tiles, 256 FMAs)
+// 109 -> 112 GFLOP/s, column-major A and B 86 -> 92, 24³×64 the same, and its cold compile 23 -> 7 ms.
+constexpr int kFullUnrollSteps = 16;
 constexpr int kFullUnrollFmas = 256;
 
 std::int64_t align64(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -254,7 +256,7 @@ class CpuGemmEmitter : OutputTiles {
       acc = amx_k_loop(product);
     } else if (group_ > 1) {
       acc = grouped_k_loop(acc, a_rows, bp, kc, cfg_.nr, int8_ ? DotInputs::U8I8 : DotInputs::BF16, cfg_.k_unroll);
-    } else if (fixed_kc > 0 && fixed_kc * chains <= kFullUnrollFmas) {
+    } else if (fixed_kc > 0 && fixed_kc <= kFullUnrollSteps && fixed_kc * chains <= kFullUnrollFmas) {
       // A short constant K runs straight through, without the loop's counter and branch.
       for (int p = 0; p < fixed_kc; ++p)
         acc = step(i64c(p), acc, p % sets, cfg_.pack_a ? nullptr : gep(ap, b_.CreateMul(i64c(p), a_cs)));
