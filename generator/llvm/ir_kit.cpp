@@ -27,6 +27,14 @@ IrKit::IrKit(llvm::LLVMContext& ctx, const std::string& module_name, const CpuTa
   tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_}, "tessera.TensorArg");
 }
 
+namespace {
+// Asked once: each answer runs cpuid several times, and in a virtual machine every cpuid exits to the hypervisor.
+const std::string& host_cpu_name() {
+  static const std::string name = llvm::sys::getHostCPUName().str();
+  return name;
+}
+}  // namespace
+
 llvm::Function* IrKit::make_function(const std::string& name, llvm::Type* ret, std::vector<llvm::Type*> params,
                                      bool external) {
   auto* fn = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
@@ -34,7 +42,7 @@ llvm::Function* IrKit::make_function(const std::string& name, llvm::Type* ret, s
                                     module_.get());
   const bool avx512 = target_.isa == CpuIsa::Avx512;
   fn->addFnAttr("target-cpu", avx512 ? "x86-64-v4" : "x86-64-v3");
-  fn->addFnAttr("tune-cpu", llvm::sys::getHostCPUName());
+  fn->addFnAttr("tune-cpu", host_cpu_name());
   fn->addFnAttr("min-legal-vector-width", avx512 ? "512" : "256");
   fn->addFnAttr("prefer-vector-width", avx512 ? "512" : "256");
   if (!target_features_.empty()) fn->addFnAttr("target-features", target_features_);
