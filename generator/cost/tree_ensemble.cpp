@@ -8,12 +8,12 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
 
-#include <limits>
 #include "generator/core/error.hpp"
 #include "generator/cost/base64.hpp"
 
@@ -37,39 +37,44 @@ std::vector<T> decoded(const nlohmann::json& document, const char* key, std::siz
   return out;
 }
 
-// An array of integers, each in T's range: nlohmann's own conversion casts a float or a too-large integer (a file's
-// 9.2e18 nodes) without a check, which is undefined.
-template <typename T>
-std::vector<T> integers(const nlohmann::json& array, const char* key,
-                        const std::function<InvalidArgument(std::string)>& bad) {
+// The elements of a JSON array, each converted by `element` (nullopt: out of range, and the file is refused, naming
+// the key and the value). nlohmann's own conversions cast a float or a too-large integer (a file's 9.2e18 nodes)
+// without a check, which is undefined.
+template <typename T, typename Element>
+std::vector<T> checked_array(const nlohmann::json& array, const char* key, const char* what,
+                             const std::function<InvalidArgument(std::string)>& bad, Element element) {
   if (!array.is_array()) throw bad(fmt::format("'{}' is not an array", key));
   std::vector<T> out;
   out.reserve(array.size());
   for (const nlohmann::json& v : array) {
-    if (v.is_number_unsigned() && v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
-      out.push_back(static_cast<T>(v.get<std::uint64_t>()));
-    else if (v.is_number_integer() && !v.is_number_unsigned() &&
-             v.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
-             v.get<std::int64_t>() <= std::numeric_limits<T>::max())
-      out.push_back(static_cast<T>(v.get<std::int64_t>()));
-    else
-      throw bad(fmt::format("'{}' holds {}, not an integer in range", key, v.dump()));
+    const std::optional<T> x = element(v);
+    if (!x) throw bad(fmt::format("'{}' holds {}, not {}", key, v.dump(), what));
+    out.push_back(*x);
   }
   return out;
 }
 
-// An array of numbers each within float's range (a double beyond it does not convert).
+// Integers each in T's range.
+template <typename T>
+std::vector<T> integers(const nlohmann::json& array, const char* key,
+                        const std::function<InvalidArgument(std::string)>& bad) {
+  return checked_array<T>(array, key, "an integer in range", bad, [](const nlohmann::json& v) -> std::optional<T> {
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+      return static_cast<T>(v.get<std::uint64_t>());
+    if (v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
+        v.get<std::int64_t>() <= std::numeric_limits<T>::max())
+      return static_cast<T>(v.get<std::int64_t>());
+    return std::nullopt;
+  });
+}
+
+// Numbers each within float's range (a double beyond it does not convert).
 std::vector<float> floats(const nlohmann::json& array, const char* key,
                           const std::function<InvalidArgument(std::string)>& bad) {
-  if (!array.is_array()) throw bad(fmt::format("'{}' is not an array", key));
-  std::vector<float> out;
-  out.reserve(array.size());
-  for (const nlohmann::json& v : array) {
-    if (!v.is_number() || !(std::abs(v.get<double>()) <= std::numeric_limits<float>::max()))
-      throw bad(fmt::format("'{}' holds {}, not a float", key, v.dump()));
-    out.push_back(static_cast<float>(v.get<double>()));
-  }
-  return out;
+  return checked_array<float>(array, key, "a float", bad, [](const nlohmann::json& v) -> std::optional<float> {
+    if (!v.is_number() || !(std::abs(v.get<double>()) <= std::numeric_limits<float>::max())) return std::nullopt;
+    return static_cast<float>(v.get<double>());
+  });
 }
 }  // namespace
 
