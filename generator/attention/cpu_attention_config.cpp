@@ -71,6 +71,9 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
     for (int nv = widest; nv >= 1; --nv)
       if (round_up(row_vectors, nv) < round_up(row_vectors, c.nv)) c.nv = nv;
     c.block_kv = static_cast<int>(round_up(256, c.nr(target)));
+    // Into L2 on the one core measured to prefer it, Zen 4, which is also the AVX-512 core that splits each
+    // 512-bit FMA in halves (the tuner times both everywhere).
+    c.prefetch_l2 = target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle == 1;
   }
   return c;
 }
@@ -81,7 +84,8 @@ const ConfigFields<CpuAttentionConfig>& attention_fields() {
                                                        {"block_kv", &CpuAttentionConfig::block_kv},
                                                        {"mr", &CpuAttentionConfig::mr},
                                                        {"nv", &CpuAttentionConfig::nv},
-                                                       {"in_place", &CpuAttentionConfig::in_place}};
+                                                       {"in_place", &CpuAttentionConfig::in_place},
+                                                       {"prefetch_l2", &CpuAttentionConfig::prefetch_l2}};
   return fields;
 }
 }  // namespace
@@ -144,14 +148,16 @@ std::vector<CpuAttentionConfig> cpu_attention_variants(const AttentionProblem& p
         add(c);
       }
   if (first.in_place)
-    for (int nv : {2, 4, 8}) {
-      CpuAttentionConfig c = first;
-      c.nv = nv;
-      for (int keys : {128, 256, 512}) {
-        c.block_kv = static_cast<int>(round_up(keys, nv * lanes));
-        add(c);
+    for (bool prefetch_l2 : {first.prefetch_l2, !first.prefetch_l2})
+      for (int nv : {2, 4, 8}) {
+        CpuAttentionConfig c = first;
+        c.nv = nv;
+        c.prefetch_l2 = prefetch_l2;
+        for (int keys : {128, 256, 512}) {
+          c.block_kv = static_cast<int>(round_up(keys, nv * lanes));
+          add(c);
+        }
       }
-    }
   return out;
 }
 

@@ -114,13 +114,14 @@ class CpuAttentionEmitter : RegisterTiles {
   llvm::Value* field(unsigned index, llvm::Type* t) {
     return b_.CreateLoad(t, b_.CreateStructGEP(args_ty_, args_, index));
   }
-  // A read prefetch, non-temporal (it never faults, so addresses past the tensor need no test). Decoding streams
-  // every key from DRAM, and its loops spend several FMAs per byte: the out-of-order window fills with them and the
-  // hardware prefetchers alone keep too few lines in flight. Into L2 (T1) the prefetches still held the core's few L1
-  // miss buffers; NTA ones did not (Zen 5, 32 query heads × 8 KV heads × 32768 keys, d 128, one thread: 14.9 ms with
-  // T1, 11.4 with NTA, against 9.7 for the memory-bound 8 × 8). Each line is read a few keys after its prefetch.
+  // A read prefetch (it never faults, so addresses past the tensor need no test), non-temporal or into L2 as the
+  // config says. Decoding streams every key from DRAM, and its loops spend several FMAs per byte: the out-of-order
+  // window fills with them and the hardware prefetchers alone keep too few lines in flight. On Zen 5 prefetches into
+  // L2 (T1) still held the core's few L1 miss buffers and NTA ones did not; on Zen 4 the reverse
+  // (CpuAttentionConfig::prefetch_l2). Each line is read a few keys after its prefetch.
   void prefetch(llvm::Value* address) {
-    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_}, {address, b_.getInt32(0), b_.getInt32(0), b_.getInt32(1)});
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                       {address, b_.getInt32(0), b_.getInt32(cfg_.prefetch_l2 ? 2 : 0), b_.getInt32(1)});
   }
   llvm::Value* fconst(double v) { return llvm::ConstantFP::get(f32_, v); }
   // Element `index` of a Q, K, V or O tensor (f32 or bf16) read in place.
