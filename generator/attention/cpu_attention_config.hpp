@@ -25,7 +25,8 @@ struct CpuAttentionConfig {
   // Reads in place prefetch the key rows ahead into L2 (prefetcht1) rather than non-temporally (prefetchnta). Which
   // one keeps more lines in flight depends on the core: decoding, one thread, d 128, 32 query heads: Zen 4 ran 4096
   // keys in 9.5 ms with NTA and 6.3-7.3 into L2, 8 KV heads × 32768 keys in 29.0 and 16.8-17.6; Zen 5 the latter in
-  // 11.4 with NTA and 14.9 into L2.
+  // 11.4 with NTA and 14.9 into L2. Packed configs read their own copies and ignore it (so that `in_place=0`
+  // overrides any default).
   bool prefetch_l2 = false;
 
   int nr(const CpuTarget& target) const { return nv * target.vector_lanes(); }
