@@ -119,15 +119,6 @@ bool b_arrives_cold(const GemmProblem& p, const CpuTarget& t) {
   return p.m <= 32 && b_bytes > static_cast<double>(t.l2_bytes);
 }
 
-// What a thread of a batch split over `threads` computes: its share of the matrices, which its core's caches hold
-// as a one-thread call of that batch would, and one-thread calls are what the model's records timed. (16³×1024 on
-// 2 threads, ranked whole, took the 8×32 tiles of a batch streamed from L3; its 512-matrix shares sit in each core's
-// L2, where 16×16 tiles ran 7-13% faster, interleaved in one process.)
-GemmProblem thread_share(GemmProblem p, int threads) {
-  if (threads > 1 && p.batch >= threads) p.batch = (p.batch + threads - 1) / threads;
-  return p;
-}
-
 }  // namespace
 
 CpuGemmConfig Runtime::choose_config(const GemmProblem& asked) { return impl_->choose(*this, asked).config; }

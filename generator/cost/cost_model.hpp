@@ -27,6 +27,9 @@ class CpuCostModel {
   // What a doubling of the predicted time adds to a score, where scores are on that scale (0: they are not), so that
   // a caller can add what the model does not see (how evenly a config's tiles split over threads).
   virtual double score_per_doubling() const { return 0; }
+  // Whether score() ranks the problem for its `threads` itself (the split over them among what it learned), rather
+  // than as one thread's call.
+  virtual bool ranks_threads() const { return false; }
 };
 
 class AnalyticCpuModel : public CpuCostModel {

@@ -30,14 +30,15 @@ std::size_t LearnedCpuModel::feature_index(const char* name) {
 
 std::string measured_problem_key(const GemmProblem& p) {
   const GemmSignature& g = p.signature;
-  return fmt::format("{}{}{}{}|{}x{}x{}x{}|{}{}", dtype_name(g.a.dtype), g.a.layout.name(), dtype_name(g.b.dtype),
-                     g.b.layout.name(), p.m, p.n, p.k, p.batch, p.a_cold ? "a_cold" : "", p.b_cold ? "b_cold" : "");
+  return fmt::format("{}{}{}{}|{}x{}x{}x{}|{}{}{}", dtype_name(g.a.dtype), g.a.layout.name(), dtype_name(g.b.dtype),
+                     g.b.layout.name(), p.m, p.n, p.k, p.batch, p.a_cold ? "a_cold" : "", p.b_cold ? "b_cold" : "",
+                     p.threads > 1 ? fmt::format("|t{}", p.threads) : "");
 }
 
 LearnedCpuModel::~LearnedCpuModel() = default;
 
 void LearnedCpuModel::read_forests(const nlohmann::json& document) {
-  const std::size_t columns = cpu_feature_names().size();
+  const std::size_t columns = columns_.empty() ? cpu_feature_names().size() : columns_.size();
   ranker_weight_ = document.at("ranker_weight").get<double>();
   slowdown_scale_ = document.value("slowdown_scale", 0.0);
   ranker_scale_ = document.value("ranker_scale", 0.0);
@@ -53,9 +54,20 @@ std::shared_ptr<const LearnedCpuModel> LearnedCpuModel::from_json(const std::str
     j = nlohmann::json::parse(text);
     if (j.at("format") != "tessera-cost-model") throw InvalidArgument("model", "not a tessera cost model");
     if (j.at("version") != kVersion) throw InvalidArgument("model", fmt::format("version must be {}", kVersion));
-    if (j.at("features").get<std::vector<std::string>>() != cpu_feature_names())
-      throw InvalidArgument("model", "trained on other features than this tessera computes; retrain it");
     auto model = std::shared_ptr<LearnedCpuModel>(new LearnedCpuModel());
+    // A model reads the features it was trained on, by name: one trained before a feature was added keeps working.
+    const auto features = j.at("features").get<std::vector<std::string>>();
+    if (features != cpu_feature_names()) {
+      const auto& known = cpu_feature_names();
+      for (const std::string& feature : features) {
+        const auto at = std::find(known.begin(), known.end(), feature);
+        if (at == known.end())
+          throw InvalidArgument("model",
+                                "trained on a feature this tessera does not compute (" + feature + "); retrain it");
+        model->columns_.push_back(static_cast<std::size_t>(at - known.begin()));
+      }
+    }
+    model->ranks_threads_ = std::find(features.begin(), features.end(), "log_split_share") != features.end();
     model->target_ = j.at("target").get<std::string>();
     model->name_ = name;
     // Optional: models written before it was recorded cover any FMA rate of their ISA.
@@ -122,7 +134,15 @@ std::size_t fewest_loads_among_ties(const std::vector<CpuGemmConfig>& configs, c
 std::vector<double> LearnedCpuModel::score(const GemmProblem& problem, const std::vector<CpuGemmConfig>& configs,
                                            const CpuTarget& target) const {
   if (configs.empty()) return {};
-  const std::vector<float> rows = cpu_feature_rows(problem, configs, target);
+  std::vector<float> rows = cpu_feature_rows(problem, configs, target);
+  if (!columns_.empty()) {  // the model's own features, in its order
+    const std::size_t all = cpu_feature_names().size();
+    std::vector<float> own;
+    own.reserve(configs.size() * columns_.size());
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      for (const std::size_t c : columns_) own.push_back(rows[i * all + c]);
+    rows = std::move(own);
+  }
   // Each model's scores standardised over the candidates (the ranker's are on no scale of their own), the ranker's
   // negated (higher is better there), then weighed together.
   const auto standardised = [&](std::vector<double> v, double sign) {

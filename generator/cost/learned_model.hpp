@@ -20,7 +20,7 @@
 namespace tessera {
 
 // What makes a measured problem the same as one asked for, to the model's table of measured bests: operand types and
-// layouts, sizes and batch, and whether A and B arrive cold.
+// layouts, sizes and batch, whether A and B arrive cold, and the threads (more than one).
 std::string measured_problem_key(const GemmProblem& problem);
 
 // Among variants measured within 3% of the fastest (the records' median spread between twin variants: ties), the
@@ -93,6 +93,8 @@ class LearnedCpuModel : public CpuCostModel {
   bool covers(const GemmProblem& problem, const CpuTarget& target) const override;
   // The slowdown forest predicts log2 slowdowns, over slowdown_scale in the score.
   double score_per_doubling() const override { return slowdown_scale_ > 0 ? 1.0 / slowdown_scale_ : 0.0; }
+  // Trained with the threads and the grid planner's split among its features (records of several thread counts).
+  bool ranks_threads() const override { return ranks_threads_; }
 
  private:
   LearnedCpuModel() = default;
@@ -112,6 +114,9 @@ class LearnedCpuModel : public CpuCostModel {
   std::string target_;
   std::string name_ = "learned";
   int vector_fmas_per_cycle_ = 0;
+  // Where the model's features are in cpu_feature_names() (empty: all of them, in that order).
+  std::vector<std::size_t> columns_;
+  bool ranks_threads_ = false;
   std::vector<double> range_min_, range_max_;           // of the features in kRangeFeatures, over the training set
   std::map<std::string, CpuGemmConfig> measured_best_;  // measured_problem_key → fastest measured config
 };

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "generator/gemm/gemm_variants.hpp"
+#include "generator/gemm/grid_plan.hpp"
 
 namespace tessera {
 
@@ -134,12 +135,14 @@ double cpu_analytic_cycles(const GemmProblem& p, const CpuGemmConfig& c, const C
 namespace {
 const std::vector<std::string>& absolute_feature_names() {
   static const std::vector<std::string> names{
-      "log_m",       "log_n",        "log_k",        "log_batch",    "log_flops",   "mr",          "nr_vectors",
-      "kc",          "log_mc",       "log_nc",       "pack_b",       "pack_a",      "fixed",       "a_row_major",
-      "b_row_major", "bf16",         "log_tiles_m",  "log_tiles_n",  "log_k_slabs", "pad_waste",   "m_edge",
-      "n_edge",      "k_edge",       "fma_per_load", "register_use", "l1_ratio",    "l2_panel",    "b_over_l2",
-      "a_over_l2",   "partial_sums", "log_analytic", "log_compute",  "log_tiles",   "log_packing", "log_memory",
-      "log_b_reads", "memory_share", "a_cold",       "b_cold"};
+      "log_m",           "log_n",       "log_k",       "log_batch",   "log_flops",       "mr",
+      "nr_vectors",      "kc",          "log_mc",      "log_nc",      "pack_b",          "pack_a",
+      "fixed",           "a_row_major", "b_row_major", "bf16",        "log_tiles_m",     "log_tiles_n",
+      "log_k_slabs",     "pad_waste",   "m_edge",      "n_edge",      "k_edge",          "fma_per_load",
+      "register_use",    "l1_ratio",    "l2_panel",    "b_over_l2",   "a_over_l2",       "partial_sums",
+      "log_analytic",    "log_compute", "log_tiles",   "log_packing", "log_memory",      "log_b_reads",
+      "memory_share",    "a_cold",      "b_cold",      "log_threads", "log_split_share", "log_split_tile_m",
+      "log_split_tile_n"};
   return names;
 }
 
@@ -150,6 +153,10 @@ std::vector<double> absolute_features(const GemmProblem& p, const CpuGemmConfig&
   const double elem = dtype_bytes(p.signature.a.dtype);
   const double padded = tiles_of(m, mr) * mr * tiles_of(n, nr) * nr;
   const CpuAnalyticParts parts = cpu_analytic_parts(p, c, t);
+  // The threads the call runs on and how the grid planner splits this config's tiles over them (one thread: the
+  // whole problem in the largest tiles, share 1).
+  const int threads = std::max(1, p.threads);
+  const GridPlan split = plan_grid(p.m, p.n, p.k, p.batch, c, threads);
   const auto edge = [](double size, double tile) {
     const double rest = std::fmod(size, tile);
     return rest == 0 ? 0.0 : rest / tile;
@@ -171,7 +178,9 @@ std::vector<double> absolute_features(const GemmProblem& p, const CpuGemmConfig&
                : 0.0,
       std::log2(parts.total()), log2p(parts.compute), log2p(parts.tiles), log2p(parts.packing), log2p(parts.memory),
       log2p(parts.b_reads), parts.memory / (parts.compute + parts.tiles + parts.packing + parts.memory),
-      p.a_cold ? 1.0 : 0.0, p.b_cold ? 1.0 : 0.0};
+      p.a_cold ? 1.0 : 0.0, p.b_cold ? 1.0 : 0.0, std::log2(static_cast<double>(threads)),
+      std::log2(std::max(split.time_share, 1e-6)), log2p(static_cast<double>(split.tile_m)),
+      log2p(static_cast<double>(split.tile_n))};
   return f;
 }
 

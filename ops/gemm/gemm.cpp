@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "generator/gemm/gemm_json.hpp"
+#include "generator/gemm/grid_plan.hpp"
 #include "ops/gemm/gemm_binding.hpp"
-#include "ops/gemm/grid_plan.hpp"
 #include "ops/runtime_impl.hpp"
 
 namespace tessera {

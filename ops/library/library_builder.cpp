@@ -32,7 +32,8 @@ namespace tessera {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::vector<EmbeddedFile>& embedded_planner_sources();  // generated from ops/gemm/grid_plan.* (CMakeLists.txt)
+const std::vector<EmbeddedFile>&
+embedded_planner_sources();  // generated from generator/gemm/grid_plan.* (CMakeLists.txt)
 
 namespace {
 
@@ -205,7 +206,7 @@ LibraryBuildReport build_library(const LibraryManifest& manifest, const fs::path
     write_text(planner / std::string(file.path), std::string(file.text));
   }
   write_text(planner / (lib + "_planner.cpp"), library_planner_shim(lib));
-  std::vector<fs::path> planner_units{planner / "ops/gemm/grid_plan.cpp", planner / (lib + "_planner.cpp")};
+  std::vector<fs::path> planner_units{planner / "generator/gemm/grid_plan.cpp", planner / (lib + "_planner.cpp")};
   if (std::any_of(kernels.begin(), kernels.end(), [](const ResolvedKernel& r) { return r.kernel.op == "attention"; })) {
     write_text(planner / (lib + "_attention.cpp"), attention_shim(lib));
     planner_units.push_back(planner / "ops/attention/attention_schedule.cpp");

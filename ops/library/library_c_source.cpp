@@ -147,10 +147,10 @@ const char* {0}_isa(void);
 
 std::string library_planner_shim(const std::string& lib) {
   return fmt::format(
-      R"C(// The grid planner of {0}'s driver: tessera's own (ops/gemm/grid_plan.cpp) behind a C function.
+      R"C(// The grid planner of {0}'s driver: tessera's own (generator/gemm/grid_plan.cpp) behind a C function.
 #include <cstdint>
 
-#include "ops/gemm/grid_plan.hpp"
+#include "generator/gemm/grid_plan.hpp"
 
 extern "C" std::int64_t {0}__plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
                                        std::int64_t mr, std::int64_t nr, std::int64_t mc, std::int64_t nc, int pack_a,

@@ -96,7 +96,7 @@ static void gemm_tiles(const void* context, void* ws, int64_t begin, int64_t end
   job->fn(job->args, ws, begin, end);
 }}
 
-/* The grid: tessera's own planner (ops/gemm/grid_plan.cpp, compiled beside this file), as the runtime plans. */
+/* The grid: tessera's own planner (generator/gemm/grid_plan.cpp, compiled beside this file), as the runtime plans. */
 int64_t {0}__plan_grid(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t mr, int64_t nr, int64_t mc, int64_t nc,
                        int pack_a, int pack_b, int64_t fixed_m, int64_t fixed_parts, int64_t fixed_part_rows,
                        int threads, int64_t* tile_m, int64_t* tile_n, int* participants);

@@ -15,6 +15,7 @@
 #include "generator/gemm/gemm_features.hpp"
 #include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
+#include "tessera/cost_models.hpp"
 #include "tessera/tuning_records.hpp"
 
 namespace tessera {
@@ -116,30 +117,28 @@ std::string canonical_hardware(const std::string& hardware) {
 
 std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target,
                                                RecordedHosts hosts) {
-  // The most common hardware and thread count among this target's records (with every host: the most common
-  // thread count).
-  std::map<std::pair<std::string, int>, int> settings;
+  // The most common hardware among this target's records (with every host: all of them); every thread count, each
+  // a problem of its own.
+  std::map<std::string, int> settings;
   std::map<std::string, std::string> canonical;  // each description's canonical form
   for (const auto& r : records) {
     auto [at, added] = canonical.try_emplace(r.hardware);
     if (added) at->second = canonical_hardware(r.hardware);
-    if (r.target == target) ++settings[{hosts == RecordedHosts::every ? std::string() : at->second, r.threads}];
+    if (r.target == target) ++settings[hosts == RecordedHosts::every ? std::string() : at->second];
   }
   if (settings.empty()) return {};
   const auto setting =
       std::max_element(settings.begin(), settings.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
   // A problem timed with B cold and with B in the caches is two problems (the order of its variants differs); so is
   // one timed on two machines.
-  using Key = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+  using Key = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, int>;
   std::map<Key, RecordedProblem> grouped;
   std::map<Key, std::vector<double>> spreads;
   for (const auto& r : records) {
     const std::string& hardware = canonical[r.hardware];
-    if (r.op != "gemm" || r.target != target || r.threads != setting.second ||
-        (hosts == RecordedHosts::most_common && hardware != setting.first))
-      continue;
+    if (r.op != "gemm" || r.target != target || (hosts == RecordedHosts::most_common && hardware != setting)) continue;
     const GemmExtents size = gemm_extents(r);
-    const Key key{hardware, r.signature, size.m, size.n, size.k, size.batch, r.b_cold};
+    const Key key{hardware, r.signature, size.m, size.n, size.k, size.batch, r.b_cold, r.threads};
     RecordedProblem& p = grouped[key];
     // A row whose JSON does not parse (a damaged or foreign database) is named, not a crash.
     const auto parsed = [&](const std::string& text, const char* column) {
@@ -157,7 +156,8 @@ std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& 
         p.problem.signature = from_json<GemmSignature>(parsed(r.signature, "signature"));
         p.family = r.family;
         p.hardware = hardware;
-        p.problem.b_cold = r.b_cold;  // timed with B evicted from the caches before each call
+        p.problem.b_cold = r.b_cold;    // timed with B evicted from the caches before each call
+        p.problem.threads = r.threads;  // training_set ranks it as problem_on_threads describes
       }
       p.configs.push_back(from_json<CpuGemmConfig>(parsed(r.config, "config")));
     } catch (const nlohmann::json::exception& e) {
@@ -182,8 +182,11 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Cpu
   TrainingSet set;
   for (const auto& p : problems) {
     const CpuTarget host = TuningRecords::hardware_target(target, p.hardware);
-    const std::vector<float> rows = cpu_feature_rows(p.problem, p.configs, host);
+    const GemmProblem ranked = problem_on_threads(p.problem, p.problem.threads);
+    const std::vector<float> rows = cpu_feature_rows(ranked, p.configs, host);
     set.features.insert(set.features.end(), rows.begin(), rows.end());
+    // Several threads' times as measured, the split among the features; score_on_threads still adds the grid
+    // planner's estimate of it (see there).
     for (double ns : p.ns) set.log_time.push_back(static_cast<float>(std::log2(ns)));
     set.group_sizes.push_back(static_cast<unsigned>(p.configs.size()));
     const double fastest = *std::min_element(p.ns.begin(), p.ns.end());
@@ -194,7 +197,7 @@ TrainingSet training_set(const std::vector<RecordedProblem>& problems, const Cpu
     const std::size_t best = host.isa == CpuIsa::Avx512 && host.vector_fmas_per_cycle >= 2
                                  ? fewest_loads_among_ties(p.configs, slowdown, host.vector_lanes())
                                  : static_cast<std::size_t>(std::min_element(p.ns.begin(), p.ns.end()) - p.ns.begin());
-    set.measured_best.emplace_back(measured_problem_key(p.problem), p.configs[best]);
+    set.measured_best.emplace_back(measured_problem_key(ranked), p.configs[best]);
   }
   return set;
 }
@@ -334,7 +337,12 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     for (const auto& recorded : test) {
       const RecordedProblem p = within_space(recorded);
       const CpuTarget host = TuningRecords::hardware_target(target, p.hardware);  // the recording machine's
-      const auto scores = model->score(p.problem, p.configs, host);
+      // As the runtime ranks it on the threads it was timed on.
+      const int threads = std::max(1, p.problem.threads);
+      const auto rank = [&](const std::vector<CpuGemmConfig>& configs) {
+        return score_on_threads(*model, p.problem, thread_share(p.problem, threads), configs, host, threads);
+      };
+      const auto scores = rank(p.configs);
       score_problem(learned, p, scores, true);
       {
         const std::size_t chosen = rank_by_score(scores)[0];
@@ -365,7 +373,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
       // The cost of ranking the problem's whole variant space.
       const auto space = cpu_variants(p.problem, host);
       const auto start = std::chrono::steady_clock::now();
-      rank_by_score(model->score(p.problem, space, host));
+      rank_by_score(rank(space));
       rank_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     per_fold.push_back({{"held_out", fold_names[static_cast<std::size_t>(f)]},

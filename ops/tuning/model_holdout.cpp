@@ -127,6 +127,13 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
       return m.model ? space[rank_by_score(m.model->score(p, space, target))[0]]
                      : CpuGemmConfig::default_for(p, target);
     };
+    // A compared model picks as the runtime would with it: the threads' split where the model does not rank it
+    // itself, the rules outside its training range.
+    const auto runtime_top1 = [&](const LoadedCostModel& m) {
+      if (!m.model || !m.model->covers(p, target)) return CpuGemmConfig::default_for(p, target);
+      const int threads = runtime.threads();
+      return space[rank_by_score(score_on_threads(*m.model, p, thread_share(p, threads), space, target, threads))[0]];
+    };
     const CpuGemmConfig by_default = CpuGemmConfig::default_for(p, target), by_analytic = top1(analytic),
                         by_learned = top1(learned);
     // The picks that are not variants of the space (a fixed-size default, say) are timed beside it.
@@ -155,7 +162,7 @@ nlohmann::json model_holdout(Runtime& runtime, const HoldoutOptions& options, Me
                  r_learned = regret(r1, by_learned), floor = regret(r2, ranked[0].second);
     nlohmann::json compared_json = nlohmann::json::object();
     for (std::size_t c = 0; c < compared.size(); ++c) {
-      compared_regret[c].push_back(regret(r1, top1(compared[c])));
+      compared_regret[c].push_back(regret(r1, runtime_top1(compared[c])));
       compared_json[options.compare[c]] = compared_regret[c].back();
     }
     runtime_regret.push_back(r_runtime);

@@ -30,8 +30,8 @@ struct RecordedProblem {
 // machines is two problems, each with its machine's description: one model trained for several host kinds).
 enum class RecordedHosts { most_common, every };
 
-// Groups one target's records (one thread count: the most common; one hardware or each) into problems with at least
-// two measured variants, in a stable order. Hardware descriptions that name the same caches and FMA rate (written by
+// Groups one target's records (one hardware or each; each thread count apart) into problems with at least two
+// measured variants, in a stable order. Hardware descriptions that name the same caches and FMA rate (written by
 // different tessera versions) count as one.
 std::vector<RecordedProblem> recorded_problems(const std::vector<TuningRecord>& records, const std::string& target,
                                                RecordedHosts hosts = RecordedHosts::most_common);

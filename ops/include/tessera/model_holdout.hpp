@@ -32,8 +32,9 @@ struct HoldoutOptions {
   // The runtime's cost model (RuntimeOptions::cost_model: "default", "analytic", "heuristic" or a model file), also
   // the "learned" column's.
   std::string model = "default";
-  // Other cost models (names or files) whose top-1 picks are judged on the same timings: a paired comparison, free
-  // of the run-to-run noise two separate runs would add.
+  // Other cost models (names or files) whose picks, as the runtime would make them with each (the threads' split,
+  // the rules outside the model's range), are judged on the same timings: a paired comparison, free of the
+  // run-to-run noise two separate runs would add.
   std::vector<std::string> compare;
 };
 

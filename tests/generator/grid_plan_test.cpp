@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "ops/gemm/grid_plan.hpp"
+#include "generator/gemm/grid_plan.hpp"
 
 namespace tessera {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/gemm/grid_plan.hpp"
+#include "generator/gemm/grid_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
