@@ -711,7 +711,8 @@ TEST(LearnedModel, LearnsWhatThePlannerMissesOnTwoThreads) {
   };
   const double learned = regret_on_two(*both), planner_only = regret_on_two(*one);
   EXPECT_LT(learned, 0.05) << "one-thread model: " << planner_only;
-  EXPECT_GT(planner_only, 2 * learned + 0.02) << "the rule is one the one-thread model cannot know; learned " << learned;
+  EXPECT_GT(planner_only, 2 * learned + 0.02)
+      << "the rule is one the one-thread model cannot know; learned " << learned;
   // Two threads' measured best is not one thread's: the table keys them apart.
   GemmProblem two = problems[0].problem;
   two.threads = 2;
