@@ -500,6 +500,9 @@ expect_bad "--format" spmm --gen uniform:10,10,0.1 --n 8 --format bsr:0x4
 expect_bad "sampled" sddmm --gen uniform:10,10,0.1 --k 8 --epilogue "acc + c"
 expect_bad "unknown key" spmm --gen uniform:10,10,0.1 --n 8 --config mr=3
 if "$bin" emit spmm --gen uniform:64,64,0.1 --n 64 --asm | grep -q vfmadd; then ok; else bad "emit spmm --asm"; fi
+# Emitting allocates D as M×N, not M×K: a 100000² pattern with N = 64 (once 40 GB and "out of memory").
+if "$bin" emit spmm --gen banded:100000,100000,0.0002 --n 64 --format csr --asm | grep -q vfmadd; then ok; else
+  bad "emit spmm of a wide pattern"; fi
 out=$("$bin" emit sddmm --gen uniform:64,64,0.1 --k 64 --dtype f16 --target cuda:sm_90 --json)
 if [[ $out == *'"spill_store_bytes":0'* && $out == *'"local_access_count":0'* && $out == *'"registers":'* ]]; then ok; else
   bad "emit sddmm --json: $out"; fi

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <iostream>
+#include <memory>
 #include <random>
 
 #include "cli_common.hpp"
@@ -442,21 +444,27 @@ struct EmitSparseCommand {
     if (ptx || resources || json) throw InvalidArgument("--ptx/--resources/--json", "are for CUDA targets");
     Runtime runtime({request.target, 1});
     const std::int64_t m = a.rows, n = spmm ? request.dense : a.cols, k = spmm ? a.cols : request.dense;
-    // Only the signature matters here: views of the right shapes and types, never read.
-    std::vector<float> b(static_cast<std::size_t>(std::max<std::int64_t>(1, k * n))),
-        d(static_cast<std::size_t>(std::max<std::int64_t>(1, m * std::max(n, k)))), c(d.size()), v(d.size());
+    // Only the signature matters here: views of the right shapes and types, never read (nor written: the pages of
+    // an untouched allocation are not mapped). D is M×N (SpMM), A M×K (SDDMM); sizing each as the larger of the two
+    // asked 40 GB of 100000×100000 with N = 64.
+    const auto buffer = [](std::int64_t elements) {
+      return std::unique_ptr<float[]>(new float[static_cast<std::size_t>(std::max<std::int64_t>(1, elements))]);
+    };
+    const std::int64_t d_elements = spmm ? m * n : m * k;
+    const auto b = buffer(k * n), d = buffer(d_elements), c = buffer(d_elements),
+               v = buffer(std::max({d_elements, m, n}));
     const DType dense_type = request.dtype == "bf16" ? DType::bf16 : DType::f32;
     if (spmm) {
       SpmmArgs args;
       args.a = a;
       args.beta = request.beta;
       if (request.epilogue_given) args.set_epilogue(request.epilogue);
-      args.b = Tensor::matrix(b.data(), k, n, Layout::row_major(), 0, dense_type);
-      args.d = Tensor::matrix(d.data(), m, n);
-      if (args.epilogue.reads_c()) args.c = Tensor::matrix(c.data(), m, n);
+      args.b = Tensor::matrix(b.get(), k, n, Layout::row_major(), 0, dense_type);
+      args.d = Tensor::matrix(d.get(), m, n);
+      if (args.epilogue.reads_c()) args.c = Tensor::matrix(c.get(), m, n);
       for (const auto& t : args.epilogue.tensors())
-        args.inputs[t.name] = t.form == IndexForm::MN ? Tensor::matrix(v.data(), m, n)
-                                                      : Tensor::vector(v.data(), t.form == IndexForm::N ? n : m);
+        args.inputs[t.name] = t.form == IndexForm::MN ? Tensor::matrix(v.get(), m, n)
+                                                      : Tensor::vector(v.get(), t.form == IndexForm::N ? n : m);
       const SpmmProblem p = runtime.describe(args);
       const CpuSpmmSpec spec{p.signature, runtime.choose_config(p).with_overrides(request.config), runtime.target()};
       std::cout << (assembly ? spmm_host_assembly(spec) : spmm_llvm_ir(spec));
@@ -465,12 +473,12 @@ struct EmitSparseCommand {
     SddmmArgs args;
     args.pattern = a;
     if (request.epilogue_given) args.set_epilogue(request.epilogue);
-    args.a = Tensor::matrix(d.data(), m, k);
-    args.b = Tensor::matrix(b.data(), n, k);
+    args.a = Tensor::matrix(d.get(), m, k);
+    args.b = Tensor::matrix(b.get(), n, k);
     std::vector<float> out(static_cast<std::size_t>(std::max<std::int64_t>(1, a.entries)));
     args.out = Tensor::vector(out.data(), a.entries);
     for (const auto& t : args.epilogue.tensors())
-      args.inputs[t.name] = Tensor::vector(v.data(), t.form == IndexForm::N ? n : m);
+      args.inputs[t.name] = Tensor::vector(v.get(), t.form == IndexForm::N ? n : m);
     const SddmmProblem p = runtime.describe(args);
     const CpuSddmmSpec spec{p.signature, runtime.choose_config(p).with_overrides(request.config), runtime.target()};
     std::cout << (assembly ? sddmm_host_assembly(spec) : sddmm_llvm_ir(spec));

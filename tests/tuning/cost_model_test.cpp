@@ -571,6 +571,9 @@ TEST(LearnedModel, LearnsARuleTheAnalyticModelLacksAndRoundTrips) {
   const auto problems = synthetic_problems(t, 30);
   TrainingOptions options;
   options.rounds = 80;
+  // One XGBoost thread: its OpenMP workers spin while waiting, and beside other suites on the same cores two of them
+  // ran 30x slower than alone.
+  options.threads = 1;
   const nlohmann::json report = evaluate_cost_models(problems, "random", t, options);
   EXPECT_EQ(report["problems"], 30);
   EXPECT_LT(report["learned"]["top1_regret_mean"].get<double>(), 0.05) << report.dump();
@@ -688,6 +691,7 @@ TEST(LearnedModel, LearnsWhatThePlannerMissesOnTwoThreads) {
   TrainingOptions options;
   options.rounds = 40;
   options.slowdown_rounds = 40;
+  options.threads = 1;  // see LearnsARuleTheAnalyticModelLacksAndRoundTrips
   const auto trained = [&](std::vector<RecordedProblem> set) {
     // Without the table of measured bests, so that the forests answer.
     nlohmann::json document =
