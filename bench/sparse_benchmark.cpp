@@ -14,6 +14,7 @@
 #include "bench/stream_read.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
+#include "generator/cost/sparse_cost.hpp"
 #include "generator/sparse/sparse_json.hpp"
 #include "tessera/tessera.hpp"
 
@@ -37,12 +38,12 @@ CooMatrix load(const std::string& pattern) {
                                                                                           : read_matrix_market(pattern);
 }
 
-// tessera's storage of the pattern in the case's format.
-SparseMatrixData store(const CooMatrix& coo, const std::string& format) {
+// tessera's storage of the pattern in the case's format ("auto": as Runtime::spmm chooses for N columns).
+SparseMatrixData store(const CooMatrix& coo, const std::string& format, std::int64_t n) {
   if (format == "csr") return SparseMatrixData::csr(coo);
   if (format == "auto") {
     const SparseMatrixData csr = SparseMatrixData::csr(coo);
-    const int side = SparsePlan::inspect(csr.view(), 1).stats().suggested_block;
+    const int side = square_block_for(SparsePlan::inspect(csr.view(), 1).stats(), n);
     return side > 1 ? SparseMatrixData::bsr(coo, side, side) : SparseMatrixData::csr(coo);
   }
   int br = 0, bc = 0;
@@ -200,7 +201,7 @@ nlohmann::json run_spmm_benchmark(const std::vector<SparseCase>& cases, const st
   for (const SparseCase& c : cases) {
     const CooMatrix coo = load(c.pattern);
     const SparseMatrixData csr = SparseMatrixData::csr(coo);
-    const SparseMatrixData stored = store(coo, c.format);
+    const SparseMatrixData stored = store(coo, c.format, c.dense);
     const SparseMatrix a = stored.view();
     const CsrArrays peer_a = arrays(csr.view());
     const std::int64_t m = a.rows, k = a.cols, n = c.dense;

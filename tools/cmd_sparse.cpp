@@ -11,6 +11,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "generator/cost/sparse_cost.hpp"
 #include "generator/cuda/sparse_source.hpp"
 #include "generator/gemm/gemm_json.hpp"
 #include "generator/sparse/sparse_json.hpp"
@@ -91,7 +92,7 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
   if (r.format == "auto" && spmm && !cuda) {
     // The inspector's choice, as Runtime::spmm makes it: square blocks where the entries cluster.
     const SparseMatrixData csr = SparseMatrixData::csr(p.coo, bits, value);
-    br = bc = SparsePlan::inspect(csr.view(), 1).stats().suggested_block;
+    br = bc = square_block_for(SparsePlan::inspect(csr.view(), 1).stats(), r.dense);
   }
   // The dense operands this command allocates: M x N and K x N (SpMM), M x K and N x K (SDDMM).
   const double limit = double(std::int64_t{1} << 31);

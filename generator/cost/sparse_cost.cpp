@@ -25,7 +25,31 @@ double gather_cycles_per_byte(double b_bytes, const CpuTarget& t) {
   return 1.0 / (b_bytes <= static_cast<double>(t.l3_bytes) ? kL3BytesPerCycle : kDramBytesPerCycle);
 }
 
+// Time per stored value and 64 columns of N (ns, Zen 4, one thread) of the CSR tile and of BSR blocks of 4, 8 and
+// 16, at N = 64 and N = 256 (the median over banded, block-pruned and uniform patterns, `tessera spmm --format`):
+// a block's micro-kernel does several times the CSR tile's work per loaded value, and at wide N the larger blocks
+// load fewer B rows per FMA.
+constexpr double kCsrValueNs[2] = {3.5, 3.3};
+constexpr double kBlockValueNs[3][2] = {{1.2, 2.0}, {1.25, 1.45}, {1.25, 1.25}};
+// Blocks must be estimated this much faster: the copy costs memory, and the estimate is rough.
+constexpr double kBlockMargin = 1.15;
+
 }  // namespace
+
+int square_block_for(const PatternStats& stats, std::int64_t n) {
+  // Between N = 64 and 256, interpolated in log2(N).
+  const double t = std::clamp(std::log2(static_cast<double>(std::max<std::int64_t>(n, 1)) / 64) / 2, 0.0, 1.0);
+  const auto at = [&](const double(&ns)[2]) { return ns[0] + t * (ns[1] - ns[0]); };
+  int best = 1;
+  double best_ns = at(kCsrValueNs) / kBlockMargin;
+  for (std::size_t i = 0; i < PatternStats::kSquareBlockSides.size(); ++i) {
+    const double fill = stats.square_block_fill[i];
+    if (fill <= 0) continue;
+    const double ns = at(kBlockValueNs[i]) / fill;
+    if (ns < best_ns) best = PatternStats::kSquareBlockSides[i], best_ns = ns;
+  }
+  return best;
+}
 
 double spmm_cycles(const SpmmProblem& p, const CpuSpmmConfig& c, const CpuTarget& t) {
   const SparseSignature& a = p.signature.a;

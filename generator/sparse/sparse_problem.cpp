@@ -14,8 +14,8 @@ nlohmann::json to_json(const PatternStats& stats) {
           {"max_row", stats.max_row},
           {"empty_rows", stats.empty_rows},
           {"block_fill", stats.block_fill},
-          {"suggested_block", stats.suggested_block},
-          {"suggested_fill", stats.suggested_fill}};
+          {"square_block_fill",
+           {{"4", stats.square_block_fill[0]}, {"8", stats.square_block_fill[1]}, {"16", stats.square_block_fill[2]}}}};
 }
 
 namespace {

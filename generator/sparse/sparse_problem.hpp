@@ -8,6 +8,7 @@
 // tensors [m] and [n]); its dense side is the GemmSignature of A (M×K) and Bᵀ (K×N).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "generator/core/sparse_format.hpp"
@@ -24,10 +25,11 @@ struct PatternStats {
   std::int64_t max_row = 0;     // the longest row
   std::int64_t empty_rows = 0;  // rows without entries
   double block_fill = 1;        // share of a BSR block's values that are non-zero (1 for CSR)
-  // CSR: the largest square block (16, 8 or 4) whose blocks would be at least half full, and that fill (1 and 1:
-  // the entries do not cluster).
-  int suggested_block = 1;
-  double suggested_fill = 1;
+  // CSR: the share of the values that would be non-zero if the pattern were stored in square blocks of each side of
+  // kSquareBlockSides (0 where the matrix is smaller than the block); square_block_for (generator/cost/sparse_cost)
+  // weighs them against the CSR kernel's speed for a given N.
+  static constexpr std::array<int, 3> kSquareBlockSides{4, 8, 16};
+  std::array<double, 3> square_block_fill{};
   friend bool operator==(const PatternStats&, const PatternStats&) = default;
 };
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "generator/core/error.hpp"
+#include "generator/cost/sparse_cost.hpp"
 #include "tessera/sparse.hpp"
 
 namespace tessera {
@@ -18,9 +19,6 @@ namespace {
 constexpr std::int64_t kTasksPerThread = 8;
 // What a block row costs beside its entries, in entries (the tile set-up and the epilogue's stores).
 constexpr std::int64_t kRowCost = 2;
-// The least fill of the suggested blocks: a 16x16 block runs the GEMM micro-kernel at 2.4x the CSR tile's speed per
-// stored value (Zen 4: 103 against 43 GFLOP/s on the same pattern), so blocks half full are already ahead.
-constexpr double kSuggestedFill = 0.5;
 
 std::int64_t index_at(const void* a, int bits, std::int64_t i) {
   return bits == 32 ? static_cast<const std::int32_t*>(a)[i] : static_cast<const std::int64_t*>(a)[i];
@@ -43,20 +41,22 @@ std::uint64_t pattern_hash(const SparseMatrix& m) {
 struct SparsePlan::PanelCache {
   std::mutex mutex;
   std::map<std::int64_t, std::shared_ptr<const std::vector<SparseMatrixData>>> by_width;
-  std::shared_ptr<const Blocked> blocked;
+  std::map<int, std::shared_ptr<const Blocked>> blocked;  // by the blocks' side
 };
 
-std::shared_ptr<const SparsePlan::Blocked> SparsePlan::blocked(const SparseMatrix& m, int threads) const {
-  if (stats_.suggested_block <= 1 || m.format != SparseFormat::Csr) return nullptr;
+std::shared_ptr<const SparsePlan::Blocked> SparsePlan::blocked(const SparseMatrix& m, int threads,
+                                                               std::int64_t n) const {
+  const int side = square_block_for(stats_, n);
+  if (side <= 1 || m.format != SparseFormat::Csr) return nullptr;
   std::lock_guard lock(panels_->mutex);
-  if (!panels_->blocked) {
+  auto& blocked = panels_->blocked[side];
+  if (!blocked) {
     auto b = std::make_shared<Blocked>();
-    const int side = stats_.suggested_block;
     b->data = SparseMatrixData::bsr(SparseMatrixData::coo(m), side, side, m.index_bits, m.value);
     b->plan = std::make_shared<const SparsePlan>(SparsePlan::inspect(b->data.view(), threads));
-    panels_->blocked = std::move(b);
+    blocked = std::move(b);
   }
-  return panels_->blocked;
+  return blocked;
 }
 
 std::shared_ptr<const std::vector<SparseMatrixData>> SparsePlan::column_panels(const SparseMatrix& m,
@@ -147,9 +147,10 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
     s.block_fill = static_cast<double>(nonzero) / static_cast<double>(m.entries * per_block);
   }
 
-  // Entries that cluster into square blocks: the largest side whose blocks would be at least half full.
+  // How the entries cluster into square blocks of each side.
   if (m.format == SparseFormat::Csr && m.entries > 0) {
-    for (const int side : {16, 8, 4}) {
+    for (std::size_t i = 0; i < PatternStats::kSquareBlockSides.size(); ++i) {
+      const int side = PatternStats::kSquareBlockSides[i];
       if (m.rows < side || m.cols < side) continue;
       std::vector<std::int64_t> stamp(static_cast<std::size_t>((m.cols + side - 1) / side), -1);
       std::int64_t blocks = 0;
@@ -159,12 +160,7 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
           auto& seen = stamp[static_cast<std::size_t>(index_at(m.col_indices, m.index_bits, p) / side)];
           if (seen != r / side) seen = r / side, ++blocks;
         }
-      const double fill = static_cast<double>(m.entries) / (static_cast<double>(blocks) * side * side);
-      if (fill >= kSuggestedFill) {
-        s.suggested_block = side;
-        s.suggested_fill = fill;
-        break;
-      }
+      s.square_block_fill[i] = static_cast<double>(m.entries) / (static_cast<double>(blocks) * side * side);
     }
   }
 

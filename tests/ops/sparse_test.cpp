@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "generator/cost/sparse_cost.hpp"
 #include "generator/gemm/gemm_json.hpp"
 #include "generator/sparse/sparse_json.hpp"
 #include "ops/sparse/sparse_binding.hpp"
@@ -478,19 +479,38 @@ TEST(SparseTuner, TimesVariantsAndTheRuntimeUsesTheBest) {
   EXPECT_TRUE(cmp.ok()) << cmp.first_mismatch;
 }
 
-// Chosen by the pattern: a CSR matrix whose entries cluster into square blocks at least half full runs as BSR inside
-// Runtime::spmm (the copy kept with the plan), with the same results; scattered entries stay CSR.
+// Chosen by the pattern: a CSR matrix whose entries cluster into square blocks runs as BSR inside Runtime::spmm (the
+// copy kept with the plan, one per block side), with the same results; scattered entries stay CSR. The side follows
+// N: whole 16×16 blocks at N = 256 run as such, at N = 64 as blocks of 4 (as fast per value there, and never
+// emptier); a band of 21 diagonals at N = 64 is blocks of 4, not the largest side whose blocks are half full (16:
+// 2.35 against 1.12 ms, banded:20000,20000,0.002).
 TEST(SparseInspector, ClusteredEntriesRunAsBlocks) {
+  const SparseMatrixData whole = SparseMatrixData::csr(generate_pattern("blocks:256,256,0.25,1,16"));
+  const PatternStats whole_stats = SparsePlan::inspect(whole.view(), 1).stats();
+  for (double fill : whole_stats.square_block_fill) EXPECT_DOUBLE_EQ(fill, 1.0);
+  EXPECT_EQ(square_block_for(whole_stats, 256), 16);
+  EXPECT_EQ(square_block_for(whole_stats, 64), 4);
+  const PatternStats band =
+      SparsePlan::inspect(SparseMatrixData::csr(generate_pattern("banded:2000,2000,0.01")).view(), 1).stats();
+  EXPECT_GT(band.square_block_fill[0], band.square_block_fill[1]);
+  EXPECT_GT(band.square_block_fill[1], band.square_block_fill[2]);
+  EXPECT_GE(band.square_block_fill[2], 0.4);
+  EXPECT_EQ(square_block_for(band, 64), 4);
+  const PatternStats scattered =
+      SparsePlan::inspect(SparseMatrixData::csr(random_coo(200, 200, 0.05, 1)).view(), 1).stats();
+  for (double fill : scattered.square_block_fill) EXPECT_LT(fill, 0.2);
+  for (std::int64_t n : {1, 64, 256, 4096}) EXPECT_EQ(square_block_for(scattered, n), 1) << n;
+
   const SparseMatrixData blocks = SparseMatrixData::csr(generate_pattern("blocks:100,90,0.3,1,16"));
   const SparsePlan plan = SparsePlan::inspect(blocks.view(), 1);
-  EXPECT_EQ(plan.stats().suggested_block, 16);
-  EXPECT_GE(plan.stats().suggested_fill, 0.5);
-  const auto blocked = plan.blocked(blocks.view(), 1);
+  const auto blocked = plan.blocked(blocks.view(), 1, 256);
   ASSERT_TRUE(blocked);
-  EXPECT_EQ(blocked->data.view().block_rows, 16);
-  EXPECT_EQ(plan.blocked(blocks.view(), 1), blocked);  // kept
-  EXPECT_EQ(SparsePlan::inspect(SparseMatrixData::csr(random_coo(200, 200, 0.05, 1)).view(), 1).stats().suggested_block,
-            1);
+  EXPECT_EQ(blocked->data.view().block_rows, square_block_for(plan.stats(), 256));
+  EXPECT_EQ(plan.blocked(blocks.view(), 1, 256), blocked);  // kept
+  const auto narrow = plan.blocked(blocks.view(), 1, 64);
+  ASSERT_TRUE(narrow);
+  EXPECT_EQ(narrow->data.view().block_rows, 4);
+  EXPECT_EQ(plan.blocked(blocks.view(), 1, 64), narrow);
   for (DType value : {DType::f32, DType::bf16})
     for (int threads : {1, 2}) {
       SpmmCase t{0, 0, 70, 0};

@@ -103,15 +103,15 @@ class SparsePlan {
   // Block rows by decreasing length (Sputnik's row swizzle: a CUDA block's warps get rows of like length, the
   // longest start first).
   const std::vector<std::int32_t>& row_order() const { return row_order_; }
-  // A CSR matrix (which this plan describes) stored as BSR with stats().suggested_block square blocks, and that
-  // copy's own plan: made on the first request and kept with the plan. Runtime::spmm runs a pattern whose entries
-  // cluster this way, since the GEMM micro-kernel per block does several times the work per loaded value of the
-  // CSR tile. Null when the entries do not cluster.
+  // A CSR matrix (which this plan describes) stored as BSR in the square blocks square_block_for chooses for an
+  // SpMM with N columns, and that copy's own plan: made on the first request for that side and kept with the plan.
+  // Runtime::spmm runs a pattern whose entries cluster this way, since the GEMM micro-kernel per block does several
+  // times the work per loaded value of the CSR tile. Null when the entries do not cluster enough.
   struct Blocked {
     SparseMatrixData data;
     std::shared_ptr<const SparsePlan> plan;
   };
-  std::shared_ptr<const Blocked> blocked(const SparseMatrix& matrix, int threads) const;
+  std::shared_ptr<const Blocked> blocked(const SparseMatrix& matrix, int threads, std::int64_t n) const;
   // The matrix (which this plan describes) split into column panels of `width` block columns, made on the first
   // request for that width and kept with the plan.
   std::shared_ptr<const std::vector<SparseMatrixData>> column_panels(const SparseMatrix& matrix,
