@@ -56,7 +56,7 @@ void add_amx_variants(const GemmProblem& p, const CpuTarget& target, std::vector
 }
 
 // The configs that compute D = A·B as it is (not transposed).
-std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget& target, bool prune_rows) {
+std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget& target, bool prune) {
   const GemmSignature& s = p.signature;
   const CpuGemmConfig base = CpuGemmConfig::default_for(p, target).untransposed();
   std::vector<CpuGemmConfig> out;
@@ -105,7 +105,7 @@ std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget
                        ? static_cast<int>(std::clamp<std::int64_t>((p.n + c.nr - 1) / c.nr * c.nr, c.nr, 64 * c.nr))
                        : std::clamp(static_cast<int>(target.l2_bytes / 2 / (4 * c.kc)) / c.nr * c.nr, c.nr, 32 * c.nr);
             c.mc = std::max(c.mr, 1024 / c.mr * c.mr);
-            if (!(prune_rows && recomputes_rows(p, c)) && valid(s, c, target)) add_unique(out, c);
+            if (!(prune && recomputes_rows(p, c)) && valid(s, c, target)) add_unique(out, c);
           }
   add_fixed_variants(p, target, base, out);
   add_amx_variants(p, target, out);
@@ -121,15 +121,25 @@ bool recomputes_rows(const GemmProblem& p, const CpuGemmConfig& c) {
   return false;
 }
 
+bool packs_b_for_few_rows(const GemmProblem& p, const CpuGemmConfig& c) {
+  if (c.fixed() || c.dot || !c.pack_b || k_group(p.signature) > 1) return false;
+  const GemmProblem computed = c.transpose ? transposed(p) : p;
+  return computed.m <= 2 && computed.signature.b.layout.kind() == LayoutKind::RowMajor;
+}
+
+bool outside_space(const GemmProblem& p, const CpuGemmConfig& c) {
+  return recomputes_rows(p, c) || packs_b_for_few_rows(p, c);
+}
+
 namespace {
-std::vector<CpuGemmConfig> enumerate_cpu(const GemmProblem& p, const CpuTarget& target, bool prune_rows) {
+std::vector<CpuGemmConfig> enumerate_cpu(const GemmProblem& p, const CpuTarget& target, bool prune) {
   std::vector<CpuGemmConfig> out;
   if (const CpuGemmConfig base = CpuGemmConfig::default_for(p, target); valid(p.signature, base, target))
     out.push_back(base);
-  for (const CpuGemmConfig& c : direct_variants(p, target, prune_rows)) add_unique(out, c);
+  for (const CpuGemmConfig& c : direct_variants(p, target, prune)) add_unique(out, c);
   // With B column-major, the transposed product (Dᵀ = Bᵀ·Aᵀ) is the other way to tile it: its own variants.
   if (p.signature.a.dtype == DType::f32 && p.signature.b.layout.kind() == LayoutKind::ColMajor)
-    for (CpuGemmConfig c : direct_variants(transposed(p), target, prune_rows)) {
+    for (CpuGemmConfig c : direct_variants(transposed(p), target, prune)) {
       c.transpose = true;
       if (valid(p.signature, c, target)) add_unique(out, c);
     }
@@ -139,8 +149,13 @@ std::vector<CpuGemmConfig> enumerate_cpu(const GemmProblem& p, const CpuTarget& 
   // 40³×128, its pick a general 8×48 tile at 87 GFLOP/s against 101 for the fixed one. (On the Zen 3's AVX2, 24³ ran
   // 20% faster on a general kernel: kept there.)
   const auto fixed = [](const CpuGemmConfig& c) { return c.fixed(); };
-  if (prune_rows && target.isa == CpuIsa::Avx512 && std::any_of(out.begin(), out.end(), fixed))
+  if (prune && target.isa == CpuIsa::Avx512 && std::any_of(out.begin(), out.end(), fixed))
     std::erase_if(out, [&](const CpuGemmConfig& c) { return !fixed(c); });
+  // default_for's choice (first) stays whatever it is.
+  if (prune && out.size() > 1)
+    out.erase(
+        std::remove_if(out.begin() + 1, out.end(), [&](const CpuGemmConfig& c) { return packs_b_for_few_rows(p, c); }),
+        out.end());
   return out;
 }
 

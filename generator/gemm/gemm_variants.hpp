@@ -21,7 +21,16 @@ std::vector<CpuGemmConfig> cpu_variants(const GemmProblem& problem, const CpuTar
 // the shortest covering tile is within 2.4% of the taller ones' best on every problem). Out of the space.
 bool recomputes_rows(const GemmProblem& problem, const CpuGemmConfig& config);
 
-// The space before tiles that recompute rows were pruned: what a variant's relative features are measured against,
+// A general f32 kernel that packs a row-major B for one or two rows of A: each packed element serves at most two
+// FMAs, so the packing pass costs about what reading B in place does (over the Zen 4 records' 112 problems of M <= 2,
+// leaving these out cost the best 0.18% on average, 11% at most, while the model picked them on fresh shapes 15-50%
+// slower than the best in place). Out of the space.
+bool packs_b_for_few_rows(const GemmProblem& problem, const CpuGemmConfig& config);
+
+// Either of the two above: what the space the runtime ranks leaves out.
+bool outside_space(const GemmProblem& problem, const CpuGemmConfig& config);
+
+// The space before outside_space pruned it: what a variant's relative features are measured against,
 // so that pruning what the ranker may pick leaves every variant's features (and the trained models) as they were.
 std::vector<CpuGemmConfig> cpu_feature_reference(const GemmProblem& problem, const CpuTarget& target);
 

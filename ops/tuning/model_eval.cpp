@@ -271,7 +271,7 @@ RecordedProblem within_space(const RecordedProblem& p) {
   RecordedProblem out = p;
   out.configs.clear(), out.ns.clear(), out.samples.clear();
   for (std::size_t i = 0; i < p.configs.size(); ++i) {
-    if (recomputes_rows(p.problem, p.configs[i])) continue;
+    if (outside_space(p.problem, p.configs[i])) continue;
     out.configs.push_back(p.configs[i]);
     out.ns.push_back(p.ns[i]);
     if (i < p.samples.size()) out.samples.push_back(p.samples[i]);
