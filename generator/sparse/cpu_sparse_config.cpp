@@ -66,11 +66,19 @@ CpuSpmmConfig from_json<CpuSpmmConfig>(const nlohmann::json& j) {
 
 CpuSddmmConfig CpuSddmmConfig::default_for(const SddmmProblem& p, const CpuTarget& target) {
   CpuSddmmConfig c;
-  c.cols = std::min(8, target.vector_lanes());
-  // Eight B rows streamed side by side already keep the FMA units fed; unrolling K further measured slower (4096^2
-  // at 1%, K = 64 and 256, Zen 4: 32.2 / 25.7 GFLOP/s unrolled once, 29.7 / 23.5 twice).
+  // Four B rows side by side, K unrolled once: the variant space's best or within 3% of it on 9 of the suite's 14
+  // cases, timed interleaved in one process (`tessera tune sddmm --exhaustive --samples 9`, Zen 4, 1 and 2 threads);
+  // eight rows, the default before, ran 12-36% behind the best on every one.
+  c.cols = std::min(4, target.vector_lanes());
   c.unroll = 1;
-  (void)p;
+  // Software prefetch of the B rows `prefetch` entries ahead pays where they are scattered and short. Not where a
+  // row is 1 KiB or longer (the hardware prefetcher follows it, and prefetching its first lines only costs issue
+  // slots: 4096^2 at 1%, K = 256, 3-11% faster without), nor where the entries cluster so that neighbouring rows name
+  // the same B rows, already cached (banded, 75% of 4x4 blocks filled: 16-19% faster without; blocks of 16: 2-6%).
+  const bool long_rows = p.k * 4 >= 1024;
+  static_assert(PatternStats::kSquareBlockSides[0] == 4);
+  const bool clustered = p.pattern.square_block_fill[0] >= 0.25;
+  c.prefetch = long_rows || clustered ? 0 : 16;
   return c;
 }
 
