@@ -34,9 +34,20 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   c.nv = static_cast<int>(ceil_div(ceil_div(std::max<std::int64_t>(p.n, 1), tiles), lanes));
   // One block row of a BSR block already gives `rows` independent chains.
   c.chains = rows >= 4 ? 1 : std::max(1, std::min(2, budget / (rows * c.nv)));
-  // B rows 2 KiB or more apart put every entry's slice of B in the same L1 sets: prefetches far ahead evict what
-  // the next entries load (1024^2 at 10%, N = 1024, 1 thread, Zen 4: 9.1 ms 8 entries ahead, 7.2 ms 2 ahead).
-  c.prefetch = p.n * dtype_bytes(p.signature.dense.b.dtype) >= 2048 ? 2 : 8;
+  // Software prefetch of the B rows named `prefetch` entries ahead, from each suite case's variant space timed
+  // interleaved in one process (`tessera tune spmm --exhaustive --samples 7`, Zen 4, 1 and 2 threads):
+  // - none for blocks: a block row's entries name neighbouring B rows, which the hardware prefetcher follows (banded
+  //   in 4x4 blocks, N = 64: 8 ahead ran 12-19% behind none; 16x16 blocks 0-3%);
+  // - none where B's rows are 2 KiB or more apart: every entry's slice of B falls in the same L1 sets, and lines
+  //   fetched ahead evict what the next entries load (1024^2 at 10%, N = 1024: 2 ahead 1-6% behind none; 8 ahead was
+  //   9.1 ms against 7.2 for 2);
+  // - 16 ahead for short rows of B scattered over the matrix (N = 64, uniform and power-law: 8 ahead 1-4% behind, the
+  //   power-law rows 5-11%); 8 where the entries cluster (1024^2 at 30%) or the rows are 1-2 KiB (N = 256: none and 16
+  //   each lost up to 14% and 28% on some cases).
+  const std::int64_t row_bytes = p.n * dtype_bytes(p.signature.dense.b.dtype);
+  static_assert(PatternStats::kSquareBlockSides[0] == 4);
+  const bool clustered = p.pattern.square_block_fill[0] >= 0.25;
+  c.prefetch = rows >= 4 || row_bytes >= 2048 ? 0 : row_bytes < 1024 && !clustered ? 16 : 8;
   return c;
 }
 
