@@ -233,10 +233,14 @@ class CpuSpmmEmitter : SparseKernelEmitter {
       // The B rows of an entry `prefetch` ahead (it may be in a later row: the pattern runs on).
       llvm::Value* ahead = smin(b_.CreateAdd(p, i64c(cfg_.prefetch)), last_entry_);
       llvm::Value* row = b_.CreateMul(load_index(indices_, ahead), i64c(cols_));
-      const int lines = std::max(1, cfg_.nv * lanes_ * 4 / 64);
+      // Addressed in B's own elements (a bf16 B has 32 a line).
+      const int element = dtype_bytes(sig_.b.dtype), per_line = 64 / element;
+      llvm::Type* element_ty = element == 4 ? f32_ : b_.getInt16Ty();
+      const int lines = std::max(1, cfg_.nv * lanes_ * element / 64);
       for (int c = 0; c < cols_; ++c) {
         llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(row, i64c(c)), b_tensor_.rs), n0);
-        for (int l = 0; l < lines; ++l) prefetch(gep(b_tensor_.data, b_.CreateAdd(at, i64c(l * 16))));
+        for (int l = 0; l < lines; ++l)
+          prefetch(b_.CreateGEP(element_ty, b_tensor_.data, b_.CreateAdd(at, i64c(std::int64_t{l} * per_line))));
       }
     }
     llvm::Value* base = b_.CreateMul(p, i64c(std::int64_t{rows_} * cols_));

@@ -38,16 +38,18 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   // interleaved in one process (`tessera tune spmm --exhaustive --samples 7`, Zen 4, 1 and 2 threads):
   // - none for blocks: a block row's entries name neighbouring B rows, which the hardware prefetcher follows (banded
   //   in 4x4 blocks, N = 64: 8 ahead ran 12-19% behind none; 16x16 blocks 0-3%);
+  // - none where B fits in half of the L2 (4096 x 32 f32: 16 ahead 9% behind none);
   // - none where B's rows are 2 KiB or more apart: every entry's slice of B falls in the same L1 sets, and lines
   //   fetched ahead evict what the next entries load (1024^2 at 10%, N = 1024: 2 ahead 1-6% behind none; 8 ahead was
   //   9.1 ms against 7.2 for 2);
-  // - 16 ahead for short rows of B scattered over the matrix (N = 64, uniform and power-law: 8 ahead 1-4% behind, the
-  //   power-law rows 5-11%); 8 where the entries cluster (1024^2 at 30%) or the rows are 1-2 KiB (N = 256: none and 16
-  //   each lost up to 14% and 28% on some cases).
-  const std::int64_t row_bytes = p.n * dtype_bytes(p.signature.dense.b.dtype);
+  // - 16 ahead for rows of at most 256 bytes scattered over the matrix (N = 64 f32, uniform and power-law: 8 ahead 1-4%
+  //   behind, the power-law rows 5-11%); 8 where the entries cluster (1024^2 at 30%) or the rows are longer (N = 96 to
+  //   256 f32: 16 ahead 0-7% behind 8, none up to 19%).
+  const std::int64_t element = dtype_bytes(p.signature.dense.b.dtype), row_bytes = p.n * element;
+  const bool b_in_l2 = p.k * row_bytes <= target.l2_bytes / 2;
   static_assert(PatternStats::kSquareBlockSides[0] == 4);
   const bool clustered = p.pattern.square_block_fill[0] >= 0.25;
-  c.prefetch = rows >= 4 || row_bytes >= 2048 ? 0 : row_bytes < 1024 && !clustered ? 16 : 8;
+  c.prefetch = rows >= 4 || b_in_l2 || row_bytes >= 2048 ? 0 : row_bytes <= 256 && !clustered ? 16 : 8;
   return c;
 }
 
@@ -89,7 +91,9 @@ CpuSddmmConfig CpuSddmmConfig::default_for(const SddmmProblem& p, const CpuTarge
   const bool long_rows = p.k * 4 >= 1024;
   static_assert(PatternStats::kSquareBlockSides[0] == 4);
   const bool clustered = p.pattern.square_block_fill[0] >= 0.25;
-  c.prefetch = long_rows || clustered ? 0 : 16;
+  // Nor where B fits in half of the L2 (4096 x 32: 11% faster without).
+  const bool b_in_l2 = p.n * p.k * 4 <= target.l2_bytes / 2;
+  c.prefetch = long_rows || clustered || b_in_l2 ? 0 : 16;
   return c;
 }
 
