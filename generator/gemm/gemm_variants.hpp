@@ -23,7 +23,7 @@ bool recomputes_rows(const GemmProblem& problem, const CpuGemmConfig& config);
 
 // A general f32 kernel that packs a row-major B for one or two rows of A: each packed element serves at most two
 // FMAs, so the packing pass costs about what reading B in place does (over the Zen 4 records' 112 problems of M <= 2,
-// leaving these out cost the best 0.18% on average, 11% at most, while the model picked them on fresh shapes 15-50%
+// leaving these out cost the best 0.18% on average, 11% at most, while the model picked them on fresh shapes 5-41%
 // slower than the best in place). Out of the space.
 bool packs_b_for_few_rows(const GemmProblem& problem, const CpuGemmConfig& config);
 

@@ -38,13 +38,14 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   // interleaved in one process (`tessera tune spmm --exhaustive --samples 7`, Zen 4, 1 and 2 threads):
   // - none for blocks: a block row's entries name neighbouring B rows, which the hardware prefetcher follows (banded
   //   in 4x4 blocks, N = 64: 8 ahead ran 12-19% behind none; 16x16 blocks 0-3%);
-  // - none where B fits in half of the L2 (4096 x 32 f32: 16 ahead 9% behind none);
+  // - none where B fits in half of the L2 (4096 x 32 f32: 16 ahead 9% behind none; but 1024^2 at 30%, N = 64, and
+  //   bf16 4096 x 64 ran 3% behind 8 and 16 ahead);
   // - none where B's rows are 2 KiB or more apart: every entry's slice of B falls in the same L1 sets, and lines
   //   fetched ahead evict what the next entries load (1024^2 at 10%, N = 1024: 2 ahead 1-6% behind none; 8 ahead was
   //   9.1 ms against 7.2 for 2);
   // - 16 ahead for rows of at most 256 bytes scattered over the matrix (N = 64 f32, uniform and power-law: 8 ahead 1-4%
   //   behind, the power-law rows 5-11%); 8 where the entries cluster (1024^2 at 30%) or the rows are longer (N = 96 to
-  //   256 f32: 16 ahead 0-7% behind 8, none up to 19%).
+  //   256 f32: 16 ahead 0-22% behind 8, none up to 19%).
   const std::int64_t element = dtype_bytes(p.signature.dense.b.dtype), row_bytes = p.n * element;
   const bool b_in_l2 = p.k * row_bytes <= target.l2_bytes / 2;
   static_assert(PatternStats::kSquareBlockSides[0] == 4);
@@ -79,9 +80,10 @@ CpuSpmmConfig from_json<CpuSpmmConfig>(const nlohmann::json& j) {
 
 CpuSddmmConfig CpuSddmmConfig::default_for(const SddmmProblem& p, const CpuTarget& target) {
   CpuSddmmConfig c;
-  // Four B rows side by side, K unrolled once: the variant space's best or within 3% of it on 9 of the suite's 14
-  // cases, timed interleaved in one process (`tessera tune sddmm --exhaustive --samples 9`, Zen 4, 1 and 2 threads);
-  // eight rows, the default before, ran 12-36% behind the best on every one.
+  // Four B rows side by side, K unrolled once (with the prefetch below): within 4% of the variant space's best on 12
+  // of the suite's 14 cases (8192^2 K = 128: 10-13%, its best unrolls K twice), timed interleaved in one process
+  // (`tessera tune sddmm --exhaustive --samples 9`, Zen 4, 1 and 2 threads); eight rows, the default before, ran 12-36%
+  // behind the best on every one.
   c.cols = std::min(4, target.vector_lanes());
   c.unroll = 1;
   // Software prefetch of the B rows `prefetch` entries ahead pays where they are scattered and short. Not where a
