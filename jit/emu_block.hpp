@@ -3,6 +3,9 @@
 // flight, and the checks every access goes through. Not part of tessera's API.
 #pragma once
 
+#include <atomic>
+#include <functional>
+
 #include <boost/context/detail/fcontext.hpp>
 
 #include <array>
@@ -110,8 +113,18 @@ struct MBarrier {
   std::array<VectorClock, 2> completed;
 };
 
+// The workers of one launch. A GPU keeps a grid's blocks resident side by side, so a block may wait on a flag that
+// a later block sets; when every running worker waits on one, another worker starts on the blocks not yet taken
+// (`add_worker`, false when none is left: a deadlock).
+struct GridWorkers {
+  std::atomic<int> running{0};  // workers that have not taken their last block
+  std::atomic<int> waiting{0};  // of those, the ones waiting on a flag
+  std::function<bool()> add_worker;
+};
+
 struct Block {
   const EmuLaunch* launch = nullptr;
+  GridWorkers* workers = nullptr;
   const EmuOptions* options = nullptr;
   Entry entry = nullptr;
   Dim3 block_idx{};

@@ -424,6 +424,34 @@ unsigned api_f32_to_tf32(unsigned bits) {
   return __builtin_bit_cast(unsigned, round_tf32(__builtin_bit_cast(float, bits)));
 }
 
+// Flags between blocks. While every running worker waits on a flag, another worker starts on the blocks not yet
+// taken (as a GPU keeps them resident); a wait with no block left to start is a deadlock.
+void api_flag_add(int* address, int value) {
+  check_global(address, sizeof(int), "flag add");
+  std::atomic_ref<int>(*address).fetch_add(value, std::memory_order_release);
+}
+
+void api_flag_wait(const int* address, int value) {
+  check_global(address, sizeof(int), "flag wait");
+  std::atomic_ref<int> flag(*const_cast<int*>(address));
+  if (flag.load(std::memory_order_acquire) >= value) return;
+  GridWorkers& workers = *t_block->workers;
+  ++workers.waiting;
+  for (;;) {
+    if (flag.load(std::memory_order_acquire) >= value) break;
+    if (workers.waiting.load() >= workers.running.load() && !workers.add_worker() &&
+        flag.load(std::memory_order_acquire) < value) {
+      --workers.waiting;
+      fail(
+          fmt::format("deadlock: waits for the flag at {} to reach {} (it holds {}); the {} blocks running all wait "
+                      "and no block is left to start",
+                      static_cast<const void*>(address), value, flag.load(), workers.running.load()));
+    }
+    std::this_thread::yield();
+  }
+  --workers.waiting;
+}
+
 tessera_emu::Api g_api{api_index,
                        api_syncthreads,
                        api_syncwarp,
@@ -449,7 +477,9 @@ tessera_emu::Api g_api{api_index,
                        api_f32_to_f16,
                        api_f16_to_f32,
                        api_f32_to_bf16,
-                       api_f32_to_tf32};
+                       api_f32_to_tf32,
+                       api_flag_add,
+                       api_flag_wait};
 
 // --- warp collectives, carried out by the scheduler once every lane has arrived ---
 
@@ -842,11 +872,19 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
   std::atomic<bool> stop{false};
   std::mutex error_mutex;
   std::exception_ptr first_error;
+  GridWorkers grid_workers;
+  grid_workers.running = static_cast<int>(workers);
   const auto work = [&](unsigned worker) {
+    // Leaves the running workers when it takes no more blocks, however it leaves.
+    struct Leave {
+      GridWorkers& workers;
+      ~Leave() { --workers.running; }
+    } leave{grid_workers};
     try {
       const Stacks stacks(launch.block);
       Block b;
       b.launch = &launch;
+      b.workers = &grid_workers;
       b.options = &options;
       b.entry = entry;
       b.arena.resize(launch.shared_bytes + 2 * kRedZone);
@@ -877,9 +915,31 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work, w);
+  std::mutex threads_mutex;
+  constexpr int kMostWorkers = 1024;
+  grid_workers.add_worker = [&] {
+    std::lock_guard lock(threads_mutex);
+    if (grid_workers.waiting.load() < grid_workers.running.load()) return true;  // another waiter added one
+    if (stop || next.load() >= blocks || threads.size() + 1 >= kMostWorkers) return false;
+    ++grid_workers.running;
+    threads.emplace_back(work, static_cast<unsigned>(threads.size() + 1));
+    return true;
+  };
+  {
+    std::lock_guard lock(threads_mutex);
+    for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work, w);
+  }
   work(0);
-  for (auto& t : threads) t.join();
+  // Workers added while joining are joined too.
+  for (std::size_t i = 0;; ++i) {
+    std::thread t;
+    {
+      std::lock_guard lock(threads_mutex);
+      if (i >= threads.size()) break;
+      t = std::move(threads[i]);
+    }
+    t.join();
+  }
   if (first_error) std::rethrow_exception(first_error);
   if (options.profile) {
     std::lock_guard lock(g_profile_mutex);

@@ -110,13 +110,7 @@ CudaSource emit_cuda(const CudaGemmSpec& spec) {
       : wgmma          ? "gemm_wgmma"
       : c.stream_k > 0 ? "gemm_tensorop_stream_k"
                        : "gemm_tensorop");
-  if (c.stream_k > 0) {
-    out.reduce_kernel = out.kernel + "_fixup";
-    code += fmt::format(
-        "\nextern \"C\" __global__ void __launch_bounds__({}) {}(const tessera::GemmParams p) {{\n"
-        "  tessera::stream_k_fixup<Traits, Epilogue>(p);\n}}\n",
-        out.reduce_threads, out.reduce_kernel);
-  } else if (c.split_k > 1) {
+  if (c.split_k > 1) {
     out.reduce_kernel = out.kernel + "_reduce";
     code += fmt::format(
         "\nextern \"C\" __global__ void __launch_bounds__({}) {}(const tessera::GemmParams p) {{\n"

@@ -11,7 +11,7 @@ namespace tessera {
 struct CudaSource {
   std::string code;
   std::string kernel;         // extern "C" entry of the GEMM
-  std::string reduce_kernel;  // the split-K reduction's (stream-K fix-up's) entry, empty without either
+  std::string reduce_kernel;  // the split-K reduction's entry, empty without split-K
   int threads = 0;            // block size of the GEMM kernel
   int reduce_threads = 256;
   std::int64_t shared_bytes = 0;  // dynamic shared memory of the GEMM kernel

@@ -66,7 +66,11 @@ std::int64_t CudaGemmConfig::shared_bytes(const GemmSignature& s) const {
 }
 
 std::int64_t CudaGemmConfig::workspace_bytes(const GemmProblem& p, const CudaTarget& target) const {
-  if (stream_k > 0) return stream_k_plan(p, *this, target).pieces * p.batch * p.m * p.n * 4;
+  if (stream_k > 0) {
+    // The pieces' partial sums, then a 4-byte flag per output tile (16-byte aligned).
+    const StreamKPlan plan = stream_k_plan(p, *this, target);
+    return stream_k_flags_offset(p, *this, target) + plan.tiles * 4;
+  }
   if (split_k <= 1) return 0;
   return std::int64_t{split_k} * p.batch * p.m * p.n * 4;
 }
@@ -93,6 +97,10 @@ StreamKPlan stream_k_plan(const GemmProblem& p, const CudaGemmConfig& c, const C
   const std::int64_t least = std::max<std::int64_t>(1, plan.total / plan.blocks);
   plan.pieces = std::min(plan.blocks, ceil_div(plan.k_tiles, least) + 1);
   return plan;
+}
+
+std::int64_t stream_k_flags_offset(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
+  return (stream_k_plan(p, c, t).pieces * p.batch * p.m * p.n * 4 + 15) / 16 * 16;
 }
 
 double last_wave_idle(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
@@ -178,7 +186,8 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
   const int out_elem = dtype_bytes(s.d.dtype);
   c.align_c = natural_alignment(s.d.layout.kind() == LayoutKind::RowMajor ? p.n : p.m, out_elem);
   // Where the last wave would leave more than a tenth of the SMs idle, the model picks among this grid, the same
-  // without split-K, and stream-K with one or two blocks per SM (the tail it removes against its fix-up kernel).
+  // without split-K, and stream-K with one or two blocks per SM (the tail it removes against its pieces' round trip
+  // through L2).
   if (c.math == CudaMath::TensorOp && last_wave_idle(p, c, target) > 0.1) {
     std::vector<CudaGemmConfig> candidates{c};
     CudaGemmConfig unsplit = c;
@@ -200,11 +209,12 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
 CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
   CudaGemmConfig c = *this;
   const auto overrides = parse_config_overrides(text);
-  // Stream-K splits K itself: asking for it drops the default's split-K unless split_k is given too.
+  // Stream-K splits K itself: asking for either drops the default's other unless both are given.
   const auto given = [&](const char* key) {
     return std::any_of(overrides.begin(), overrides.end(), [&](const auto& kv) { return kv.first == key; });
   };
   if (given("stream_k") && !given("split_k")) c.split_k = 1;
+  if (given("split_k") && !given("stream_k")) c.stream_k = 0;
   for (const auto& [key, value] : overrides) {
     if (key == "block_m")
       c.block_m = value;

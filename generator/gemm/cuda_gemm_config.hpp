@@ -28,7 +28,8 @@ struct CudaGemmConfig {
   int split_k = 1;  // >1: K is split over that many blocks, partial sums reduced by a second kernel
   // >0: stream-K with this many resident blocks per SM: a grid of SMs × stream_k blocks shares the (tile, k-tile)
   // iterations evenly, each walking a contiguous run of them across tile boundaries; a tile finished by one block is
-  // stored as usual, the pieces of a tile shared by several go through the workspace to a fix-up kernel.
+  // stored as usual; of a tile shared by several, the blocks before the last store their pieces to the workspace and
+  // the last adds them before its epilogue.
   int stream_k = 0;
   int swizzle = 8;  // blocks are rasterised in groups of this many tile rows, for L2 reuse of B
   // Elements per vector access that the arguments guarantee (pointer and leading dimension alignment): A and B
@@ -62,6 +63,8 @@ struct StreamKPlan {
   double iterations = 0;
 };
 StreamKPlan stream_k_plan(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);
+// Where a stream-K workspace's per-tile flags start (after the pieces' partial sums), in bytes.
+std::int64_t stream_k_flags_offset(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);
 
 // The share of the SMs a grid of equal blocks leaves idle in its last wave (0 when the waves are full; stream-K:
 // none).

@@ -77,7 +77,7 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   double k_tiles = tiles_of(tiles_of(k, c.block_k), c.split_k);
   // Stream-K: SMs × stream_k blocks of an equal share of the iterations, each crossing into about
   // share / k-tiles-per-tile + 1 tiles (a pipeline fill and an epilogue each); a tile shared by several blocks has
-  // its pieces written out and added by the fix-up kernel.
+  // its pieces written out and added by the block that finishes it.
   double pieces_per_block = 1, shared_tiles = 0;
   if (c.stream_k > 0) {
     const StreamKPlan plan = stream_k_plan(p, c, t);
@@ -146,12 +146,10 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
     reduction = (c.split_k * 4.0 + dtype_bytes(s.d.dtype)) * batch * m * n / r.dram_bytes_per_s;
     launch += 4e-6;
   } else if (c.stream_k > 0) {
-    // About two pieces per shared tile go out and come back, from L2 (they were just written); the fix-up
-    // kernel stores those tiles' D.
+    // Every block boundary inside a tile leaves a piece: it goes out to L2 as f32 partial sums and the tile's
+    // finishing block reads it back before its epilogue (in the same kernel).
     const double tile_bytes = c.block_m * c.block_n * 4.0;
-    reduction = (2.0 * 2.0 * shared_tiles * tile_bytes + shared_tiles * tile_bytes / 4.0 * dtype_bytes(s.d.dtype)) /
-                r.l2_bytes_per_s;
-    launch += 4e-6;
+    reduction = 2.0 * std::min(shared_tiles, blocks) * tile_bytes / r.l2_bytes_per_s;
   }
   const double dram_seconds = dram / r.dram_bytes_per_s;
   if (dram_seconds > seconds) seconds = dram_seconds, bound = "dram";

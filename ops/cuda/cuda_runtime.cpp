@@ -113,12 +113,19 @@ void CudaGemmKernel::run(const GemmArgs& device_args) const {
   CudaLaunch launch = plan_cuda_launch(binding, spec);
   if (launch.grid_x == 0 || launch.grid_z == 0) return;
   std::vector<EmuMemoryRange> extents = operand_extents(binding);
-  // Split-K scratch lives as long as the call; the reduction kernel is queued behind the GEMM on the same stream.
+  // Split-K and stream-K scratch lives as long as the call; a reduction kernel is queued behind the GEMM on the same
+  // stream.
   std::uint64_t workspace = 0;
   if (launch.workspace_bytes > 0) {
     workspace = backend_->allocate(static_cast<std::size_t>(launch.workspace_bytes));
     launch.params.workspace = reinterpret_cast<float*>(workspace);
     extents.push_back({launch.params.workspace, static_cast<std::size_t>(launch.workspace_bytes)});
+    if (launch.flags_offset >= 0) {
+      const std::vector<int> zeros(static_cast<std::size_t>(launch.flags_bytes / 4), 0);
+      backend_->copy_to_device(workspace + static_cast<std::uint64_t>(launch.flags_offset), zeros.data(),
+                               static_cast<std::size_t>(launch.flags_bytes));
+      launch.params.tile_flags = reinterpret_cast<int*>(workspace + static_cast<std::uint64_t>(launch.flags_offset));
+    }
   }
   if (!launch.tma.empty()) {
     const auto a = backend_->tma_descriptor(launch.tma[0]), b = backend_->tma_descriptor(launch.tma[1]);

@@ -89,6 +89,8 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
     params.sk_total = plan.total;
     launch.grid_x = static_cast<unsigned>(plan.blocks);
     launch.grid_z = plan.blocks > 0 ? 1u : 0u;
+    launch.flags_offset = stream_k_flags_offset(p, c, spec.target);
+    launch.flags_bytes = plan.tiles * 4;
   }
   if (c.math == CudaMath::Wgmma) {
     // A (M x K) and B (K x N) as rank-3 tensors, contiguous dimension first, then the other, then the batch; a
@@ -121,7 +123,7 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
   launch.block = static_cast<unsigned>(c.threads());
   launch.shared_bytes = static_cast<unsigned>(c.shared_bytes(s));
   launch.workspace_bytes = c.workspace_bytes(p, spec.target);
-  if (c.split_k > 1 || c.stream_k > 0) {
+  if (c.split_k > 1) {
     launch.reduce_block = 256;
     const std::int64_t outputs = p.batch * p.m * p.n;
     launch.reduce_grid = static_cast<unsigned>(std::clamp<std::int64_t>((outputs + 255) / 256, 1, 65535));

@@ -17,6 +17,8 @@ struct CudaLaunch {
   unsigned block = 0, shared_bytes = 0;
   unsigned reduce_grid = 0, reduce_block = 0;  // the split-K reduction (0: none)
   std::int64_t workspace_bytes = 0;            // params.workspace must point at this many bytes
+  // Stream-K: the per-tile flags, at this byte offset into the workspace, zeroed before the launch (-1: none).
+  std::int64_t flags_offset = -1, flags_bytes = 0;
   // The wgmma kernel's operands as TMA sees them (A then B), for the back-end to encode into params.a_map, b_map.
   std::vector<TmaTensor> tma;
 };

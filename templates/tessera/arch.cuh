@@ -13,6 +13,7 @@
 #else
 #include "tessera/arch/convert.cuh"
 #include "tessera/arch/cp_async.cuh"
+#include "tessera/arch/grid_flags.cuh"
 #include "tessera/arch/ldmatrix.cuh"
 #include "tessera/arch/mbarrier.cuh"
 #include "tessera/arch/mma.cuh"

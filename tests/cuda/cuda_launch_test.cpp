@@ -54,6 +54,21 @@ TEST(CudaLaunch, FillsTheParameterBlockAndTheGrid) {
   EXPECT_LT(2 * launch.params.k_per_split, 1000);
   EXPECT_EQ(launch.workspace_bytes, 3 * 300 * 200 * 4);
   EXPECT_GT(launch.reduce_grid, 0u);
+  EXPECT_EQ(launch.flags_offset, -1);
+
+  // Stream-K: one grid of SMs × 1 blocks, no second kernel; the workspace holds the pieces' partial sums, then a
+  // flag per output tile (zeroed by the runtime before the launch).
+  const CudaGemmSpec streamed = spec_for(binding, "block_m=128,block_n=128,warp_m=64,warp_n=64,stream_k=1");
+  const CudaLaunch sk = plan_cuda_launch(binding, streamed);
+  const StreamKPlan plan = stream_k_plan(binding.problem, streamed.config, streamed.target);
+  EXPECT_EQ(sk.grid_x, static_cast<unsigned>(plan.blocks));
+  EXPECT_EQ(sk.grid_z, 1u);
+  EXPECT_EQ(sk.reduce_grid, 0u);
+  EXPECT_EQ(plan.tiles, 3 * 2);
+  EXPECT_GE(sk.flags_offset, plan.pieces * 300 * 200 * 4);
+  EXPECT_EQ(sk.flags_offset % 16, 0);
+  EXPECT_EQ(sk.flags_bytes, 6 * 4);
+  EXPECT_EQ(sk.workspace_bytes, sk.flags_offset + sk.flags_bytes);
 }
 
 TEST(CudaLaunch, AlignmentClaimsAreCheckedAndFitted) {

@@ -73,7 +73,7 @@ inline std::vector<MatrixCase> matrix() {
                      "block_m=16,block_n=128,block_k=64,warp_m=16,warp_n=32,stages=3", fused, arch});
     cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),
                      "block_m=32,block_n=128,warp_m=32,warp_n=32,stages=4,split_k=2", "", arch});
-    // Stream-K (its pieces through the workspace and the fix-up kernel), one and two blocks per SM.
+    // Stream-K (a tile's pieces through the workspace to its last block), one and two blocks per SM.
     cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
                      "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,stream_k=1", fused, arch});
     cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),

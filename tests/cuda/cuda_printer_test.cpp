@@ -52,13 +52,13 @@ TEST(CudaPrinter, EpilogueBecomesCudaCWithLayoutsFromExpr) {
   EXPECT_NE(code.find("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(src.threads) + ", 1) " +
                       src.kernel + "(const tessera::GemmParams p)"),
             std::string::npos);
-  // Split K adds the reduction kernel; stream-K its fix-up kernel instead.
+  // Split K adds the reduction kernel; stream-K adds none (a tile's last block adds the others' pieces).
   EXPECT_EQ(src.reduce_kernel, src.kernel + "_reduce");
   EXPECT_NE(code.find("tessera::splitk_reduce<Traits, Epilogue>(p)"), std::string::npos);
   const CudaSource streamed = emit_cuda({s, CudaGemmConfig::default_for(p, t).with_overrides("stream_k=1"), t});
-  EXPECT_EQ(streamed.reduce_kernel, streamed.kernel + "_fixup");
+  EXPECT_EQ(streamed.reduce_kernel, "");
   EXPECT_NE(streamed.code.find("tessera::gemm_tensorop_stream_k<Traits, Epilogue>(p)"), std::string::npos);
-  EXPECT_NE(streamed.code.find("tessera::stream_k_fixup<Traits, Epilogue>(p)"), std::string::npos);
+  EXPECT_EQ(streamed.code.find("splitk_reduce"), std::string::npos);
 }
 
 TEST(HostConversions, F16MatchesTheCompilersFloat16) {

@@ -11,12 +11,12 @@
 
 #include "generator/core/cuda_target.hpp"
 #include "generator/core/dtype.hpp"
-#include "jit/embedded_templates.hpp"
 #include "jit/nvrtc.hpp"
 #include "jit/simt_emulator.hpp"
 #include "tessera/attention/attention_params.cuh"
 #include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
+#include "tests/cuda/template_mutation.hpp"
 
 namespace tessera {
 namespace {
@@ -204,16 +204,7 @@ TEST(FlashAttentionCuda, EmulatorMatchesTheReference) {
 // Seeded bugs, each a one-line mutation of the template: the emulator must catch every one, by a wrong result or by
 // reporting the race.
 TEST(FlashAttentionCuda, SeededBugsAreCaught) {
-  std::string text;
-  for (const EmbeddedFile& f : embedded_templates())
-    if (f.path == "tessera/attention/flash_forward.cuh") text = f.text;
-  ASSERT_FALSE(text.empty());
-  struct Bug {
-    const char* what;
-    const char* original;
-    const char* mutated;
-  };
-  const std::vector<Bug> bugs{
+  const std::vector<TemplateBug> bugs{
       {"(control: the template as it is)", "", ""},
       {"no rescale of O", "o[i][0] *= rescale[0], o[i][1] *= rescale[0];", "(void)0;"},
       {"causal bound off by one", "visible = visible && j <= row[r] + diagonal;",
@@ -224,14 +215,10 @@ TEST(FlashAttentionCuda, SeededBugsAreCaught) {
        "block_begin + chunk_blocks + 1 ? block_end : block_begin + chunk_blocks + 1;"},
       {"splits merged without their weights", "acc += w * ld_global", "acc += ld_global"},
   };
-  for (const Bug& bug : bugs) {
-    std::string mutated = text;
-    const bool control = std::string(bug.original).empty();
-    if (!control) {
-      const auto at = mutated.find(bug.original);
-      ASSERT_NE(at, std::string::npos) << bug.what << ": the template changed";
-      mutated.replace(at, std::string(bug.original).size(), bug.mutated);
-    }
+  for (const TemplateBug& bug : bugs) {
+    const bool control = bug.control();
+    const std::string mutated = mutated_template("tessera/attention/flash_forward.cuh", bug);
+    ASSERT_FALSE(mutated.empty());
     FlashConfig c;
     c.causal = true;
     bool caught = false;

@@ -54,9 +54,8 @@ TESSERA_DEVICE void output_at(const GemmParams& p, i64 idx, i64& m, i64& n, i64&
     n = rem / p.m, m = rem - n * p.m;
 }
 
-// Where one output tile's products go: D through the epilogue, raw partial sums into workspace slice `slot`, or
-// either, decided per call (slot < 0: D).
-enum TileOutput { kToD = 0, kToWorkspace = 1, kToEither = 2 };
+// Where one output tile's products go: D through the epilogue, or raw partial sums into workspace slice `slot`.
+enum TileOutput { kToD = 0, kToWorkspace = 1 };
 
 // Floats per row of a warp's epilogue slab: WN + 8 puts the four rows a half-warp's 8-byte stores reach 8 banks
 // apart, so its 16 lanes cover the 32 banks once.
@@ -71,7 +70,7 @@ constexpr int kSlabPitch = kWN + 8;
 // or raw into the workspace. Rows from row_base, columns from col_base, bounded by p.m and p.n.
 template <class T, class Epi, int kOutput, int kWN>
 TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN / 8][4], u32 slab, int lane,
-                                    i64 row_base, i64 col_base, int batch, int slot, bool to_workspace) {
+                                    i64 row_base, i64 col_base, int batch, int slot, int pieces = 0) {
   constexpr int kPitch = kSlabPitch<kWN>;
   const auto at = [&](int r, int c) { return slab + static_cast<u32>((r * kPitch + c) * 4); };
   // A column-major D stages the slab transposed instead (a column's 16 rows contiguous), its 16-byte chunks
@@ -99,7 +98,7 @@ TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN 
     }
   }
   syncwarp();
-  if (to_workspace) {
+  if constexpr (kOutput == kToWorkspace) {
     // Raw partial sums along the workspace's contiguous dimension, D's (a transposed slab is read down its
     // columns).
     for (int s = lane; s < 16 * kWN; s += 32) {
@@ -119,7 +118,14 @@ TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN 
       if (m >= p.m || n >= p.n) continue;
       const i64 left = kRows ? p.n - n : p.m - m;
       const int valid = left < kRead ? static_cast<int>(left) : kRead;
-      const Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(kRows ? at(r, c) : at_transposed(r, c));
+      Vector<float, kRead> slab_values = ld_shared<Vector<float, kRead>>(kRows ? at(r, c) : at_transposed(r, c));
+      // A stream-K tile's other pieces, laid out as D: read along the same dimension.
+      for (int s = 0; s < pieces; ++s)
+#pragma unroll
+        for (int i = 0; i < kRead; ++i)
+          if (i < valid)
+            slab_values.v[i] +=
+                ld_global(workspace_element<T::DRowMajor>(p, s, kRows ? m : m + i, kRows ? n + i : n, batch));
       float values[kRead];
 #pragma unroll
       for (int i = 0; i < kRead; ++i)

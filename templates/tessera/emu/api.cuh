@@ -77,6 +77,10 @@ struct Api {
   float (*f16_to_f32)(unsigned short);
   unsigned short (*f32_to_bf16)(float);
   unsigned (*f32_to_tf32)(unsigned bits);
+  // A counter in global memory shared by the blocks of a launch: add (release) and wait until it reaches a value
+  // (acquire). A wait that no running block can end fails as a deadlock.
+  void (*flag_add)(int* address, int value);
+  void (*flag_wait)(const int* address, int value);
 };
 
 }  // namespace tessera_emu

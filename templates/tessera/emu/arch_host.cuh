@@ -87,6 +87,12 @@ inline unsigned ballot(unsigned mask, bool predicate) {
   return tessera_emu_api->shuffle(tessera_emu::kBallot, mask, predicate, 0);
 }
 
+// Flags between blocks: the emulator's workers run blocks in grid order, several at once, and report a wait that no
+// running block can end.
+inline void threadfence() {}
+inline void flag_release_add(int* flag, int value) { tessera_emu_api->flag_add(flag, value); }
+inline void flag_wait_at_least(const int* flag, int value) { tessera_emu_api->flag_wait(flag, value); }
+
 inline void mbarrier_init(u32 offset, u32 count) { tessera_emu_api->mbarrier_init(offset, count); }
 inline void fence_barrier_init() {}
 inline void mbarrier_arrive(u32 offset) { tessera_emu_api->mbarrier_arrive(offset, 0); }

@@ -65,17 +65,20 @@ struct TensorOpThread {
         b_at(warp_col, lane) {}
 };
 
-// One output tile over K elements [k_begin, k_end): the pipeline, then the epilogue (kOutput says where).
-template <class T, class Epi, int kOutput>
-TESSERA_DEVICE void tensorop_tile(const GemmParams& p, const TensorOpThread<T>& me, int tile_m, int tile_n, int batch,
-                                  int k_begin, int k_end, int slot) {
+// A warp's accumulators: kMI x kNI mma.sync C fragments.
+template <class T>
+using TensorOpAcc = float[TensorOpShape<T>::kMI][TensorOpShape<T>::kNI][4];
+
+// One output tile's sums over K elements [k_begin, k_end) into acc: the cp.async ring and the mma.sync steps. Ends
+// with the ring drained and a barrier, its shared memory free for the epilogue.
+template <class T>
+TESSERA_DEVICE void tensorop_accumulate(const GemmParams& p, const TensorOpThread<T>& me, int tile_m, int tile_n,
+                                        int batch, int k_begin, int k_end, TensorOpAcc<T>& acc) {
   using S = TensorOpShape<T>;
   using E = typename S::E;
-  const int tid = me.tid, lane = me.lane, warp = me.warp;
-  const int warp_row = me.warp_row, warp_col = me.warp_col;
+  const int tid = me.tid;
   const int m0 = tile_m * T::BM, n0 = tile_n * T::BN;
   const int k_tiles = k_end > k_begin ? (k_end - k_begin + T::BK - 1) / T::BK : 0;
-  const bool to_workspace = kOutput == kToWorkspace || (kOutput == kToEither && slot >= 0);
 
   const E* a = static_cast<const E*>(p.a.data) + batch * p.a.bs;
   const E* b = static_cast<const E*>(p.b.data) + batch * p.b.bs;
@@ -98,7 +101,6 @@ TESSERA_DEVICE void tensorop_tile(const GemmParams& p, const TensorOpThread<T>& 
       b_copies.load(tile + S::kABytes, b + k0 * p.b.rs + n0, b_stride, k_valid, p.n - n0, tid);
   };
 
-  float acc[S::kMI][S::kNI][4];
 #pragma unroll
   for (int mi = 0; mi < S::kMI; ++mi)
 #pragma unroll
@@ -147,13 +149,20 @@ TESSERA_DEVICE void tensorop_tile(const GemmParams& p, const TensorOpThread<T>& 
   }
   cp_async_wait<0>();
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
+}
 
-  // Epilogue: each warp moves one 16-row slab of its accumulators at a time through its part of shared memory.
-  const u32 slab = warp * 16 * S::kStagePitch * 4;
+// The epilogue: each warp moves one 16-row slab of its accumulators at a time through its part of shared memory,
+// to D (kToD, with the partial sums of workspace slots 0 .. pieces − 1 added) or raw to workspace slot `slot`
+// (kToWorkspace).
+template <class T, class Epi, int kOutput>
+TESSERA_DEVICE void tensorop_store(const GemmParams& p, const TensorOpThread<T>& me, const TensorOpAcc<T>& acc,
+                                   int tile_m, int tile_n, int batch, int slot, int pieces = 0) {
+  using S = TensorOpShape<T>;
+  const u32 slab = me.warp * 16 * S::kStagePitch * 4;
 #pragma unroll
   for (int mi = 0; mi < S::kMI; ++mi)
-    store_warp_slab<T, Epi, kOutput, T::WN>(p, acc[mi], slab, lane, m0 + warp_row + mi * 16, n0 + warp_col, batch, slot,
-                                            to_workspace);
+    store_warp_slab<T, Epi, kOutput, T::WN>(p, acc[mi], slab, me.lane, tile_m * T::BM + me.warp_row + mi * 16,
+                                            tile_n * T::BN + me.warp_col, batch, slot, pieces);
 }
 
 // The data-parallel kernel: a block per output tile (rasterised for L2 reuse) and K split.
@@ -165,12 +174,18 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   const int k_begin = split * p.k_per_split;
   const int k_end = p.k < k_begin + p.k_per_split ? p.k : k_begin + p.k_per_split;
   const TensorOpThread<T> me(p);
-  tensorop_tile<T, Epi, (T::SplitK > 1 ? kToWorkspace : kToD)>(p, me, tile_m, tile_n, batch, k_begin, k_end, split);
+  TensorOpAcc<T> acc;
+  tensorop_accumulate<T>(p, me, tile_m, tile_n, batch, k_begin, k_end, acc);
+  tensorop_store<T, Epi, (T::SplitK > 1 ? kToWorkspace : kToD)>(p, me, acc, tile_m, tile_n, batch, split);
 }
 
-// Stream-K: the grid's blocks share the (tile, k-tile) iterations evenly; block b walks [b·total/blocks,
-// (b+1)·total/blocks) across tile boundaries. A tile it covers whole goes to D; a piece of a shared tile goes to
-// workspace slice (b − the tile's first block), and stream_k_fixup adds the pieces.
+// Stream-K: the grid's blocks share the (tile, k-tile) iterations evenly, block b taking [b·total/blocks,
+// (b+1)·total/blocks) across tile boundaries. A tile shared by several blocks is finished by the one holding its
+// last k-tiles: each block before it stores its piece's partial sums to workspace slot (block − the tile's first
+// block) and counts it on the tile's flag; the finishing block waits for the count and its epilogue adds the pieces
+// as it reads its own back from shared memory (where the accumulators' registers are free). No second kernel. A block
+// walks its range backwards: the piece it stores for a later block is its first work, and the tile it finishes (the one
+// its range starts in) its last, by when the blocks before it have stored theirs.
 TESSERA_DEVICE i64 stream_k_block_of(i64 iteration, i64 blocks, i64 total) {
   return ((iteration + 1) * blocks - 1) / total;
 }
@@ -180,43 +195,33 @@ TESSERA_DEVICE void gemm_tensorop_stream_k(const GemmParams& p) {
   const i64 blocks = gridDim.x, total = p.sk_total, k_tiles = p.sk_k_tiles, block = blockIdx.x;
   const int tiles_m = (p.m + T::BM - 1) / T::BM, tiles_n = (p.n + T::BN - 1) / T::BN;
   const i64 per_batch = static_cast<i64>(tiles_m) * tiles_n;
-  const i64 end = (block + 1) * total / blocks;
+  const i64 begin = block * total / blocks;
   const TensorOpThread<T> me(p);
-  for (i64 it = block * total / blocks; it < end;) {
-    const i64 tile = it / k_tiles, first = it - tile * k_tiles;
-    const i64 last = k_tiles < first + (end - it) ? k_tiles : first + (end - it);
+  for (i64 end = (block + 1) * total / blocks; end > begin;) {
+    const i64 tile = (end - 1) / k_tiles, tile_begin = tile * k_tiles;
+    const i64 first = (begin > tile_begin ? begin : tile_begin) - tile_begin, last = end - tile_begin;
     int tile_m, tile_n;
     raster_tile<T::Swizzle>(static_cast<int>(tile % per_batch), tiles_m, tiles_n, tile_m, tile_n);
-    const bool whole = first == 0 && last == k_tiles;
-    const int slot = whole ? -1 : static_cast<int>(block - stream_k_block_of(tile * k_tiles, blocks, total));
+    const int batch = static_cast<int>(tile / per_batch);
     const i64 k_end = last * T::BK < p.k ? last * T::BK : p.k;
-    tensorop_tile<T, Epi, kToEither>(p, me, tile_m, tile_n, static_cast<int>(tile / per_batch),
-                                     static_cast<int>(first * T::BK), static_cast<int>(k_end), slot);
+    TensorOpAcc<T> acc;
+    tensorop_accumulate<T>(p, me, tile_m, tile_n, batch, static_cast<int>(first * T::BK), static_cast<int>(k_end), acc);
+    // The tile's blocks before this one: each stored one piece.
+    const int before = static_cast<int>(block - stream_k_block_of(tile_begin, blocks, total));
+    if (last < k_tiles) {
+      tensorop_store<T, Epi, kToWorkspace>(p, me, acc, tile_m, tile_n, batch, before);
+      threadfence();
+      __syncthreads();
+      if (me.tid == 0) flag_release_add(p.tile_flags + tile, 1);
+    } else {
+      if (before > 0) {
+        if (me.tid == 0) flag_wait_at_least(p.tile_flags + tile, before);
+        __syncthreads();
+      }
+      tensorop_store<T, Epi, kToD>(p, me, acc, tile_m, tile_n, batch, -1, before);
+    }
     __syncthreads();  // the next piece's copies reuse the shared memory this one's epilogue read
-    it += last - first;
-  }
-}
-
-// The second kernel of a stream-K GEMM: the outputs of tiles shared by several blocks, their pieces added and put
-// through the epilogue. Tiles one block finished are left alone (it stored them).
-template <class T, class Epi>
-TESSERA_DEVICE void stream_k_fixup(const GemmParams& p) {
-  const i64 total = static_cast<i64>(p.batch) * p.m * p.n;
-  const int tiles_m = (p.m + T::BM - 1) / T::BM, tiles_n = (p.n + T::BN - 1) / T::BN;
-  for (i64 idx = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<i64>(gridDim.x) * blockDim.x) {
-    i64 m, n, b;
-    output_at<T::DRowMajor>(p, idx, m, n, b);
-    const i64 tile = b * tiles_m * tiles_n + raster_index<T::Swizzle>(static_cast<int>(m / T::BM),
-                                                                      static_cast<int>(n / T::BN), tiles_m, tiles_n);
-    const i64 first = stream_k_block_of(tile * p.sk_k_tiles, p.sk_blocks, p.sk_total);
-    const i64 last = stream_k_block_of(tile * p.sk_k_tiles + p.sk_k_tiles - 1, p.sk_blocks, p.sk_total);
-    if (first == last) continue;
-    float sum = 0.0f;
-    for (i64 s = 0; s <= last - first; ++s)
-      sum += ld_global(workspace_element<T::DRowMajor>(p, static_cast<int>(s), m, n, b));
-    st_global(d_element<typename T::Out, T::DRowMajor>(p, m, n, b),
-              from_f32<typename T::Out>(Epi::apply(sum, m, n, b, p)));
+    end = tile_begin + first;
   }
 }
 

@@ -128,9 +128,9 @@ TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
     const u32 slab = static_cast<u32>(warp) * 16 * kSlabPitch<T::BN> * 4;
     // Split K: raw partial sums to the split's workspace slice; splitk_reduce applies the epilogue.
     constexpr int kOutput = T::SplitK > 1 ? kToWorkspace : kToD;
-    store_warp_slab<T, Epi, kOutput, T::BN>(
-        p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane, static_cast<i64>(tile_m) * T::BM + warp * 16,
-        static_cast<i64>(tile_n) * T::BN, batch, T::SplitK > 1 ? split : -1, T::SplitK > 1);
+    store_warp_slab<T, Epi, kOutput, T::BN>(p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane,
+                                            static_cast<i64>(tile_m) * T::BM + warp * 16,
+                                            static_cast<i64>(tile_n) * T::BN, batch, T::SplitK > 1 ? split : -1);
   }
 }
 
