@@ -106,10 +106,9 @@ CudaSource emit_cuda(const CudaGemmSpec& spec) {
       "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const {}tessera::GemmParams p) {{\n"
       "  tessera::{}<Traits, Epilogue>(p);\n}}\n",
       out.threads, out.kernel, wgmma ? "__grid_constant__ " : "",
-      simt             ? "gemm_simt"
-      : wgmma          ? "gemm_wgmma"
-      : c.stream_k > 0 ? "gemm_tensorop_stream_k"
-                       : "gemm_tensorop");
+      simt    ? "gemm_simt"
+      : wgmma ? (c.stream_k > 0 ? "gemm_wgmma_stream_k" : "gemm_wgmma")
+              : (c.stream_k > 0 ? "gemm_tensorop_stream_k" : "gemm_tensorop"));
   if (c.split_k > 1) {
     out.reduce_kernel = out.kernel + "_reduce";
     code += fmt::format(

@@ -138,7 +138,8 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
              natural_alignment(k_contiguous(s.b.layout, false) ? p.k : p.n, elem) * elem == 16) {
     // Hopper: 64-deep K (one 128-byte swizzle row) and as many stages as fit (up to 6); of the warpgroup tiles
     // (64 or 128 rows, 64 to 256 columns), each with K split 1 to 16 ways where the tiles leave SMs idle and K is
-    // deep enough to share (at least 4 k-tiles a split), the analytic model's fastest for the problem.
+    // deep enough to share (at least 4 k-tiles a split), or stream-K where the last wave would leave more than a
+    // tenth of the SMs idle, the analytic model's fastest for the problem.
     c.math = CudaMath::Wgmma;
     c.block_k = 128 / elem, c.warp_m = 64, c.align_a = c.align_b = 16 / elem;
     double best = INFINITY;
@@ -153,6 +154,13 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
           while (t.stages > 2 && t.shared_bytes(s) > target.max_shared_per_block) --t.stages;
           t.swizzle = TileGrid{p.m, p.n, bm, bn, p.batch}.rows() >= 8 ? 8 : 1;
           if (const double seconds = cuda_analytic_seconds(p, t, target); seconds < best) best = seconds, chosen = t;
+          if (split > 1 || last_wave_idle(p, t, target) <= 0.1) continue;
+          for (int stream = 1; stream <= std::min(2, resident_blocks(s, t, target)); ++stream) {
+            CudaGemmConfig streamed = t;
+            streamed.stream_k = stream;
+            if (const double seconds = cuda_analytic_seconds(p, streamed, target); seconds < best)
+              best = seconds, chosen = streamed;
+          }
         }
     c = chosen;
   } else {
@@ -356,7 +364,6 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
     if (c.block_k * elem != 128)
       fail(fmt::format("wgmma block_k ({}) must span 128 bytes (the swizzle row)", c.block_k));
     if (c.stages < 2 || c.stages > 8) fail(fmt::format("wgmma stages ({}) must be in 2..8", c.stages));
-    if (c.stream_k != 0) fail("the wgmma kernel has no stream-K (stream_k 0; split_k splits K)");
     if (c.align_a * elem != 16 || c.align_b * elem != 16)
       fail(fmt::format("the wgmma kernel's TMA copies need A and B 16-byte aligned (align_a and align_b of {})",
                        16 / elem));
@@ -395,7 +402,7 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
   if (c.split_k < 1 || c.split_k > 64) fail(fmt::format("split_k ({}) must be in 1..64", c.split_k));
   if (c.stream_k < 0 || c.stream_k > 4) fail(fmt::format("stream_k ({}) must be in 0..4", c.stream_k));
   if (c.stream_k > 0 && c.split_k > 1) fail("stream_k and split_k exclude each other (stream-K splits K itself)");
-  if (c.stream_k > 0 && c.math != CudaMath::TensorOp) fail("stream_k needs the tensor-core kernel");
+  if (c.stream_k > 0 && c.math == CudaMath::Simt) fail("stream_k needs a tensor-core kernel (tensorop or wgmma)");
   if (!is_pow2(c.swizzle) || c.swizzle > 16) fail(fmt::format("swizzle ({}) must be 1, 2, 4, 8 or 16", c.swizzle));
   for (const auto& [name, align, bytes] :
        {std::tuple{"align_a", c.align_a, elem}, std::tuple{"align_b", c.align_b, elem},

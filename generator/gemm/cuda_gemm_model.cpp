@@ -146,10 +146,15 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
     reduction = (c.split_k * 4.0 + dtype_bytes(s.d.dtype)) * batch * m * n / r.dram_bytes_per_s;
     launch += 4e-6;
   } else if (c.stream_k > 0) {
-    // Every block boundary inside a tile leaves a piece: it goes out to L2 as f32 partial sums and the tile's
-    // finishing block reads it back before its epilogue (in the same kernel).
+    // Every block boundary inside a tile leaves a piece, written out with the block's output (above). The tile's
+    // finishing block reads the pieces before it back from L2 in its epilogue, after its own main loop: about
+    // k-tiles per tile / iterations per block of them (more blocks share a deep tile), all finishers at once at the
+    // end, each at most at its SM's 64 bytes a clock.
+    const StreamKPlan plan = stream_k_plan(p, c, t);
     const double tile_bytes = c.block_m * c.block_n * 4.0;
-    reduction = 2.0 * std::min(shared_tiles, blocks) * tile_bytes / r.l2_bytes_per_s;
+    const double before = std::min(blocks - 1, static_cast<double>(plan.k_tiles) / plan.iterations);
+    const double finishers = std::min(shared_tiles, blocks);
+    reduction = std::max(finishers * before * tile_bytes / r.l2_bytes_per_s, before * tile_bytes / (64.0 * r.clock_hz));
   }
   const double dram_seconds = dram / r.dram_bytes_per_s;
   if (dram_seconds > seconds) seconds = dram_seconds, bound = "dram";

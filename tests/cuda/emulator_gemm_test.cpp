@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include <cstring>
 #include <limits>
 #include <span>
 
@@ -247,93 +248,112 @@ TEST(EmulatedGemm, StreamKBlocksCrossTilesAndTheirPiecesAddUp) {
       }
 }
 
-// Stream-K's hand-over between blocks: the kernel as it is gives exact results with blocks run in grid order and
-// in reverse on one worker (a tile's last block then starts before the blocks whose pieces it waits for, and the
-// emulator starts more workers as a GPU keeps the grid resident); each seeded bug is caught there, by a wrong
-// result or the emulator's deadlock report. The workspace's partial sums start as NaN, so a piece read before it
-// was stored shows.
+// Stream-K's hand-over between blocks (tessera/block/stream_k.cuh), on the mma.sync and the wgmma kernels: as it is,
+// exact results with blocks run in grid order and in reverse on one worker (a tile's last block then starts before
+// the blocks whose pieces it waits for, and the emulator starts more workers as a GPU keeps the grid resident); each
+// seeded bug is caught there, by a wrong result or the emulator's deadlock report. The workspace's partial sums start
+// as NaN, so a piece read before it was stored shows.
 TEST(EmulatedGemm, StreamKSeededHandOverBugsAreCaught) {
   const std::vector<TemplateBug> bugs{
       {"(control: the template as it is)", "", ""},
-      {"no wait for the pieces", "if (me.tid == 0) flag_wait_at_least(p.tile_flags + tile, before);", "(void)0;"},
-      {"a piece not counted", "if (me.tid == 0) flag_release_add(p.tile_flags + tile, 1);", "(void)0;"},
-      {"a wait for one piece too many", "flag_wait_at_least(p.tile_flags + tile, before)",
-       "flag_wait_at_least(p.tile_flags + tile, before + 1)"},
-      {"every piece in slot 0", "tensorop_store<T, Epi, kToWorkspace>(p, me, acc, tile_m, tile_n, batch, before);",
-       "tensorop_store<T, Epi, kToWorkspace>(p, me, acc, tile_m, tile_n, batch, 0);"},
-      {"the last piece left out", "tensorop_store<T, Epi, kToD>(p, me, acc, tile_m, tile_n, batch, -1, before);",
-       "tensorop_store<T, Epi, kToD>(p, me, acc, tile_m, tile_n, batch, -1, before - 1);"},
+      {"no wait for the pieces", "if (threadIdx.x == 0) flag_wait_at_least(p.tile_flags + piece.tile, piece.before);",
+       "(void)0;"},
+      {"a piece not counted", "if (threadIdx.x == 0) flag_release_add(p.tile_flags + piece.tile, 1);", "(void)0;"},
+      {"a wait for one piece too many", "flag_wait_at_least(p.tile_flags + piece.tile, piece.before)",
+       "flag_wait_at_least(p.tile_flags + piece.tile, piece.before + 1)"},
+      {"every piece in slot 0", "store_piece(piece.before);", "store_piece(0);"},
+      {"the last piece left out", "store_tile(piece.before);", "store_tile(piece.before - 1);"},
   };
-  CudaRuntime runtime("cuda-emu:sm_80");
-  CudaGemmSpec spec;
-  spec.target = runtime.target();
-  spec.signature.a = {DType::f16, Layout::row_major()};
-  spec.signature.b = {DType::f16, Layout::col_major()};
-  spec.signature.c = {DType::f32, Layout::zero()};
-  spec.signature.d = {DType::f32, Layout::row_major()};
-  std::mt19937 rng(7);
-  // 4 tiles of 64 x 64 over 16 k-tiles each, 10 blocks of 6 or 7: each tile has 3 or 4 pieces, blocks cross tiles.
-  const Shape shape{128, 128, 1024, 1};
-  CudaTarget target = spec.target;
-  target.sm_count = 10;
-  Operands ops(runtime, spec, shape, rng);
-  const GemmBinding binding = bind_gemm(ops.args);
-  spec.config = CudaGemmConfig::default_for(binding.problem, spec.target)
-                    .with_overrides("block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=1,stream_k=1");
-  spec.target = target;
-  const GemmReference reference = reference_gemm(ops.args);
-  const CudaSource source = emit_cuda(spec);
-  const std::string include = "#include \"tessera/gemm/gemm_tensorop.cuh\"";
-  ASSERT_NE(source.code.find(include), std::string::npos);
-  for (const TemplateBug& bug : bugs) {
-    const bool control = bug.control();
-    const std::string mutated = mutated_template("tessera/gemm/gemm_tensorop.cuh", bug);
-    ASSERT_FALSE(mutated.empty());
-    std::string code = source.code;
-    code.replace(code.find(include), include.size(), mutated);
-    const auto module = EmuModule::compile(code, source.kernel);
-    int caught = 0;
-    for (const EmuSchedule schedule : {EmuSchedule::Forward, EmuSchedule::Reverse}) {
-      CudaLaunch launch = plan_cuda_launch(binding, spec);
-      ASSERT_EQ(launch.grid_x, 10u);
-      ASSERT_GE(launch.flags_offset, 0);
-      std::vector<float> workspace(static_cast<std::size_t>(launch.workspace_bytes / 4),
-                                   std::numeric_limits<float>::quiet_NaN());
-      std::fill_n(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset, launch.flags_bytes, 0);
-      launch.params.workspace = workspace.data();
-      launch.params.tile_flags =
-          reinterpret_cast<int*>(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset);
-      std::fill_n(static_cast<float*>(const_cast<void*>(ops.args.d.data)), shape.m * shape.n, -1.0f);
-      EmuLaunch emu;
-      emu.kernel = source.kernel;
-      emu.grid_x = launch.grid_x;
-      emu.grid_z = launch.grid_z;
-      emu.block = launch.block;
-      emu.shared_bytes = launch.shared_bytes;
-      const auto bytes = std::as_bytes(std::span(&launch.params, 1));
-      emu.params.assign(bytes.begin(), bytes.end());
-      emu.global = operand_extents(binding);
-      emu.global.push_back({workspace.data(), workspace.size() * sizeof(float)});
-      EmuOptions options;
-      options.schedule = schedule;
-      options.workers = 1;
-      std::string outcome = "ok";
-      try {
-        module->launch(emu, options);
-        const Comparison cmp = compare_gemm(reference, ops.args.d, true);
-        if (!cmp.ok()) outcome = fmt::format("{} mismatches", cmp.mismatches);
-      } catch (const EmulationError& e) {
-        outcome = e.what();
+  struct Kernel {
+    const char* arch;
+    DType input;
+    const char* config;
+    const char* header;
+  };
+  for (const Kernel& kernel :
+       {Kernel{"sm_80", DType::f16, "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=1,stream_k=1",
+               "tessera/gemm/gemm_tensorop.cuh"},
+        Kernel{"sm_90a", DType::bf16,
+               "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1",
+               "tessera/gemm/gemm_wgmma.cuh"}}) {
+    CudaRuntime runtime(std::string("cuda-emu:") + kernel.arch);
+    CudaGemmSpec spec;
+    spec.target = runtime.target();
+    spec.signature.a = {kernel.input, Layout::row_major()};
+    spec.signature.b = {kernel.input, Layout::col_major()};
+    spec.signature.c = {DType::f32, Layout::zero()};
+    spec.signature.d = {DType::f32, Layout::row_major()};
+    std::mt19937 rng(7);
+    // 4 tiles of 64 x 64 over 16 k-tiles each, 10 blocks of 6 or 7: each tile has 3 or 4 pieces, blocks cross tiles.
+    const Shape shape{128, 128, 1024, 1};
+    Operands ops(runtime, spec, shape, rng);
+    const GemmBinding binding = bind_gemm(ops.args);
+    spec.config = CudaGemmConfig::default_for(binding.problem, spec.target).with_overrides(kernel.config);
+    spec.target.sm_count = 10;
+    const GemmReference reference = reference_gemm(ops.args);
+    const CudaSource source = emit_cuda(spec);
+    const std::string include = fmt::format("#include \"{}\"", kernel.header);
+    const std::string schedule_include = "#include \"tessera/block/stream_k.cuh\"";
+    ASSERT_NE(source.code.find(include), std::string::npos);
+    for (const TemplateBug& bug : bugs) {
+      SCOPED_TRACE(fmt::format("{} kernel, {}", kernel.arch, bug.what));
+      // The kernel's header inlined, and in it the mutated schedule.
+      std::string schedule = mutated_template("tessera/block/stream_k.cuh", bug);
+      ASSERT_FALSE(schedule.empty());
+      schedule.erase(schedule.find("#pragma once"), std::string("#pragma once").size());
+      std::string header = mutated_template(kernel.header, {"", "", ""});
+      ASSERT_NE(header.find(schedule_include), std::string::npos);
+      header.replace(header.find(schedule_include), schedule_include.size(), schedule);
+      header.erase(header.find("#pragma once"), std::string("#pragma once").size());
+      std::string code = source.code;
+      code.replace(code.find(include), include.size(), header);
+      const auto module = EmuModule::compile(code, source.kernel);
+      int caught = 0;
+      for (const EmuSchedule order : {EmuSchedule::Forward, EmuSchedule::Reverse}) {
+        CudaLaunch launch = plan_cuda_launch(binding, spec);
+        ASSERT_EQ(launch.grid_x, 10u);
+        ASSERT_GE(launch.flags_offset, 0);
+        std::vector<float> workspace(static_cast<std::size_t>(launch.workspace_bytes / 4),
+                                     std::numeric_limits<float>::quiet_NaN());
+        std::fill_n(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset, launch.flags_bytes, 0);
+        launch.params.workspace = workspace.data();
+        launch.params.tile_flags =
+            reinterpret_cast<int*>(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset);
+        if (!launch.tma.empty()) {
+          const auto a = emulated_tma_descriptor(launch.tma[0]), b = emulated_tma_descriptor(launch.tma[1]);
+          std::memcpy(&launch.params.a_map, a.data(), sizeof launch.params.a_map);
+          std::memcpy(&launch.params.b_map, b.data(), sizeof launch.params.b_map);
+        }
+        std::fill_n(static_cast<float*>(const_cast<void*>(ops.args.d.data)), shape.m * shape.n, -1.0f);
+        EmuLaunch emu;
+        emu.kernel = source.kernel;
+        emu.grid_x = launch.grid_x;
+        emu.grid_z = launch.grid_z;
+        emu.block = launch.block;
+        emu.shared_bytes = launch.shared_bytes;
+        const auto bytes = std::as_bytes(std::span(&launch.params, 1));
+        emu.params.assign(bytes.begin(), bytes.end());
+        emu.global = operand_extents(binding);
+        emu.global.push_back({workspace.data(), workspace.size() * sizeof(float)});
+        EmuOptions options;
+        options.schedule = order;
+        options.workers = 1;
+        std::string outcome = "ok";
+        try {
+          module->launch(emu, options);
+          const Comparison cmp = compare_gemm(reference, ops.args.d, true);
+          if (!cmp.ok()) outcome = fmt::format("{} mismatches", cmp.mismatches);
+        } catch (const EmulationError& e) {
+          outcome = e.what();
+        }
+        if (bug.control()) {
+          EXPECT_EQ(outcome, "ok") << (order == EmuSchedule::Forward ? "grid" : "reverse") << " order";
+        }
+        caught += outcome != "ok";
       }
-      SCOPED_TRACE(
-          fmt::format("{}, {} order: {}", bug.what, schedule == EmuSchedule::Forward ? "grid" : "reverse", outcome));
-      if (control) {
-        EXPECT_EQ(outcome, "ok");
+      if (!bug.control()) {
+        EXPECT_GT(caught, 0) << "not caught";
       }
-      caught += outcome != "ok";
-    }
-    if (!control) {
-      EXPECT_GT(caught, 0) << bug.what << " was not caught";
     }
   }
 }

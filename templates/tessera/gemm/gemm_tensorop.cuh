@@ -7,6 +7,7 @@
 #include "tessera/arch.cuh"
 #include "tessera/block/epilogue_store.cuh"
 #include "tessera/block/raster.cuh"
+#include "tessera/block/stream_k.cuh"
 #include "tessera/gemm/gemm_params.cuh"
 #include "tessera/warp/mma_fragments.cuh"
 #include "tessera/warp/smem_swizzle.cuh"
@@ -179,50 +180,24 @@ TESSERA_DEVICE void gemm_tensorop(const GemmParams& p) {
   tensorop_store<T, Epi, (T::SplitK > 1 ? kToWorkspace : kToD)>(p, me, acc, tile_m, tile_n, batch, split);
 }
 
-// Stream-K: the grid's blocks share the (tile, k-tile) iterations evenly, block b taking [b·total/blocks,
-// (b+1)·total/blocks) across tile boundaries. A tile shared by several blocks is finished by the one holding its
-// last k-tiles: each block before it stores its piece's partial sums to workspace slot (block − the tile's first
-// block) and counts it on the tile's flag; the finishing block waits for the count and its epilogue adds the pieces
-// as it reads its own back from shared memory (where the accumulators' registers are free). No second kernel. A block
-// walks its range backwards: the piece it stores for a later block is its first work, and the tile it finishes (the one
-// its range starts in) its last, by when the blocks before it have stored theirs.
-TESSERA_DEVICE i64 stream_k_block_of(i64 iteration, i64 blocks, i64 total) {
-  return ((iteration + 1) * blocks - 1) / total;
-}
-
+// Stream-K (tessera/block/stream_k.cuh): each piece of the block's range through the pipeline, then handed over.
 template <class T, class Epi>
 TESSERA_DEVICE void gemm_tensorop_stream_k(const GemmParams& p) {
-  const i64 blocks = gridDim.x, total = p.sk_total, k_tiles = p.sk_k_tiles, block = blockIdx.x;
-  const int tiles_m = (p.m + T::BM - 1) / T::BM, tiles_n = (p.n + T::BN - 1) / T::BN;
-  const i64 per_batch = static_cast<i64>(tiles_m) * tiles_n;
-  const i64 begin = block * total / blocks;
   const TensorOpThread<T> me(p);
-  for (i64 end = (block + 1) * total / blocks; end > begin;) {
-    const i64 tile = (end - 1) / k_tiles, tile_begin = tile * k_tiles;
-    const i64 first = (begin > tile_begin ? begin : tile_begin) - tile_begin, last = end - tile_begin;
-    int tile_m, tile_n;
-    raster_tile<T::Swizzle>(static_cast<int>(tile % per_batch), tiles_m, tiles_n, tile_m, tile_n);
-    const int batch = static_cast<int>(tile / per_batch);
-    const i64 k_end = last * T::BK < p.k ? last * T::BK : p.k;
+  stream_k_for_each_piece<T::BM, T::BN, T::Swizzle>(p, [&](const StreamKPiece& piece) {
+    const i64 k_end = static_cast<i64>(piece.last) * T::BK < p.k ? static_cast<i64>(piece.last) * T::BK : p.k;
     TensorOpAcc<T> acc;
-    tensorop_accumulate<T>(p, me, tile_m, tile_n, batch, static_cast<int>(first * T::BK), static_cast<int>(k_end), acc);
-    // The tile's blocks before this one: each stored one piece.
-    const int before = static_cast<int>(block - stream_k_block_of(tile_begin, blocks, total));
-    if (last < k_tiles) {
-      tensorop_store<T, Epi, kToWorkspace>(p, me, acc, tile_m, tile_n, batch, before);
-      threadfence();
-      __syncthreads();
-      if (me.tid == 0) flag_release_add(p.tile_flags + tile, 1);
-    } else {
-      if (before > 0) {
-        if (me.tid == 0) flag_wait_at_least(p.tile_flags + tile, before);
-        __syncthreads();
-      }
-      tensorop_store<T, Epi, kToD>(p, me, acc, tile_m, tile_n, batch, -1, before);
-    }
-    __syncthreads();  // the next piece's copies reuse the shared memory this one's epilogue read
-    end = tile_begin + first;
-  }
+    tensorop_accumulate<T>(p, me, piece.tile_m, piece.tile_n, piece.batch, piece.first * T::BK, static_cast<int>(k_end),
+                           acc);
+    stream_k_hand_over(
+        p, piece,
+        [&](int slot) {
+          tensorop_store<T, Epi, kToWorkspace>(p, me, acc, piece.tile_m, piece.tile_n, piece.batch, slot);
+        },
+        [&](int pieces) {
+          tensorop_store<T, Epi, kToD>(p, me, acc, piece.tile_m, piece.tile_n, piece.batch, -1, pieces);
+        });
+  });
 }
 
 }  // namespace tessera

@@ -6,12 +6,13 @@
 // through shared memory like the mma.sync kernel's. tf32 operands K-major; 16-bit operands in either layout: a K-major
 // tile is block_k wide (its 128-byte rows along K), an M/N-major one is loaded as 64-wide slices of M (N), each block_k
 // rows of K, which wgmma reads with its transpose bit. The tiles' edges beyond M, N and K are TMA's zeros. Grid: x =
-// rasterised output tiles, z = batch.
+// rasterised output tiles, z = batch (x split); stream-K: one row of blocks sharing the (tile, k-tile) iterations.
 #pragma once
 
 #include "tessera/arch.cuh"
 #include "tessera/block/epilogue_store.cuh"
 #include "tessera/block/raster.cuh"
+#include "tessera/block/stream_k.cuh"
 #include "tessera/gemm/gemm_params.cuh"
 #include "tessera/warp/mma_fragments.cuh"
 
@@ -62,52 +63,60 @@ TESSERA_DEVICE void wgmma_step(float (&d)[T::BN / 2], unsigned long long a, unsi
   wgmma<kInput, T::BN, T::AKMajor ? 0 : 1, T::BKMajor ? 0 : 1>(d, a, b, 1);
 }
 
-template <class T, class Epi>
-TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
-  using S = WgmmaShape<T>;
-  const int tid = threadIdx.x, warpgroup = tid / 128;
-  int tile_m, tile_n;
-  raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
-  // z = batch x split: a split's K range is whole k-tiles (k_per_split a multiple of BK), so its TMA boxes never
-  // reach into the next split's, and the last split's boxes past K are TMA's zeros.
-  const int batch = static_cast<int>(blockIdx.z) / T::SplitK, split = static_cast<int>(blockIdx.z) % T::SplitK;
-  const int k_begin = split * p.k_per_split;
-  const int k_end = p.k < k_begin + p.k_per_split ? p.k : k_begin + p.k_per_split;
-  const int kt_begin = k_begin / T::BK;
-  const int k_tiles = k_end > k_begin ? (k_end - k_begin + T::BK - 1) / T::BK : 0;
-  const auto full = [](int s) { return S::kFull + 8u * static_cast<u32>(s); };
-  const auto empty = [](int s) { return S::kEmpty + 8u * static_cast<u32>(s); };
+// The ring's barriers: a `full` one per stage (the producer's copies land) and an `empty` one (its readers retire).
+template <class T>
+TESSERA_DEVICE u32 wgmma_full(int stage) {
+  return WgmmaShape<T>::kFull + 8u * static_cast<u32>(stage);
+}
+template <class T>
+TESSERA_DEVICE u32 wgmma_empty(int stage) {
+  return WgmmaShape<T>::kEmpty + 8u * static_cast<u32>(stage);
+}
 
-  if (tid == 0) {
+template <class T>
+TESSERA_DEVICE void wgmma_init_ring() {
+  using S = WgmmaShape<T>;
+  if (threadIdx.x == 0) {
     for (int s = 0; s < T::Stages; ++s) {
-      mbarrier_init(full(s), 1);
-      mbarrier_init(empty(s), 128 * S::kConsumers);
+      mbarrier_init(wgmma_full<T>(s), 1);
+      mbarrier_init(wgmma_empty<T>(s), 128 * S::kConsumers);
     }
     fence_barrier_init();
   }
   __syncthreads();
+}
 
-  float d[T::BN / 2];
+// One output tile over k-tiles [kt_begin, kt_begin + k_tiles) into the consumers' accumulators d. `ring` counts the
+// k-tiles the block's ring has carried before this call (a stream-K block runs several tiles through one ring): the
+// k-tile's stage and the barriers' phase follow from it. Ends with every MMA retired and every stage released.
+template <class T>
+TESSERA_DEVICE void wgmma_accumulate(const GemmParams& p, int tile_m, int tile_n, int batch, int kt_begin, int k_tiles,
+                                     i64 ring, float (&d)[T::BN / 2]) {
+  using S = WgmmaShape<T>;
+  const int tid = threadIdx.x, warpgroup = tid / 128;
   if (warpgroup == 0) {
     // Producer: one thread issues every copy. (No setmaxnreg: the consumers need about 90 registers at 128 x 128,
     // within the even share of any block size here.)
     if (tid == 0)
       for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % T::Stages;
-        const u32 phase = static_cast<u32>(kt / T::Stages) & 1u;
-        mbarrier_wait(empty(s), phase ^ 1u);  // a fresh barrier's parity-1 phase counts as complete
-        mbarrier_arrive_expect_tx(full(s), S::kStageBytes);
+        const i64 g = ring + kt;
+        const int s = static_cast<int>(g % T::Stages);
+        const u32 phase = static_cast<u32>(g / T::Stages) & 1u;
+        mbarrier_wait(wgmma_empty<T>(s), phase ^ 1u);  // a fresh barrier's parity-1 phase counts as complete
+        mbarrier_arrive_expect_tx(wgmma_full<T>(s), S::kStageBytes);
         const u32 tile = static_cast<u32>(s) * S::kStageBytes;
-        load_operand<T, T::AKMajor, T::BM>(tile, &p.a_map, kt_begin + kt, tile_m * T::BM, batch, full(s));
-        load_operand<T, T::BKMajor, T::BN>(tile + S::kABytes, &p.b_map, kt_begin + kt, tile_n * T::BN, batch, full(s));
+        load_operand<T, T::AKMajor, T::BM>(tile, &p.a_map, kt_begin + kt, tile_m * T::BM, batch, wgmma_full<T>(s));
+        load_operand<T, T::BKMajor, T::BN>(tile + S::kABytes, &p.b_map, kt_begin + kt, tile_n * T::BN, batch,
+                                           wgmma_full<T>(s));
       }
   } else {
     const u32 a_rows = static_cast<u32>(warpgroup - 1) * S::kSliceBytes;  // this consumer's 64 rows of the A tile
 #pragma unroll
     for (int i = 0; i < T::BN / 2; ++i) d[i] = 0.0f;
     for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % T::Stages;
-      mbarrier_wait(full(s), static_cast<u32>(kt / T::Stages) & 1u);
+      const i64 g = ring + kt;
+      const int s = static_cast<int>(g % T::Stages);
+      mbarrier_wait(wgmma_full<T>(s), static_cast<u32>(g / T::Stages) & 1u);
       const u32 tile = static_cast<u32>(s) * S::kStageBytes;
       wgmma_fence();
 #pragma unroll
@@ -117,21 +126,63 @@ TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
       wgmma_commit();
       // This k-tile's MMAs stay in flight; the previous one's have retired, so its stage goes back to the producer.
       wgmma_wait<1>();
-      if (kt > 0) mbarrier_arrive(empty((kt - 1) % T::Stages));
+      if (kt > 0) mbarrier_arrive(wgmma_empty<T>(static_cast<int>((g - 1) % T::Stages)));
     }
     wgmma_wait<0>();
+    if (k_tiles > 0) mbarrier_arrive(wgmma_empty<T>(static_cast<int>((ring + k_tiles - 1) % T::Stages)));
   }
   // Every MMA has retired and every copy landed: the ring becomes the epilogue's staging area.
   __syncthreads();
-  if (warpgroup > 0) {
-    const int warp = tid / 32 - 4, lane = tid & 31;  // consumer warps 0..4*kConsumers-1, 16 rows each
-    const u32 slab = static_cast<u32>(warp) * 16 * kSlabPitch<T::BN> * 4;
-    // Split K: raw partial sums to the split's workspace slice; splitk_reduce applies the epilogue.
-    constexpr int kOutput = T::SplitK > 1 ? kToWorkspace : kToD;
-    store_warp_slab<T, Epi, kOutput, T::BN>(p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane,
-                                            static_cast<i64>(tile_m) * T::BM + warp * 16,
-                                            static_cast<i64>(tile_n) * T::BN, batch, T::SplitK > 1 ? split : -1);
-  }
+}
+
+// The consumers' epilogue: each warp's 16 rows through its slab of shared memory to D (with the partial sums of
+// workspace slots 0 .. pieces − 1 added) or raw to workspace slot `slot` (kToWorkspace).
+template <class T, class Epi, int kOutput>
+TESSERA_DEVICE void wgmma_store(const GemmParams& p, const float (&d)[T::BN / 2], int tile_m, int tile_n, int batch,
+                                int slot, int pieces = 0) {
+  const int tid = threadIdx.x;
+  if (tid < 128) return;
+  const int warp = tid / 32 - 4, lane = tid & 31;  // consumer warps 0..4*kConsumers-1, 16 rows each
+  const u32 slab = static_cast<u32>(warp) * 16 * kSlabPitch<T::BN> * 4;
+  store_warp_slab<T, Epi, kOutput, T::BN>(p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane,
+                                          static_cast<i64>(tile_m) * T::BM + warp * 16,
+                                          static_cast<i64>(tile_n) * T::BN, batch, slot, pieces);
+}
+
+template <class T, class Epi>
+TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
+  int tile_m, tile_n;
+  raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
+  // z = batch x split: a split's K range is whole k-tiles (k_per_split a multiple of BK), so its TMA boxes never
+  // reach into the next split's, and the last split's boxes past K are TMA's zeros.
+  const int batch = static_cast<int>(blockIdx.z) / T::SplitK, split = static_cast<int>(blockIdx.z) % T::SplitK;
+  const int k_begin = split * p.k_per_split;
+  const int k_end = p.k < k_begin + p.k_per_split ? p.k : k_begin + p.k_per_split;
+  const int k_tiles = k_end > k_begin ? (k_end - k_begin + T::BK - 1) / T::BK : 0;
+  wgmma_init_ring<T>();
+  float d[T::BN / 2];
+  wgmma_accumulate<T>(p, tile_m, tile_n, batch, k_begin / T::BK, k_tiles, 0, d);
+  // Split K: raw partial sums to the split's workspace slice; splitk_reduce applies the epilogue.
+  if constexpr (T::SplitK > 1)
+    wgmma_store<T, Epi, kToWorkspace>(p, d, tile_m, tile_n, batch, split);
+  else
+    wgmma_store<T, Epi, kToD>(p, d, tile_m, tile_n, batch, -1);
+}
+
+// Stream-K on the Hopper kernel (tessera/block/stream_k.cuh): one ring of stages carries all of a block's k-tiles.
+template <class T, class Epi>
+TESSERA_DEVICE void gemm_wgmma_stream_k(const GemmParams& p) {
+  wgmma_init_ring<T>();
+  i64 ring = 0;
+  stream_k_for_each_piece<T::BM, T::BN, T::Swizzle>(p, [&](const StreamKPiece& piece) {
+    float d[T::BN / 2];
+    wgmma_accumulate<T>(p, piece.tile_m, piece.tile_n, piece.batch, piece.first, piece.last - piece.first, ring, d);
+    ring += piece.last - piece.first;
+    stream_k_hand_over(
+        p, piece,
+        [&](int slot) { wgmma_store<T, Epi, kToWorkspace>(p, d, piece.tile_m, piece.tile_n, piece.batch, slot); },
+        [&](int pieces) { wgmma_store<T, Epi, kToD>(p, d, piece.tile_m, piece.tile_n, piece.batch, -1, pieces); });
+  });
 }
 
 }  // namespace tessera
