@@ -112,51 +112,110 @@ unsigned swizzled(unsigned offset, unsigned swizzle_bytes) {
 // The box lands now, at the issue (the copy engine may deliver it at any time before the phase completes): a
 // consumer that reads it without waiting is caught by the race check against the TMA unit's writes, which are
 // ordered after what the issuing thread has seen (a stage overwritten before its readers released it is a race too).
-void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mbarrier) {
-  Block& b = *t_block;
+// A TMA descriptor's tensor map as the emulator encodes it, with its box (1 beyond the rank) and the box's bytes;
+// `what` ("load", "store") names the copy in the errors. The shared side of a swizzled box must be 1024-byte aligned,
+// of another 128.
+struct TmaBox {
   tessera_emu::TensorMapData t;
-  std::memcpy(&t, map, sizeof t);
-  if (t.magic != tessera_emu::kTensorMapMagic)
-    fail(fmt::format("TMA load through {}, which holds no tensor map (not encoded for the emulator?)", map));
-  MBarrier& m = mbarrier_at(mbarrier, "completes a TMA load on");
   unsigned box[3] = {1, 1, 1};
-  for (unsigned d = 0; d < t.rank; ++d) box[d] = t.box[d];
-  const unsigned row_bytes = box[0] * t.element_bytes, bytes = row_bytes * box[1] * box[2];
-  const unsigned align = t.swizzle_bytes ? 1024 : 128;
-  if (dst % align)
-    fail(fmt::format("TMA load to shared offset {}, which is not {}-byte aligned{}", dst, align,
-                     t.swizzle_bytes ? " (a swizzled box)" : ""));
-  check_shared(dst, bytes, "TMA write");
-  check_in_flight(dst, bytes, "TMA writes");
-  check_not_mbarrier(dst, bytes, "TMA writes");
-  check_not_pinned(dst, bytes, "a TMA load writes");
-  const int unit = static_cast<int>(b.threads.size()) + static_cast<int>(&m - b.mbarriers.data());
-  track_as(b.current, unit, dst, bytes, true);
-  const auto* global = static_cast<const char*>(t.global);
-  std::vector<char> element(t.element_bytes);
-  for (unsigned z = 0; z < box[2]; ++z)
-    for (unsigned y = 0; y < box[1]; ++y)
-      for (unsigned x = 0; x < box[0]; ++x) {
+  unsigned bytes = 0;
+};
+
+TmaBox tma_box(const void* map, unsigned shared, const char* what) {
+  TmaBox b;
+  std::memcpy(&b.t, map, sizeof b.t);
+  if (b.t.magic != tessera_emu::kTensorMapMagic)
+    fail(fmt::format("TMA {} through {}, which holds no tensor map (not encoded for the emulator?)", what, map));
+  for (unsigned d = 0; d < b.t.rank; ++d) b.box[d] = b.t.box[d];
+  b.bytes = b.box[0] * b.t.element_bytes * b.box[1] * b.box[2];
+  const unsigned align = b.t.swizzle_bytes ? 1024 : 128;
+  if (shared % align)
+    fail(fmt::format("TMA {} at shared offset {}, which is not {}-byte aligned{}", what, shared, align,
+                     b.t.swizzle_bytes ? " (a swizzled box)" : ""));
+  return b;
+}
+
+// fn(the element's swizzled byte offset within the box, its global address or null outside the tensor), for every
+// element of the box at `coords`.
+template <class Fn>
+void for_each_box_element(const TmaBox& b, const int* coords, Fn fn) {
+  auto* global = static_cast<char*>(const_cast<void*>(b.t.global));
+  for (unsigned z = 0; z < b.box[2]; ++z)
+    for (unsigned y = 0; y < b.box[1]; ++y)
+      for (unsigned x = 0; x < b.box[0]; ++x) {
         const std::int64_t g[3] = {std::int64_t{coords[0]} + x, std::int64_t{coords[1]} + y,
                                    std::int64_t{coords[2]} + z};
         bool inside = true;
         std::int64_t at = 0;
-        for (unsigned d = 0; d < t.rank; ++d) {
-          inside = inside && g[d] >= 0 && static_cast<std::uint64_t>(g[d]) < t.dims[d];
-          at += d == 0 ? g[0] * t.element_bytes : g[d] * static_cast<std::int64_t>(t.strides[d - 1]);
+        for (unsigned d = 0; d < b.t.rank; ++d) {
+          inside = inside && g[d] >= 0 && static_cast<std::uint64_t>(g[d]) < b.t.dims[d];
+          at += d == 0 ? g[0] * b.t.element_bytes : g[d] * static_cast<std::int64_t>(b.t.strides[d - 1]);
         }
-        if (inside) {
-          check_global(global + at, t.element_bytes, "TMA read");
-          std::memcpy(element.data(), global + at, t.element_bytes);
-        } else {
-          std::fill(element.begin(), element.end(), 0);  // outside the tensor: zeros
-        }
-        const unsigned linear = ((z * box[1] + y) * box[0] + x) * t.element_bytes;
-        std::memcpy(b.shared() + dst + swizzled(linear, t.swizzle_bytes), element.data(), t.element_bytes);
+        const unsigned linear = ((z * b.box[1] + y) * b.box[0] + x) * b.t.element_bytes;
+        fn(swizzled(linear, b.t.swizzle_bytes), inside ? global + at : nullptr);
       }
-  m.tx -= bytes;
+}
+
+void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mbarrier) {
+  Block& b = *t_block;
+  const TmaBox box = tma_box(map, dst, "load");
+  MBarrier& m = mbarrier_at(mbarrier, "completes a TMA load on");
+  check_shared(dst, box.bytes, "TMA write");
+  check_in_flight(dst, box.bytes, "TMA writes");
+  check_not_mbarrier(dst, box.bytes, "TMA writes");
+  check_not_pinned(dst, box.bytes, "a TMA load writes");
+  const int unit = static_cast<int>(b.threads.size()) + static_cast<int>(&m - b.mbarriers.data());
+  track_as(b.current, unit, dst, box.bytes, true);
+  const unsigned element = box.t.element_bytes;
+  for_each_box_element(box, coords, [&](unsigned offset, const char* global) {
+    if (global) {
+      check_global(global, element, "TMA read");
+      std::memcpy(b.shared() + dst + offset, global, element);
+    } else {
+      std::memset(b.shared() + dst + offset, 0, element);  // outside the tensor: zeros
+    }
+  });
+  m.tx -= box.bytes;
   b.hb.release(unit, m.arrived);
   complete_phase_if_done(m);
+}
+
+// A TMA store is carried out at the issue: the box read from shared memory as the issuing thread sees it (other
+// threads' writes to it must be ordered before the issue, or the race check reports them) and written to the tensor
+// within its bounds. Its source stays pinned against writes until the thread's tma_store_wait retires its group.
+void api_tma_store(const void* map, unsigned src, const int* coords) {
+  Block& b = *t_block;
+  const TmaBox box = tma_box(map, src, "store");
+  check_shared(src, box.bytes, "TMA store read");
+  check_in_flight(src, box.bytes, "TMA store reads");
+  track(b.current, src, box.bytes, false);
+  const unsigned element = box.t.element_bytes;
+  for_each_box_element(box, coords, [&](unsigned offset, char* global) {
+    if (!global) return;  // outside the tensor: not written
+    check_global(global, element, "TMA write");
+    std::memcpy(global, b.shared() + src + offset, element);
+  });
+  for (unsigned w = src / 4; w < (src + box.bytes + 3) / 4; ++w) ++b.store_pins[w];
+  ++b.stores_in_flight;
+  b.me().store_open.push_back({src, box.bytes});
+}
+
+void api_tma_store_commit() {
+  Thread& t = t_block->me();
+  t.store_groups.push_back(std::move(t.store_open));
+  t.store_open.clear();
+}
+
+// Waits for every committed group of this thread's TMA stores: their sources may be written again.
+void api_tma_store_wait() {
+  Block& b = *t_block;
+  Thread& t = b.me();
+  for (const auto& group : t.store_groups)
+    for (const auto& [src, bytes] : group) {
+      for (unsigned w = src / 4; w < (src + bytes + 3) / 4; ++w) --b.store_pins[w];
+      --b.stores_in_flight;
+    }
+  t.store_groups.clear();
 }
 
 void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate, int transpose) {

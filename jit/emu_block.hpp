@@ -78,6 +78,9 @@ struct Thread {
   std::vector<Copy> open_group;
   std::vector<std::vector<WgmmaResult>> wgmma_groups;  // committed warpgroup MMAs, oldest first
   std::vector<WgmmaResult> wgmma_open;
+  // TMA stores this thread issued (shared offset, bytes): committed groups oldest first, and the open one.
+  std::vector<std::vector<std::pair<unsigned, unsigned>>> store_groups;
+  std::vector<std::pair<unsigned, unsigned>> store_open;
   unsigned long long desc_a = 0, desc_b = 0;  // a wgmma's operands
   int transpose = 0;                          // and which of them are M/N-major (bit 0 A, bit 1 B)
   std::vector<Access> accesses;               // since the last barrier, when profiling
@@ -137,6 +140,8 @@ struct Block {
   std::vector<std::uint8_t> mbarrier_word;  // per 4-byte word: part of a live mbarrier
   std::vector<std::uint16_t> wgmma_pins;    // per 4-byte word: warpgroup MMAs in flight that read it
   int wgmma_in_flight = 0;
+  std::vector<std::uint16_t> store_pins;  // per 4-byte word: TMA stores in flight that read it
+  int stores_in_flight = 0;
   int current = -1;
   bool in_fiber = false;
   std::string error;
@@ -181,6 +186,9 @@ void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mba
 void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b, int accumulate, int transpose);
 void api_wgmma_commit();
 void api_wgmma_wait(int pending);
+void api_tma_store(const void* map, unsigned src, const int* coords);
+void api_tma_store_commit();
+void api_tma_store_wait();
 void run_wgmma(Block& b, int group);
 
 }  // namespace tessera::emulator

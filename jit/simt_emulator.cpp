@@ -318,16 +318,17 @@ void check_not_mbarrier(unsigned offset, unsigned bytes, const char* what) {
     if (b.mbarrier_word[w]) fail(fmt::format("{} shared bytes at offset {}, which hold an mbarrier", what, w * 4));
 }
 
-// Shared bytes a warpgroup MMA in flight reads may not change until it is retired.
+// Shared bytes a warpgroup MMA or a TMA store in flight reads may not change until it is retired.
 void check_not_pinned(unsigned offset, unsigned bytes, const char* what) {
   const Block& b = *t_block;
-  if (b.wgmma_in_flight == 0) return;
-  for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w)
-    if (b.wgmma_pins[w])
-      fail(
-          fmt::format("{} shared bytes at offset {} that a wgmma in flight still reads (a wgmma_wait before the "
-                      "tile is overwritten?)",
-                      what, w * 4));
+  const auto check = [&](int in_flight, const std::vector<std::uint16_t>& pins, const char* reader, const char* fix) {
+    if (in_flight == 0) return;
+    for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w)
+      if (pins[w])
+        fail(fmt::format("{} shared bytes at offset {} that {} in flight still reads ({})", what, w * 4, reader, fix));
+  };
+  check(b.stores_in_flight, b.store_pins, "a TMA store", "a tma_store_wait before the box is overwritten?");
+  check(b.wgmma_in_flight, b.wgmma_pins, "a wgmma", "a wgmma_wait before the tile is overwritten?");
 }
 
 void api_shared_load(unsigned offset, unsigned bytes, void* out) {
@@ -479,7 +480,10 @@ tessera_emu::Api g_api{api_index,
                        api_f32_to_bf16,
                        api_f32_to_tf32,
                        api_flag_add,
-                       api_flag_wait};
+                       api_flag_wait,
+                       api_tma_store,
+                       api_tma_store_commit,
+                       api_tma_store_wait};
 
 // --- warp collectives, carried out by the scheduler once every lane has arrived ---
 
@@ -772,6 +776,8 @@ void fiber_entry(ctx::transfer_t transfer) {
     api_wgmma_commit();
     api_wgmma_wait(0);
   }
+  if (!t.store_open.empty() || !t.store_groups.empty())
+    fail("exits with TMA stores that may still read its shared memory (committed and waited with tma_store_wait?)");
   t.state = State::Done;
   yield();
 }
@@ -787,6 +793,8 @@ void run_block(Block& b, const Stacks& stacks) {
   std::fill(b.mbarrier_word.begin(), b.mbarrier_word.end(), 0);
   std::fill(b.wgmma_pins.begin(), b.wgmma_pins.end(), 0);
   b.wgmma_in_flight = 0;
+  std::fill(b.store_pins.begin(), b.store_pins.end(), 0);
+  b.stores_in_flight = 0;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   if (b.options->schedule == EmuSchedule::Reverse) std::reverse(order.begin(), order.end());
@@ -892,6 +900,7 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
       b.in_flight.resize((launch.shared_bytes + 3) / 4 + 1);
       b.mbarrier_word.resize((launch.shared_bytes + 3) / 4 + 2);
       b.wgmma_pins.resize((launch.shared_bytes + 3) / 4 + 1);
+      b.store_pins.resize((launch.shared_bytes + 3) / 4 + 1);
       b.rng.seed(options.seed * 0x9e3779b97f4a7c15ULL + worker);
       t_block = &b;
       for (std::uint64_t id = next++; id < blocks && !stop; id = next++) {

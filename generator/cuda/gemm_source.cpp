@@ -92,10 +92,10 @@ CudaSource emit_cuda(const CudaGemmSpec& spec) {
       "  static constexpr int BM = {}, BN = {}, BK = {}, WM = {}, WN = {};\n"
       "  static constexpr int Stages = {}, SplitK = {}, Swizzle = {};\n"
       "  static constexpr int AlignA = {}, AlignB = {}, AlignC = {};\n"
-      "  static constexpr bool AKMajor = {}, BKMajor = {}, DRowMajor = {};\n}};\n\n",
+      "  static constexpr bool AKMajor = {}, BKMajor = {}, DRowMajor = {}, TmaStore = {};\n}};\n\n",
       c.block_m, c.block_n, c.block_k, c.warp_m, c.warp_n, c.stages, c.split_k, c.swizzle, c.align_a, c.align_b,
       c.align_c, s.a.layout.kind() == LayoutKind::RowMajor, s.b.layout.kind() == LayoutKind::ColMajor,
-      s.d.layout.kind() == LayoutKind::RowMajor);
+      s.d.layout.kind() == LayoutKind::RowMajor, c.tma_store);
   code += fmt::format(
       "// {}\nstruct Epilogue {{\n  TESSERA_DEVICE static float apply(float acc, tessera::i64 m, tessera::i64 n, "
       "tessera::i64 b, const tessera::GemmParams& p) {{\n    (void)acc, (void)m, (void)n, (void)b, (void)p;\n"

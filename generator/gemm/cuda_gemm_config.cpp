@@ -193,6 +193,8 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
   c.align_b = natural_alignment(k_contiguous(s.b.layout, false) ? p.k : p.n, elem);
   const int out_elem = dtype_bytes(s.d.dtype);
   c.align_c = natural_alignment(s.d.layout.kind() == LayoutKind::RowMajor ? p.n : p.m, out_elem);
+  // Hopper stores D's tiles by TMA where its rows allow (row-major, 16-byte aligned).
+  c.tma_store = c.math == CudaMath::Wgmma && s.d.layout.kind() == LayoutKind::RowMajor && c.align_c * out_elem == 16;
   // Where the last wave would leave more than a tenth of the SMs idle, the model picks among this grid, the same
   // without split-K, and stream-K with one or two blocks per SM (the tail it removes against its pieces' round trip
   // through L2).
@@ -248,6 +250,8 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
       c.align_c = value;
     else if (key == "stream_k")
       c.stream_k = value;
+    else if (key == "tma_store")
+      c.tma_store = value != 0;
     else if (key == "simt")
       c.math = value ? CudaMath::Simt : CudaMath::TensorOp;
     else if (key == "wgmma")
@@ -256,7 +260,7 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
       throw InvalidArgument("config",
                             "unknown key '" + key +
                                 "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, stream_k, swizzle, "
-                                "align_a, align_b, align_c, simt, wgmma)");
+                                "align_a, align_b, align_c, simt, wgmma, tma_store)");
   }
   return c;
 }
@@ -275,6 +279,7 @@ nlohmann::json to_json(const CudaGemmConfig& config) {
                    {"align_b", config.align_b},
                    {"align_c", config.align_c}};
   if (config.stream_k > 0) j["stream_k"] = config.stream_k;  // absent when off: older specs keep their hashes
+  if (config.tma_store) j["tma_store"] = true;
   return j;
 }
 
@@ -297,6 +302,10 @@ CudaGemmConfig from_json<CudaGemmConfig>(const nlohmann::json& j) {
   c.align_b = integer_at<int>(j, "align_b");
   c.align_c = integer_at<int>(j, "align_c");
   if (j.contains("stream_k")) c.stream_k = integer_at<int>(j, "stream_k");
+  if (j.contains("tma_store")) {
+    if (!j.at("tma_store").is_boolean()) throw InvalidArgument("config.tma_store", "must be true or false");
+    c.tma_store = j.at("tma_store").get<bool>();
+  }
   return c;
 }
 
@@ -403,6 +412,13 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
   if (c.stream_k < 0 || c.stream_k > 4) fail(fmt::format("stream_k ({}) must be in 0..4", c.stream_k));
   if (c.stream_k > 0 && c.split_k > 1) fail("stream_k and split_k exclude each other (stream-K splits K itself)");
   if (c.stream_k > 0 && c.math == CudaMath::Simt) fail("stream_k needs a tensor-core kernel (tensorop or wgmma)");
+  if (c.tma_store) {
+    if (c.math != CudaMath::Wgmma) fail("tma_store needs the wgmma kernel");
+    if (s.d.layout.kind() != LayoutKind::RowMajor) fail("tma_store needs a row-major D");
+    if (c.align_c * dtype_bytes(s.d.dtype) != 16)
+      fail(fmt::format("tma_store needs D's rows 16-byte aligned (align_c {} of {}-byte elements)", c.align_c,
+                       dtype_bytes(s.d.dtype)));
+  }
   if (!is_pow2(c.swizzle) || c.swizzle > 16) fail(fmt::format("swizzle ({}) must be 1, 2, 4, 8 or 16", c.swizzle));
   for (const auto& [name, align, bytes] :
        {std::tuple{"align_a", c.align_a, elem}, std::tuple{"align_b", c.align_b, elem},

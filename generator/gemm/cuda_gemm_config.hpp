@@ -31,6 +31,9 @@ struct CudaGemmConfig {
   // stored as usual; of a tile shared by several, the blocks before the last store their pieces to the workspace and
   // the last adds them before its epilogue.
   int stream_k = 0;
+  // wgmma kernel, row-major D with 16-byte rows: each warp's finished rows leave through shared memory by TMA stores
+  // (boxes of 16 rows x 128 bytes, 128-byte swizzled) instead of the threads' vector stores.
+  bool tma_store = false;
   int swizzle = 8;  // blocks are rasterised in groups of this many tile rows, for L2 reuse of B
   // Elements per vector access that the arguments guarantee (pointer and leading dimension alignment): A and B
   // global→shared copies, C reads and D stores. Smaller values mean narrower copies, not a different kernel shape.

@@ -33,9 +33,10 @@ CudaGemmSpec from_json<CudaGemmSpec>(const nlohmann::json& j) {
 
 std::string CudaGemmSpec::name() const {
   const auto& c = config;
-  const std::string split = c.split_k > 1    ? fmt::format("_sk{}", c.split_k)
-                            : c.stream_k > 0 ? fmt::format("_stk{}", c.stream_k)
-                                             : "";
+  const std::string split = (c.split_k > 1    ? fmt::format("_sk{}", c.split_k)
+                             : c.stream_k > 0 ? fmt::format("_stk{}", c.stream_k)
+                                              : "") +
+                            (c.tma_store ? "_tmas" : "");
   return fmt::format("gemm_{}_{}_{}{}x{}x{}_w{}x{}_s{}{}_{}_sm{}{}_{}", types_tag(signature), layouts_tag(signature),
                      c.math == CudaMath::Simt    ? "simt"
                      : c.math == CudaMath::Wgmma ? "wg"

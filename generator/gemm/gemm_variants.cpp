@@ -189,6 +189,7 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
           for (int swizzle : {1, 8}) {
             CudaGemmConfig c = base;
             if (c.math == CudaMath::Wgmma) c.math = cuda_math_for(s);  // mma.sync tiles stay candidates on sm_90a
+            c.tma_store = false;
             c.block_m = t.bm, c.block_n = t.bn, c.warp_m = t.wm, c.warp_n = t.wn;
             c.stages = stages;
             c.block_k = base.math == CudaMath::Simt ? bk_bytes / 4 : bk_bytes / elem;
@@ -205,7 +206,7 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
               }
           }
   // Hopper's warp-specialised kernel: one or two consumer warpgroups, 64- to 256-wide warpgroup tiles, 2..8 stages,
-  // K split up to 8 ways where it is deep enough.
+  // K split up to 8 ways where it is deep enough, or stream-K.
   if (base.math == CudaMath::Wgmma)
     for (int bm : {64, 128})
       for (int bn : {64, 128, 256})
@@ -217,6 +218,11 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
               c.stages = stages, c.swizzle = swizzle, c.split_k = split, c.stream_k = 0;
               if (split > 1 && p.k < 4 * split * c.block_k) continue;
               if (valid(s, c, target)) add_unique(out, c);
+              if (split == 1) {
+                CudaGemmConfig streamed = c;
+                streamed.stream_k = 1;
+                if (valid(s, streamed, target)) add_unique(out, streamed);
+              }
             }
   return out;
 }

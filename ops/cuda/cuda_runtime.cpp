@@ -131,6 +131,10 @@ void CudaGemmKernel::run(const GemmArgs& device_args) const {
     const auto a = backend_->tma_descriptor(launch.tma[0]), b = backend_->tma_descriptor(launch.tma[1]);
     std::memcpy(&launch.params.a_map, a.data(), sizeof launch.params.a_map);
     std::memcpy(&launch.params.b_map, b.data(), sizeof launch.params.b_map);
+    if (launch.tma.size() > 2) {
+      const auto d = backend_->tma_descriptor(launch.tma[2]);
+      std::memcpy(&launch.params.d_map, d.data(), sizeof launch.params.d_map);
+    }
   }
   const CudaSource& source = program_->build.source;
   try {

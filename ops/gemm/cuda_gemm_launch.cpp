@@ -36,6 +36,8 @@ CudaGemmConfig fit_alignment(CudaGemmConfig config, const GemmBinding& binding) 
   int align_c = allowed_alignment(k.d, s.d);
   if (s.c.layout.reads_memory()) align_c = std::min(align_c, allowed_alignment(k.c, s.c));
   config.align_c = std::min(config.align_c, align_c);
+  // TMA stores need D's rows 16-byte aligned.
+  if (config.tma_store && config.align_c * dtype_bytes(s.d.dtype) != 16) config.tma_store = false;
   return config;
 }
 
@@ -119,6 +121,21 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
     };
     launch.tma = {operand(k.a, s.a.layout, p.m, s.a.layout.kind() == LayoutKind::RowMajor, c.block_m),
                   operand(k.b, s.b.layout, p.n, s.b.layout.kind() == LayoutKind::ColMajor, c.block_n)};
+    if (c.tma_store) {
+      // D (row-major: N, then M, then the batch) in boxes of 128 bytes of a row x 16 rows, one warp's rows.
+      TmaTensor d;
+      d.global = k.d.data;
+      d.element_bytes = static_cast<unsigned>(dtype_bytes(s.d.dtype));
+      const std::uint64_t row_bytes = static_cast<std::uint64_t>(k.d.rs) * d.element_bytes;
+      d.dims = {static_cast<std::uint64_t>(std::max<std::int64_t>(1, p.n)),
+                static_cast<std::uint64_t>(std::max<std::int64_t>(1, p.m)), static_cast<std::uint64_t>(p.batch)};
+      d.stride_bytes = {row_bytes, p.batch > 1
+                                       ? static_cast<std::uint64_t>(k.d.bs) * d.element_bytes
+                                       : row_bytes * static_cast<std::uint64_t>(std::max<std::int64_t>(1, p.m))};
+      d.box = {128 / d.element_bytes, 16, 1};
+      d.swizzle_bytes = 128;
+      launch.tma.push_back(d);
+    }
   }
   launch.block = static_cast<unsigned>(c.threads());
   launch.shared_bytes = static_cast<unsigned>(c.shared_bytes(s));

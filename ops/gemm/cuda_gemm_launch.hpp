@@ -19,7 +19,8 @@ struct CudaLaunch {
   std::int64_t workspace_bytes = 0;            // params.workspace must point at this many bytes
   // Stream-K: the per-tile flags, at this byte offset into the workspace, zeroed before the launch (-1: none).
   std::int64_t flags_offset = -1, flags_bytes = 0;
-  // The wgmma kernel's operands as TMA sees them (A then B), for the back-end to encode into params.a_map, b_map.
+  // The wgmma kernel's operands as TMA sees them (A, B, and D with TMA stores), for the back-end to encode into
+  // params.a_map, b_map, d_map.
   std::vector<TmaTensor> tma;
 };
 

@@ -196,6 +196,18 @@ TEST(CudaGemmConfig, HopperDefaultsToTheWgmmaKernelWhereItApplies) {
   expect_rule(rc, wg.with_overrides("stages=9"), sm90a, "wgmma stages (9) must be in 2..8");
   EXPECT_NO_THROW(validate(rc, wg.with_overrides("split_k=4"), sm90a));
   EXPECT_NO_THROW(validate(rc, wg.with_overrides("stream_k=1"), sm90a));
+  // D by TMA stores: the wgmma kernel's default where D is row-major with 16-byte rows.
+  EXPECT_NO_THROW(validate(rc, wg.with_overrides("tma_store=1"), sm90a));
+  expect_rule(rc, CudaGemmConfig{}.with_overrides("tma_store=1"), sm90a, "tma_store needs the wgmma kernel");
+  expect_rule(rc, wg.with_overrides("tma_store=1,align_c=2"), sm90a, "tma_store needs D's rows 16-byte aligned");
+  GemmSignature rc_col_d = rc;
+  rc_col_d.d.layout = Layout::col_major();
+  expect_rule(rc_col_d, wg.with_overrides("tma_store=1"), sm90a, "tma_store needs a row-major D");
+  EXPECT_TRUE(CudaGemmConfig::default_for(problem(4096, 4096, 4096, DType::bf16, row, col), sm90a).tma_store);
+  EXPECT_FALSE(CudaGemmConfig::default_for(problem(4096, 4096, 4098, DType::bf16, row, col), sm90a).tma_store)
+      << "K of 4098 (rows not 16-byte aligned): no wgmma, no TMA";
+  EXPECT_FALSE(CudaGemmConfig::default_for(problem(4096, 4094, 4096, DType::bf16, row, col), sm90a).tma_store)
+      << "D's rows of 4094 floats are 8-byte aligned";
   // Deep K on a grid of few tiles: the model splits K for the wgmma kernel, by split-K or stream-K (1024 x 1024 is
   // 32 tiles of 128 x 256 on 132 SMs).
   const CudaGemmConfig deep = CudaGemmConfig::default_for(problem(1024, 1024, 8192, DType::bf16, row, col), sm90a);

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <span>
 
 #include "generator/cuda/gemm_source.hpp"
@@ -248,11 +249,118 @@ TEST(EmulatedGemm, StreamKBlocksCrossTilesAndTheirPiecesAddUp) {
       }
 }
 
+// A generated GEMM whose templates carry a seeded bug, launched by hand in the emulator: the kernel's header is
+// inlined into the source and, in it, the include of `part` replaced by the mutated part.
+class MutatedGemm {
+ public:
+  MutatedGemm(const CudaGemmSpec& spec, const Shape& shape, std::uint32_t seed)
+      : runtime_("cuda-emu:" + spec.target.arch()), spec_(spec), shape_(shape) {
+    std::mt19937 rng(seed);
+    ops_ = std::make_unique<Operands>(runtime_, spec_, shape_, rng);
+    binding_ = bind_gemm(ops_->args);
+    reference_ = reference_gemm(ops_->args);
+  }
+  const GemmBinding& binding() const { return binding_; }
+  void set_config(const CudaGemmConfig& config) { spec_.config = config; }
+  CudaTarget& target() { return spec_.target; }
+
+  // "ok", "N mismatches" or the emulator's report, with blocks in `order` on one worker. The workspace starts as
+  // NaN (a piece read before it was stored shows).
+  std::string run(const std::string& part, const TemplateBug& bug, EmuSchedule order) {
+    const CudaSource source = emit_cuda(spec_);
+    const std::string header = source.code.substr(source.code.find("#include \"tessera/gemm/") + 10);
+    const std::string header_path = header.substr(0, header.find('"'));
+    const std::string include = "#include \"" + header_path + "\"";
+    std::string text = mutated_template(header_path, {"", "", ""});
+    std::string mutated = mutated_template(part, bug);
+    if (text.empty() || mutated.empty()) return "the template is missing";
+    const std::string part_include = "#include \"" + part + "\"";
+    if (text.find(part_include) == std::string::npos) return header_path + " does not include " + part;
+    const auto unpragma = [](std::string& t) { t.erase(t.find("#pragma once"), std::string("#pragma once").size()); };
+    unpragma(mutated);
+    text.replace(text.find(part_include), part_include.size(), mutated);
+    unpragma(text);
+    std::string code = source.code;
+    code.replace(code.find(include), include.size(), text);
+    const auto module = EmuModule::compile(code, source.kernel);
+    CudaLaunch launch = plan_cuda_launch(binding_, spec_);
+    std::vector<float> workspace(static_cast<std::size_t>(launch.workspace_bytes / 4) + 1,
+                                 std::numeric_limits<float>::quiet_NaN());
+    launch.params.workspace = workspace.data();
+    if (launch.flags_offset >= 0) {
+      std::fill_n(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset, launch.flags_bytes, 0);
+      launch.params.tile_flags =
+          reinterpret_cast<int*>(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset);
+    }
+    TmaDescriptor* maps[3] = {&launch.params.a_map, &launch.params.b_map, &launch.params.d_map};
+    for (std::size_t i = 0; i < launch.tma.size(); ++i)
+      std::memcpy(maps[i], emulated_tma_descriptor(launch.tma[i]).data(), sizeof(TmaDescriptor));
+    // D all NaN (0xff bytes in f32 and 16-bit types alike): an output left unwritten shows.
+    const TensorArg& d = binding_.args.d;
+    std::memset(const_cast<void*>(d.data), 0xff,
+                static_cast<std::size_t>(((shape_.batch - 1) * d.bs + (shape_.m - 1) * d.rs + shape_.n) *
+                                         dtype_bytes(spec_.signature.d.dtype)));
+    EmuLaunch emu;
+    emu.kernel = source.kernel;
+    emu.grid_x = launch.grid_x;
+    emu.grid_z = launch.grid_z;
+    emu.block = launch.block;
+    emu.shared_bytes = launch.shared_bytes;
+    const auto bytes = std::as_bytes(std::span(&launch.params, 1));
+    emu.params.assign(bytes.begin(), bytes.end());
+    emu.global = operand_extents(binding_);
+    emu.global.push_back({workspace.data(), workspace.size() * sizeof(float)});
+    EmuOptions options;
+    options.schedule = order;
+    options.workers = 1;
+    try {
+      module->launch(emu, options);
+      if (launch.reduce_grid) return "(a reduction kernel is not run here)";
+      const Comparison cmp = compare_gemm(reference_, ops_->args.d, true);
+      return cmp.ok() ? "ok" : fmt::format("{} mismatches", cmp.mismatches);
+    } catch (const EmulationError& e) {
+      return e.what();
+    }
+  }
+
+  // Whether a bug is caught in grid order or in reverse (for the control: that both give "ok").
+  void expect_caught(const std::string& part, const TemplateBug& bug) {
+    int caught = 0;
+    for (const EmuSchedule order : {EmuSchedule::Forward, EmuSchedule::Reverse}) {
+      const std::string outcome = run(part, bug, order);
+      if (bug.control()) {
+        EXPECT_EQ(outcome, "ok") << (order == EmuSchedule::Forward ? "grid" : "reverse") << " order";
+      }
+      caught += outcome != "ok";
+    }
+    if (!bug.control()) {
+      EXPECT_GT(caught, 0) << "not caught";
+    }
+  }
+
+ private:
+  CudaRuntime runtime_;
+  CudaGemmSpec spec_;
+  Shape shape_;
+  std::unique_ptr<Operands> ops_;
+  GemmBinding binding_;
+  GemmReference reference_;
+};
+
+CudaGemmSpec row_col_spec(const std::string& arch, DType input, DType output = DType::f32) {
+  CudaGemmSpec spec;
+  spec.target = CudaTarget::parse("cuda:" + arch);
+  spec.signature.a = {input, Layout::row_major()};
+  spec.signature.b = {input, Layout::col_major()};
+  spec.signature.c = {DType::f32, Layout::zero()};
+  spec.signature.d = {output, Layout::row_major()};
+  return spec;
+}
+
 // Stream-K's hand-over between blocks (tessera/block/stream_k.cuh), on the mma.sync and the wgmma kernels: as it is,
 // exact results with blocks run in grid order and in reverse on one worker (a tile's last block then starts before
 // the blocks whose pieces it waits for, and the emulator starts more workers as a GPU keeps the grid resident); each
-// seeded bug is caught there, by a wrong result or the emulator's deadlock report. The workspace's partial sums start
-// as NaN, so a piece read before it was stored shows.
+// seeded bug is caught there, by a wrong result or the emulator's deadlock report.
 TEST(EmulatedGemm, StreamKSeededHandOverBugsAreCaught) {
   const std::vector<TemplateBug> bugs{
       {"(control: the template as it is)", "", ""},
@@ -268,94 +376,48 @@ TEST(EmulatedGemm, StreamKSeededHandOverBugsAreCaught) {
     const char* arch;
     DType input;
     const char* config;
-    const char* header;
   };
   for (const Kernel& kernel :
-       {Kernel{"sm_80", DType::f16, "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=1,stream_k=1",
-               "tessera/gemm/gemm_tensorop.cuh"},
+       {Kernel{"sm_80", DType::f16, "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=1,stream_k=1"},
         Kernel{"sm_90a", DType::bf16,
-               "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1",
-               "tessera/gemm/gemm_wgmma.cuh"}}) {
-    CudaRuntime runtime(std::string("cuda-emu:") + kernel.arch);
-    CudaGemmSpec spec;
-    spec.target = runtime.target();
-    spec.signature.a = {kernel.input, Layout::row_major()};
-    spec.signature.b = {kernel.input, Layout::col_major()};
-    spec.signature.c = {DType::f32, Layout::zero()};
-    spec.signature.d = {DType::f32, Layout::row_major()};
-    std::mt19937 rng(7);
+               "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1"}}) {
     // 4 tiles of 64 x 64 over 16 k-tiles each, 10 blocks of 6 or 7: each tile has 3 or 4 pieces, blocks cross tiles.
-    const Shape shape{128, 128, 1024, 1};
-    Operands ops(runtime, spec, shape, rng);
-    const GemmBinding binding = bind_gemm(ops.args);
-    spec.config = CudaGemmConfig::default_for(binding.problem, spec.target).with_overrides(kernel.config);
-    spec.target.sm_count = 10;
-    const GemmReference reference = reference_gemm(ops.args);
-    const CudaSource source = emit_cuda(spec);
-    const std::string include = fmt::format("#include \"{}\"", kernel.header);
-    const std::string schedule_include = "#include \"tessera/block/stream_k.cuh\"";
-    ASSERT_NE(source.code.find(include), std::string::npos);
+    MutatedGemm gemm(row_col_spec(kernel.arch, kernel.input), Shape{128, 128, 1024, 1}, 7);
+    gemm.set_config(CudaGemmConfig::default_for(gemm.binding().problem, gemm.target()).with_overrides(kernel.config));
+    gemm.target().sm_count = 10;
     for (const TemplateBug& bug : bugs) {
       SCOPED_TRACE(fmt::format("{} kernel, {}", kernel.arch, bug.what));
-      // The kernel's header inlined, and in it the mutated schedule.
-      std::string schedule = mutated_template("tessera/block/stream_k.cuh", bug);
-      ASSERT_FALSE(schedule.empty());
-      schedule.erase(schedule.find("#pragma once"), std::string("#pragma once").size());
-      std::string header = mutated_template(kernel.header, {"", "", ""});
-      ASSERT_NE(header.find(schedule_include), std::string::npos);
-      header.replace(header.find(schedule_include), schedule_include.size(), schedule);
-      header.erase(header.find("#pragma once"), std::string("#pragma once").size());
-      std::string code = source.code;
-      code.replace(code.find(include), include.size(), header);
-      const auto module = EmuModule::compile(code, source.kernel);
-      int caught = 0;
-      for (const EmuSchedule order : {EmuSchedule::Forward, EmuSchedule::Reverse}) {
-        CudaLaunch launch = plan_cuda_launch(binding, spec);
-        ASSERT_EQ(launch.grid_x, 10u);
-        ASSERT_GE(launch.flags_offset, 0);
-        std::vector<float> workspace(static_cast<std::size_t>(launch.workspace_bytes / 4),
-                                     std::numeric_limits<float>::quiet_NaN());
-        std::fill_n(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset, launch.flags_bytes, 0);
-        launch.params.workspace = workspace.data();
-        launch.params.tile_flags =
-            reinterpret_cast<int*>(reinterpret_cast<char*>(workspace.data()) + launch.flags_offset);
-        if (!launch.tma.empty()) {
-          const auto a = emulated_tma_descriptor(launch.tma[0]), b = emulated_tma_descriptor(launch.tma[1]);
-          std::memcpy(&launch.params.a_map, a.data(), sizeof launch.params.a_map);
-          std::memcpy(&launch.params.b_map, b.data(), sizeof launch.params.b_map);
-        }
-        std::fill_n(static_cast<float*>(const_cast<void*>(ops.args.d.data)), shape.m * shape.n, -1.0f);
-        EmuLaunch emu;
-        emu.kernel = source.kernel;
-        emu.grid_x = launch.grid_x;
-        emu.grid_z = launch.grid_z;
-        emu.block = launch.block;
-        emu.shared_bytes = launch.shared_bytes;
-        const auto bytes = std::as_bytes(std::span(&launch.params, 1));
-        emu.params.assign(bytes.begin(), bytes.end());
-        emu.global = operand_extents(binding);
-        emu.global.push_back({workspace.data(), workspace.size() * sizeof(float)});
-        EmuOptions options;
-        options.schedule = order;
-        options.workers = 1;
-        std::string outcome = "ok";
-        try {
-          module->launch(emu, options);
-          const Comparison cmp = compare_gemm(reference, ops.args.d, true);
-          if (!cmp.ok()) outcome = fmt::format("{} mismatches", cmp.mismatches);
-        } catch (const EmulationError& e) {
-          outcome = e.what();
-        }
-        if (bug.control()) {
-          EXPECT_EQ(outcome, "ok") << (order == EmuSchedule::Forward ? "grid" : "reverse") << " order";
-        }
-        caught += outcome != "ok";
-      }
-      if (!bug.control()) {
-        EXPECT_GT(caught, 0) << "not caught";
-      }
+      gemm.expect_caught("tessera/block/stream_k.cuh", bug);
     }
   }
+}
+
+// The wgmma kernel's TMA stores of D (store_warp_rows_by_tma): exact as it is, with f32 and bf16 outputs, edges past
+// M and N, stream-K's pieces added; each seeded bug caught (wrong results, the race check, or the emulator's report
+// of a box overwritten or left in flight).
+TEST(EmulatedGemm, TmaStoreSeededBugsAreCaught) {
+  const std::vector<TemplateBug> bugs{
+      {"(control: the template as it is)", "", ""},
+      {"boxes written unswizzled", "(linear ^ (static_cast<u32>(r & 7) << 4))", "linear"},
+      {"every box to the first columns", "static_cast<int>(col_base) + box * kBoxCols", "static_cast<int>(col_base)"},
+      {"no wait for the stores", "    tma_store_commit();\n    tma_store_wait();", "    tma_store_commit();"},
+      {"stores issued before the lanes' writes are in",
+       "  fence_proxy_async();  // the boxes' generic-proxy writes before the copy engine's reads\n  syncwarp();",
+       "  fence_proxy_async();  // the boxes' generic-proxy writes before the copy engine's reads"},
+  };
+  for (const DType out : {DType::f32, DType::bf16})
+    for (const char* config : {"wgmma=1,block_m=128,block_n=128,warp_m=64,warp_n=128,block_k=64,stages=3,split_k=1",
+                               "wgmma=1,block_m=64,block_n=128,warp_m=64,warp_n=128,block_k=64,stages=3,stream_k=1"}) {
+      MutatedGemm gemm(row_col_spec("sm_90a", DType::f16, out), Shape{200, 136, 704, 1}, 9);
+      CudaGemmConfig c = CudaGemmConfig::default_for(gemm.binding().problem, gemm.target()).with_overrides(config);
+      ASSERT_TRUE(c.tma_store) << "the default for a row-major D with 16-byte rows";
+      gemm.set_config(c);
+      gemm.target().sm_count = 10;
+      for (const TemplateBug& bug : bugs) {
+        SCOPED_TRACE(fmt::format("{} out, {}: {}", dtype_name(out), config, bug.what));
+        gemm.expect_caught("tessera/block/epilogue_store.cuh", bug);
+      }
+    }
 }
 
 // Threads asking for the same CUDA spec at once get one build (the runtime's kernels live in the shared KernelCache).

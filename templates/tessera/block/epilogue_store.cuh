@@ -136,6 +136,52 @@ TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN 
   syncwarp();
 }
 
+// One warp's 16 x kWN accumulators (the C-fragment layout above) finished and stored by TMA: each lane applies the
+// epilogue to its pairs (after adding the `pieces` partial sums stored for them, as stream-K's finishing block
+// does) and writes them as D's type into boxes of 16 rows x 128 bytes at `staging` (the warp's own, 2 KiB a box,
+// 1024-aligned), their 16-byte chunks XORed by the row as the 128-byte swizzle of D's descriptor reads them (the
+// lanes of a store cover 32 banks twice, the least for 256 bytes); lane 0 then stores the boxes and waits until
+// they have been read. Rows and columns past D's edges are computed as zeros, and TMA does not write them.
+template <class T, class Epi, int kWN>
+TESSERA_DEVICE void store_warp_rows_by_tma(const GemmParams& p, const float (&acc)[kWN / 8][4], u32 staging, int lane,
+                                           i64 row_base, i64 col_base, int batch, int pieces) {
+  using Out = typename T::Out;
+  constexpr int kBoxCols = 128 / static_cast<int>(sizeof(Out));
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int ni = 0; ni < kWN / 8; ++ni)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = g + 8 * h, c = ni * 8 + 2 * t;
+      float v[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const i64 m = row_base + r, n = col_base + c + e;
+        float x = acc[ni][2 * h + e];
+        if (m < p.m && n < p.n) {
+          for (int s = 0; s < pieces; ++s) x += ld_global(workspace_element<true>(p, s, m, n, batch));
+          v[e] = Epi::apply(x, m, n, batch, p);
+        } else {
+          v[e] = 0.0f;
+        }
+      }
+      const u32 linear = static_cast<u32>(r * 128 + (c % kBoxCols) * static_cast<int>(sizeof(Out)));
+      const u32 at = staging + static_cast<u32>(c / kBoxCols) * 2048 + (linear ^ (static_cast<u32>(r & 7) << 4));
+      st_shared(at, Vector<Out, 2>{{from_f32<Out>(v[0]), from_f32<Out>(v[1])}});
+    }
+  fence_proxy_async();  // the boxes' generic-proxy writes before the copy engine's reads
+  syncwarp();
+  if (lane == 0) {
+    if (row_base < p.m)
+      for (int box = 0; box < kWN / kBoxCols; ++box)
+        tma_store_3d(&p.d_map, staging + static_cast<u32>(box) * 2048, static_cast<int>(col_base) + box * kBoxCols,
+                     static_cast<int>(row_base), batch);
+    tma_store_commit();
+    tma_store_wait();
+  }
+  syncwarp();
+}
+
 // The second kernel of a split-K GEMM: sums the splits of each output and applies the epilogue.
 template <class T, class Epi>
 TESSERA_DEVICE void splitk_reduce(const GemmParams& p) {

@@ -81,6 +81,11 @@ struct Api {
   // (acquire). A wait that no running block can end fails as a deadlock.
   void (*flag_add)(int* address, int value);
   void (*flag_wait)(const int* address, int value);
+  // A TMA store of the box at shared offset src to the tensor `map` describes at `coords`; its source stays read
+  // (no writes allowed) until the issuing thread's tma_store_wait retires its group.
+  void (*tma_store)(const void* map, unsigned src, const int* coords);
+  void (*tma_store_commit)();
+  void (*tma_store_wait)();
 };
 
 }  // namespace tessera_emu

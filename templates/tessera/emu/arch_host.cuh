@@ -112,6 +112,12 @@ inline void tma_load_3d(u32 dst, const TmaDescriptor* map, int x, int y, int z, 
   tessera_emu_api->tma_load(dst, map, coords, mbarrier);
 }
 inline void fence_proxy_async() {}
+inline void tma_store_3d(const TmaDescriptor* map, u32 src, int x, int y, int z) {
+  const int coords[3] = {x, y, z};
+  tessera_emu_api->tma_store(map, src, coords);
+}
+inline void tma_store_commit() { tessera_emu_api->tma_store_commit(); }
+inline void tma_store_wait() { tessera_emu_api->tma_store_wait(); }
 
 // The emulator's shared "addresses" are the offsets themselves.
 enum WgmmaSwizzle : int { kWgmmaInterleave = 0, kWgmma128B = 1, kWgmma64B = 2, kWgmma32B = 3 };

@@ -26,9 +26,9 @@ struct GemmParams {
   int sk_blocks, sk_k_tiles;
   i64 sk_total;
   int* tile_flags;
-  // The wgmma kernel's TMA descriptors of A and B (rank 3: K, M or N, batch), read through the parameter
-  // (__grid_constant__); other kernels leave them unset.
-  TmaDescriptor a_map, b_map;
+  // The wgmma kernel's TMA descriptors of A and B (rank 3: K, M or N, batch) and, with TMA stores, of D (N, M,
+  // batch), read through the parameter (__grid_constant__); other kernels leave them unset.
+  TmaDescriptor a_map, b_map, d_map;
 };
 
 }  // namespace tessera

@@ -3,10 +3,11 @@
 // `full` mbarrier (the copies' bytes) and an `empty` one (its readers' release); BM/64 consumer warpgroups, each
 // computing 64 rows x BN with wgmma.mma_async straight from the shared tiles, keeping one k-tile's MMAs in flight
 // while they wait for the next, and releasing a stage once the MMAs that read it have retired. The epilogue goes
-// through shared memory like the mma.sync kernel's. tf32 operands K-major; 16-bit operands in either layout: a K-major
-// tile is block_k wide (its 128-byte rows along K), an M/N-major one is loaded as 64-wide slices of M (N), each block_k
-// rows of K, which wgmma reads with its transpose bit. The tiles' edges beyond M, N and K are TMA's zeros. Grid: x =
-// rasterised output tiles, z = batch (x split); stream-K: one row of blocks sharing the (tile, k-tile) iterations.
+// through shared memory like the mma.sync kernel's, and out by TMA stores where T::TmaStore (row-major D). tf32
+// operands K-major; 16-bit operands in either layout: a K-major tile is block_k wide (its 128-byte rows along K), an
+// M/N-major one is loaded as 64-wide slices of M (N), each block_k rows of K, which wgmma reads with its transpose bit.
+// The tiles' edges beyond M, N and K are TMA's zeros. Grid: x = rasterised output tiles, z = batch (x split); stream-K:
+// one row of blocks sharing the (tile, k-tile) iterations.
 #pragma once
 
 #include "tessera/arch.cuh"
@@ -19,7 +20,7 @@
 namespace tessera {
 
 // T supplies: Element, Out, kInput (f16, bf16, tf32), BM (64 or 128), BN (64, 128 or 256), BK (64), Stages, Swizzle,
-// AlignC, AKMajor, BKMajor, DRowMajor.
+// AlignC, AKMajor, BKMajor, DRowMajor, TmaStore.
 template <class T>
 struct WgmmaShape {
   static constexpr int kConsumers = T::BM / 64;  // consumer warpgroups
@@ -136,17 +137,22 @@ TESSERA_DEVICE void wgmma_accumulate(const GemmParams& p, int tile_m, int tile_n
 }
 
 // The consumers' epilogue: each warp's 16 rows through its slab of shared memory to D (with the partial sums of
-// workspace slots 0 .. pieces − 1 added) or raw to workspace slot `slot` (kToWorkspace).
+// workspace slots 0 .. pieces − 1 added; by TMA where T::TmaStore) or raw to workspace slot `slot` (kToWorkspace).
 template <class T, class Epi, int kOutput>
 TESSERA_DEVICE void wgmma_store(const GemmParams& p, const float (&d)[T::BN / 2], int tile_m, int tile_n, int batch,
                                 int slot, int pieces = 0) {
   const int tid = threadIdx.x;
   if (tid < 128) return;
   const int warp = tid / 32 - 4, lane = tid & 31;  // consumer warps 0..4*kConsumers-1, 16 rows each
-  const u32 slab = static_cast<u32>(warp) * 16 * kSlabPitch<T::BN> * 4;
-  store_warp_slab<T, Epi, kOutput, T::BN>(p, reinterpret_cast<const float(&)[T::BN / 8][4]>(d), slab, lane,
-                                          static_cast<i64>(tile_m) * T::BM + warp * 16,
-                                          static_cast<i64>(tile_n) * T::BN, batch, slot, pieces);
+  const auto& fragments = reinterpret_cast<const float(&)[T::BN / 8][4]>(d);
+  const i64 row_base = static_cast<i64>(tile_m) * T::BM + warp * 16, col_base = static_cast<i64>(tile_n) * T::BN;
+  if constexpr (T::TmaStore && kOutput == kToD) {
+    const u32 staging = static_cast<u32>(warp) * 16 * T::BN * static_cast<u32>(sizeof(typename T::Out));
+    store_warp_rows_by_tma<T, Epi, T::BN>(p, fragments, staging, lane, row_base, col_base, batch, pieces);
+  } else {
+    const u32 slab = static_cast<u32>(warp) * 16 * kSlabPitch<T::BN> * 4;
+    store_warp_slab<T, Epi, kOutput, T::BN>(p, fragments, slab, lane, row_base, col_base, batch, slot, pieces);
+  }
 }
 
 template <class T, class Epi>
