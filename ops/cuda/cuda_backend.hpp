@@ -13,6 +13,7 @@
 #include "generator/gemm/cuda_gemm_spec.hpp"
 #include "jit/cuda_gemm_build.hpp"
 #include "jit/simt_emulator.hpp"
+#include "ops/cuda/tma_descriptor_cache.hpp"
 #include "tessera/cuda.hpp"
 
 namespace tessera {
@@ -27,6 +28,7 @@ class CudaProgram {
                       const std::vector<EmuMemoryRange>& extents) const = 0;
   CudaGemmBuild build;
   CudaKernelReport report;
+  mutable TmaDescriptorCache tma_descriptors;  // the wgmma kernel's operands, by tensor
 };
 
 class CudaBackend {

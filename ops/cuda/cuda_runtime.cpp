@@ -127,15 +127,9 @@ void CudaGemmKernel::run(const GemmArgs& device_args) const {
       launch.params.tile_flags = reinterpret_cast<int*>(workspace + static_cast<std::uint64_t>(launch.flags_offset));
     }
   }
-  if (!launch.tma.empty()) {
-    const auto a = backend_->tma_descriptor(launch.tma[0]), b = backend_->tma_descriptor(launch.tma[1]);
-    std::memcpy(&launch.params.a_map, a.data(), sizeof launch.params.a_map);
-    std::memcpy(&launch.params.b_map, b.data(), sizeof launch.params.b_map);
-    if (launch.tma.size() > 2) {
-      const auto d = backend_->tma_descriptor(launch.tma[2]);
-      std::memcpy(&launch.params.d_map, d.data(), sizeof launch.params.d_map);
-    }
-  }
+  TmaDescriptor* maps[3] = {&launch.params.a_map, &launch.params.b_map, &launch.params.d_map};
+  for (std::size_t i = 0; i < launch.tma.size(); ++i)
+    std::memcpy(maps[i], program_->tma_descriptors.get(*backend_, launch.tma[i]).data(), sizeof(TmaDescriptor));
   const CudaSource& source = program_->build.source;
   try {
     const auto params = std::as_bytes(std::span(&launch.params, 1));

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "generator/core/error.hpp"
+#include "ops/cuda/cuda_backend.hpp"
+#include "ops/cuda/tma_descriptor_cache.hpp"
 #include "ops/gemm/cuda_gemm_launch.hpp"
 
 namespace tessera {
@@ -107,6 +109,37 @@ TEST(CudaLaunch, RejectsGridsBeyondTheHardware) {
   args.d = Tensor::batched(d.data(), 70000, 8, 8);
   const GemmBinding binding = bind_gemm(args);
   EXPECT_THROW(plan_cuda_launch(binding, spec_for(binding, "")), InvalidArgument);
+}
+
+// A kernel's TMA descriptors are encoded once per tensor and reused while it is among the 16 most recent: the same
+// bytes the back-end encodes, a changed pointer or shape encoded anew.
+TEST(TmaDescriptorCache, ReusesTheDescriptorsOfRecentTensors) {
+  const auto backend = make_emulator_backend("cuda-emu:sm_90a", EmuOptions{});
+  std::vector<float> memory(64 * 64 * 40);
+  const auto tensor = [&](std::size_t offset, std::uint64_t rows) {
+    TmaTensor t;
+    t.global = memory.data() + offset * 64;
+    t.element_bytes = 4;
+    t.dims = {64, rows, 1};
+    t.stride_bytes = {256, 256 * rows};
+    t.box = {32, 16, 1};
+    t.swizzle_bytes = 128;
+    return t;
+  };
+  TmaDescriptorCache cache;
+  EXPECT_EQ(cache.get(*backend, tensor(0, 64)), backend->tma_descriptor(tensor(0, 64)));
+  EXPECT_EQ(cache.get(*backend, tensor(0, 64)), backend->tma_descriptor(tensor(0, 64)));
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(cache.get(*backend, tensor(0, 32)), backend->tma_descriptor(tensor(0, 32)));    // another shape
+  EXPECT_EQ(cache.get(*backend, tensor(64, 64)), backend->tma_descriptor(tensor(64, 64)));  // another pointer
+  EXPECT_EQ(cache.misses(), 3u);
+  for (std::size_t i = 1; i <= 16; ++i) cache.get(*backend, tensor(i * 64, 16));  // 16 more (64, 16 is not 64, 64)
+  EXPECT_EQ(cache.misses(), 19u);
+  cache.get(*backend, tensor(64 * 16, 16));  // still kept
+  EXPECT_EQ(cache.hits(), 2u);
+  cache.get(*backend, tensor(0, 64));  // evicted by the 16 after it
+  EXPECT_EQ(cache.misses(), 20u);
 }
 
 }  // namespace

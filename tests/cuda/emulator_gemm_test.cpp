@@ -158,6 +158,34 @@ TEST(EmulatedGemmProfile, DefaultKernelsHaveNoBankConflictsAndCoalescedTraffic) 
           }
 }
 
+// The same for Hopper's default wgmma kernels (sm_90a, every layout of A, B and D): the epilogue's shared writes
+// (a row-major D's swizzled TMA-store boxes, a column-major D's transposed slab) and reads at the ideal wavefronts;
+// a row-major D leaves by TMA (no thread stores D), a column-major one in as few sectors as its bytes need.
+TEST(EmulatedGemmProfile, HopperDefaultKernelsHaveNoBankConflictsAndCoalescedTraffic) {
+  for (DType in : {DType::f16, DType::bf16})
+    for (Layout a : {Layout::row_major(), Layout::col_major()})
+      for (Layout b : {Layout::row_major(), Layout::col_major()})
+        for (Layout d : {Layout::row_major(), Layout::col_major()}) {
+          SCOPED_TRACE(fmt::format("{} A {} B {} D {}", dtype_name(in), a.name(), b.name(), d.name()));
+          const ProfiledGemm run = run_profiled("sm_90a", in, a, b, d, Shape{256, 384, 256, 1}, 5);
+          ASSERT_EQ(run.config.math, CudaMath::Wgmma);
+          EXPECT_EQ(run.config.tma_store, d.kind() == LayoutKind::RowMajor);
+          const EmuProfile& profile = run.profile;
+          EXPECT_GT(profile.shared_store.requests, 0u);
+          EXPECT_EQ(profile.shared_store.transactions, profile.shared_store.ideal) << "epilogue shared writes";
+          EXPECT_EQ(profile.shared_load.transactions, profile.shared_load.ideal) << "epilogue shared reads";
+          if (run.config.tma_store) {
+            EXPECT_EQ(profile.global_store.requests, 0u) << "D leaves by TMA";
+          } else {
+            EXPECT_GT(profile.global_store.requests, 0u);
+            EXPECT_LE(static_cast<double>(profile.global_store.transactions),
+                      1.1 * static_cast<double>(profile.global_store.ideal))
+                << "D stores";
+          }
+          EXPECT_TRUE(run.result.ok()) << run.result.mismatches << " mismatches; first: " << run.result.first_mismatch;
+        }
+}
+
 // The default f32 SIMT kernel's shared-memory traffic at the ideal wavefronts for every A/B layout: a K-major
 // operand's chunks are stored transposed, down the tile's columns, which its rows' padding keeps conflict-free
 // (unpadded: 2.40 wavefronts per store where 1.60 would do).

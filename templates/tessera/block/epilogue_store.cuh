@@ -139,14 +139,15 @@ TESSERA_DEVICE void store_warp_slab(const GemmParams& p, const float (&acc)[kWN 
 // One warp's 16 x kWN accumulators (the C-fragment layout above) finished and stored by TMA: each lane applies the
 // epilogue to its pairs (after adding the `pieces` partial sums stored for them, as stream-K's finishing block
 // does) and writes them as D's type into boxes of 16 rows x 128 bytes at `staging` (the warp's own, 2 KiB a box,
-// 1024-aligned), their 16-byte chunks XORed by the row as the 128-byte swizzle of D's descriptor reads them (the
-// lanes of a store cover 32 banks twice, the least for 256 bytes); lane 0 then stores the boxes and waits until
-// they have been read. Rows and columns past D's edges are computed as zeros, and TMA does not write them.
+// 1024-aligned), their 16-byte chunks XORed by the row as the 128-byte swizzle of D's descriptor reads them; lane 0
+// then stores the boxes and waits until they have been read. Rows and columns past D's edges are computed as zeros, and
+// TMA does not write them.
 template <class T, class Epi, int kWN>
 TESSERA_DEVICE void store_warp_rows_by_tma(const GemmParams& p, const float (&acc)[kWN / 8][4], u32 staging, int lane,
                                            i64 row_base, i64 col_base, int batch, int pieces) {
   using Out = typename T::Out;
   constexpr int kBoxCols = 128 / static_cast<int>(sizeof(Out));
+  static_assert(kWN % 32 == 0, "n8 blocks in fours");
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int ni = 0; ni < kWN / 8; ++ni)
@@ -167,7 +168,18 @@ TESSERA_DEVICE void store_warp_rows_by_tma(const GemmParams& p, const float (&ac
       }
       const u32 linear = static_cast<u32>(r * 128 + (c % kBoxCols) * static_cast<int>(sizeof(Out)));
       const u32 at = staging + static_cast<u32>(c / kBoxCols) * 2048 + (linear ^ (static_cast<u32>(r & 7) << 4));
-      st_shared(at, Vector<Out, 2>{{from_f32<Out>(v[0]), from_f32<Out>(v[1])}});
+      if constexpr (sizeof(Out) == 4) {
+        // As an 8-byte pair, served a half-warp at a time, a store's lanes (4 rows, 4 pairs) would reach only 4 of a
+        // row's 8 swizzled chunks, two lanes a bank. As two 4-byte stores in which the upper pairs' lanes (t >= 2)
+        // write their second column first, each store's 32 lanes reach the 32 banks once.
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          const int e = (t >> 1) ^ k;
+          st_shared(at + static_cast<u32>(e) * 4, e ? v[1] : v[0]);
+        }
+      } else {
+        st_shared(at, Vector<Out, 2>{{from_f32<Out>(v[0]), from_f32<Out>(v[1])}});  // 32 lanes x 4 bytes: 32 banks
+      }
     }
   fence_proxy_async();  // the boxes' generic-proxy writes before the copy engine's reads
   syncwarp();
