@@ -164,6 +164,7 @@ void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mba
   check_in_flight(dst, box.bytes, "TMA writes");
   check_not_mbarrier(dst, box.bytes, "TMA writes");
   check_not_pinned(dst, box.bytes, "a TMA load writes");
+  check_async_visible(dst, box.bytes, "a TMA load writes");
   const int unit = static_cast<int>(b.threads.size()) + static_cast<int>(&m - b.mbarriers.data());
   track_as(b.current, unit, dst, box.bytes, true);
   const unsigned element = box.t.element_bytes;
@@ -188,6 +189,7 @@ void api_tma_store(const void* map, unsigned src, const int* coords) {
   const TmaBox box = tma_box(map, src, "store");
   check_shared(src, box.bytes, "TMA store read");
   check_in_flight(src, box.bytes, "TMA store reads");
+  check_async_visible(src, box.bytes, "a TMA store reads");
   track(b.current, src, box.bytes, false);
   const unsigned element = box.t.element_bytes;
   for_each_box_element(box, coords, [&](unsigned offset, char* global) {

@@ -81,6 +81,7 @@ struct Thread {
   // TMA stores this thread issued (shared offset, bytes): committed groups oldest first, and the open one.
   std::vector<std::vector<std::pair<unsigned, unsigned>>> store_groups;
   std::vector<std::pair<unsigned, unsigned>> store_open;
+  std::uint32_t proxy_fences = 0;             // fence.proxy.async executed so far
   unsigned long long desc_a = 0, desc_b = 0;  // a wgmma's operands
   int transpose = 0;                          // and which of them are M/N-major (bit 0 A, bit 1 B)
   std::vector<Access> accesses;               // since the last barrier, when profiling
@@ -100,6 +101,7 @@ struct Thread {
 struct Shadow {
   int writer = -1, reader = -1, reader2 = -1;
   std::uint32_t writer_stamp = 0, reader_stamp = 0, reader2_stamp = 0;
+  std::uint32_t writer_fences = 0;  // the writing thread's fence.proxy.async count when it wrote
 };
 
 // An mbarrier (PTX ISA 9.7.13.15) at an 8-byte-aligned shared offset: arrivals and transaction bytes pending in the
@@ -189,6 +191,10 @@ void api_wgmma_wait(int pending);
 void api_tma_store(const void* map, unsigned src, const int* coords);
 void api_tma_store_commit();
 void api_tma_store_wait();
+void api_fence_proxy_async();
+// TMA (the async proxy) may touch shared bytes a thread wrote (the generic proxy) only after that thread's
+// fence.proxy.async: reports the first word written since its writer's last fence.
+void check_async_visible(unsigned offset, unsigned bytes, const char* what);
 void run_wgmma(Block& b, int group);
 
 }  // namespace tessera::emulator

@@ -157,6 +157,8 @@ void track_as(int viewer, int agent, unsigned offset, unsigned bytes, bool write
       if (unordered(s.reader, s.reader_stamp)) race(s.reader, "read");
       if (unordered(s.reader2, s.reader2_stamp)) race(s.reader2, "read");
       s.writer = agent, s.writer_stamp = stamp, s.reader = s.reader2 = -1;
+      if (agent < static_cast<int>(b.threads.size()))
+        s.writer_fences = b.threads[static_cast<std::size_t>(agent)].proxy_fences;
     } else if (s.reader < 0 || s.reader == agent || !unordered(s.reader, s.reader_stamp)) {
       s.reader = agent, s.reader_stamp = stamp;
     } else {
@@ -166,6 +168,23 @@ void track_as(int viewer, int agent, unsigned offset, unsigned bytes, bool write
 }
 
 void track(int tid, unsigned offset, unsigned bytes, bool write) { track_as(tid, tid, offset, bytes, write); }
+
+void check_async_visible(unsigned offset, unsigned bytes, const char* what) {
+  const Block& b = *t_block;
+  if (!b.options->detect_races) return;
+  const int threads = static_cast<int>(b.threads.size());
+  for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w) {
+    const Shadow& s = b.shadow[w];
+    if (s.writer >= 0 && s.writer < threads &&
+        b.threads[static_cast<std::size_t>(s.writer)].proxy_fences == s.writer_fences)
+      fail(
+          fmt::format("{} shared bytes at offset {} that thread {} wrote with no fence.proxy.async since (its "
+                      "generic-proxy write is not ordered with the copy engine's access)",
+                      what, w * 4, s.writer));
+  }
+}
+
+void api_fence_proxy_async() { ++t_block->me().proxy_fences; }
 
 void check_in_flight(unsigned offset, unsigned bytes, const char* what) {
   const Block& b = *t_block;
@@ -483,7 +502,8 @@ tessera_emu::Api g_api{api_index,
                        api_flag_wait,
                        api_tma_store,
                        api_tma_store_commit,
-                       api_tma_store_wait};
+                       api_tma_store_wait,
+                       api_fence_proxy_async};
 
 // --- warp collectives, carried out by the scheduler once every lane has arrived ---
 

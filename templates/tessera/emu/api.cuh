@@ -86,6 +86,8 @@ struct Api {
   void (*tma_store)(const void* map, unsigned src, const int* coords);
   void (*tma_store_commit)();
   void (*tma_store_wait)();
+  // fence.proxy.async: this thread's shared-memory writes so far become visible to TMA (the async proxy).
+  void (*fence_proxy_async)();
 };
 
 }  // namespace tessera_emu

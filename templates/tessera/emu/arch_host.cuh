@@ -111,7 +111,7 @@ inline void tma_load_3d(u32 dst, const TmaDescriptor* map, int x, int y, int z, 
   const int coords[3] = {x, y, z};
   tessera_emu_api->tma_load(dst, map, coords, mbarrier);
 }
-inline void fence_proxy_async() {}
+inline void fence_proxy_async() { tessera_emu_api->fence_proxy_async(); }
 inline void tma_store_3d(const TmaDescriptor* map, u32 src, int x, int y, int z) {
   const int coords[3] = {x, y, z};
   tessera_emu_api->tma_store(map, src, coords);

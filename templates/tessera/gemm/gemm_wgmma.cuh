@@ -188,6 +188,7 @@ TESSERA_DEVICE void gemm_wgmma_stream_k(const GemmParams& p) {
         p, piece,
         [&](int slot) { wgmma_store<T, Epi, kToWorkspace>(p, d, piece.tile_m, piece.tile_n, piece.batch, slot); },
         [&](int pieces) { wgmma_store<T, Epi, kToD>(p, d, piece.tile_m, piece.tile_n, piece.batch, -1, pieces); });
+    fence_proxy_async();  // the epilogue's writes to the ring before the next piece's TMA loads overwrite it
   });
 }
 
