@@ -58,7 +58,8 @@ void add_amx_variants(const GemmProblem& p, const CpuTarget& target, std::vector
 // The configs that compute D = A·B as it is (not transposed).
 std::vector<CpuGemmConfig> direct_variants(const GemmProblem& p, const CpuTarget& target, bool prune) {
   const GemmSignature& s = p.signature;
-  const CpuGemmConfig base = CpuGemmConfig::default_for(p, target).untransposed();
+  CpuGemmConfig base = CpuGemmConfig::default_for(p, target).untransposed();
+  base.amx = CpuGemmConfig::kAmxNone;  // the vector variants below; AMX ones come from add_amx_variants
   std::vector<CpuGemmConfig> out;
   const int lanes = target.vector_lanes();
   const int group = k_group(s);  // bf16 and int8 read A in place and pack B in groups along K

@@ -132,6 +132,7 @@ TEST(GemmAmx, NativeTilesMatchTheEmulatedOnes) {
                                 int8 ? DType::u8 : DType::bf16);
         args.b = Tensor::matrix(int8 ? static_cast<void*>(b.data()) : b16.data(), k, n, Layout::row_major(), 0,
                                 int8 ? DType::i8 : DType::bf16);
+        args.d = Tensor::matrix(native.data(), m, n);
         const GemmProblem p = runtime.describe(args);
         for (const int amx : {CpuGemmConfig::kAmxTiles, CpuGemmConfig::kAmxEmulated}) {
           CpuGemmConfig c = amx_config(p, runtime.target(), mr, nr, int8 ? 256 : 128);
