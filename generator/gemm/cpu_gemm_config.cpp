@@ -378,8 +378,7 @@ CpuGemmConfig from_json<CpuGemmConfig>(const nlohmann::json& j) {
 std::int64_t CpuGemmConfig::workspace_bytes() const {
   // A dot kernel's partial sums are whole vectors per output (summed across lanes at the end).
   const std::int64_t partial_sums = std::int64_t{mc} * partial_sum_columns() * (dot ? kMaxVectorLanes : 1);
-  const std::int64_t floats =
-      (pack_a ? std::int64_t{mc} * kc : 0) + (pack_b ? std::int64_t{kc} * nc : 0) + partial_sums;
+  const std::int64_t floats = packed_a_floats() + (pack_b ? std::int64_t{kc} * nc : 0) + partial_sums;
   return floats * 4 + 3 * 64;  // each region starts on a cache line
 }
 

@@ -60,6 +60,11 @@ struct CpuGemmConfig {
   std::int64_t workspace_bytes() const;
   // Columns of the partial-sum tile: NC, and one micro-tile more when B is read in place, whose first micro-tile
   // may be a narrow one that ends on a vector boundary of B.
+  // The workspace's A region, in floats: a packed MC×KC block, or an AMX kernel's MR×KC sliver of tiles (bytes of
+  // bf16 or int8: at most MR·KC·4).
+  std::int64_t packed_a_floats() const {
+    return pack_a ? std::int64_t{mc} * kc : amx != kAmxNone ? std::int64_t{mr} * kc : 0;
+  }
   std::int64_t partial_sum_columns() const { return pack_b || dot ? nc : std::int64_t{nc} + nr; }
   // This config without `transpose`, for the product it describes.
   CpuGemmConfig untransposed() const {

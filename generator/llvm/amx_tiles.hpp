@@ -1,7 +1,8 @@
-// Tile products on AMX: 16-row tiles of A and of a packed B panel multiplied into f32 (tdpbf16ps) or exact i32
-// (tdpbusd) accumulator tiles, which are stored once per K slab as the vector accumulators of a register tile, so
-// that everything after the K loop (partial sums, epilogue, D's stores) is what the vector tiles already have.
-// The same loop emits either the AMX instructions or, for hosts without AMX, the instructions' effect in vector
+// Tile products on AMX: 16-row tiles of a packed A sliver and of a packed B sliver multiplied into f32 (tdpbf16ps) or
+// exact i32 (tdpbusd) accumulator tiles, which start from and end in memory (zeros or an earlier K slab's sums, and
+// the next slab's or the epilogue's), so that every tile has the one shape 16 rows × 64 bytes: the tile
+// configuration is a constant, loaded once per function that uses it, not once per tile.
+// The same code emits either the AMX instructions or, for hosts without AMX, the instructions' effect in vector
 // code (each tile a 1 KiB stack buffer): the second checks the tiling, addressing and edges of the first, bit for
 // bit, wherever the tests run.
 #pragma once
@@ -16,30 +17,37 @@ class AmxTiles : protected RegisterTiles {
  protected:
   using RegisterTiles::RegisterTiles;
 
-  // An MR×NR tile (MR = 16·a_tiles.size(), NR = 16·B tiles) of D over K = [0, kc): A read in place, B from its
-  // packed panel in groups of G (emit_pack_groups_*: G·nr elements per group row) with the panel's depth padded to
-  // whole tile blocks of 64 bytes of K (zeros past kc).
+  static constexpr int kTileRows = 16;   // rows of every tile (A, B's groups, the accumulators)
+  static constexpr int kTileBytes = 64;  // bytes of every tile row: 16 f32 / i32 sums, 32 bf16 or 64 int8 K steps
+
+  // Packs `rows` (1..mr) rows of a row-major A (the first at `a`, `stride` bytes apart) over `kc_bytes` bytes of K
+  // into the sliver the tile products read: per 64-byte block of K, mr / 16 tiles of 16 rows × 64 bytes, one after
+  // the other. Rows past `rows` repeat the last one (their sums are never stored); K past kc_bytes is zeros up to a
+  // whole block, and no byte past it is read; kc_bytes = 0 still writes one block of zeros. Returns the blocks (≥ 1).
+  llvm::Value* pack_a_tiles(llvm::Value* a, llvm::Value* stride, llvm::Value* rows, llvm::Value* kc_bytes, int mr,
+                            llvm::Value* dst);
+
+  // C(mr×nr) = c_in + A sliver · B sliver over `blocks` 64-byte blocks of K, stored at c_out. c_in and c_out hold
+  // mr rows of nr sums (i32 for U8I8, f32 for BF16), nr·4 bytes apart; B's sliver is in groups (emit_pack_groups_*:
+  // G·nr elements per group row, 16 group rows per block).
   struct AmxProduct {
-    std::vector<llvm::Value*> a_tiles;  // per A tile: its first row in A (i64 rows past the edge clamped inside A)
-    llvm::Value* rows = nullptr;        // i64 rows of the tile that are real (1..MR)
-    llvm::Value* a_stride = nullptr;    // i64 bytes between A's rows
-    llvm::Value* bp = nullptr;          // the packed B sliver
-    int nr = 0;
-    llvm::Value* kc = nullptr;  // i64 K steps
+    llvm::Value* ap = nullptr;  // pack_a_tiles' sliver
+    llvm::Value* bp = nullptr;
+    llvm::Value* blocks = nullptr;  // i64, ≥ 1
+    llvm::Value* c_in = nullptr;
+    llvm::Value* c_out = nullptr;
+    int mr = 0, nr = 0;
     DotInputs inputs = DotInputs::U8I8;
     bool emulated = false;
   };
-  // The products' accumulators as vectors: acc[r·NR/lanes + v], i32 (U8I8) or f32 (BF16). Rows past `rows` hold
-  // whatever the clamped rows gave.
-  LoopValues amx_k_loop(const AmxProduct& p);
+  void amx_product(const AmxProduct& p);
 
  private:
   using Tile = llvm::Value*;  // native: a <256 x i32> value; emulated: the address of the tile's 1 KiB
-  Tile tile_zero(llvm::Value* rows16, bool emulated);
-  // rows16 rows of 64 bytes from `base`, `stride` bytes apart.
-  Tile tile_load(llvm::Value* rows16, llvm::Value* base, llvm::Value* stride, bool emulated);
-  Tile tile_multiply_add(DotInputs inputs, Tile c, Tile a, Tile b, llvm::Value* rows16, bool emulated);
-  void tile_store(Tile t, llvm::Value* rows16, llvm::Value* base, llvm::Value* stride, bool emulated);
+  // 16 rows of 64 bytes from `base`, `stride` bytes apart.
+  Tile tile_load(llvm::Value* base, llvm::Value* stride, bool emulated);
+  Tile tile_multiply_add(DotInputs inputs, Tile c, Tile a, Tile b, bool emulated);
+  void tile_store(Tile t, llvm::Value* base, llvm::Value* stride, bool emulated);
   llvm::Value* tile_buffer(const char* name);
 };
 

@@ -90,6 +90,15 @@ class CpuGemmEmitter : OutputTiles {
       emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
                      llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last,
                      llvm::Value* args) { emit_dot_slab(t, a, bm, w, p0, kc, first, last, args, dot); });
+    } else if (cfg_.amx) {
+      llvm::Function* amx_slab = emit_amx_slab();
+      emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
+                     llvm::Value* p0, llvm::Value* kc, llvm::Value* first, llvm::Value* last, llvm::Value* args) {
+        b_.CreateCall(pack_b, {t.b_src, t.j0, p0, t.nc, kc, bm.cs, bm.rs, w.b});
+        b_.CreateCall(amx_slab, {gep_ab(t.a_src, b_.CreateAdd(b_.CreateMul(t.i0, a.rs), p0)), a.rs, w.b, kc, t.mc, t.nc,
+                                 w.acc, first, last, t.i0, t.j0, t.batch, args, w.a});
+      });
+      unoptimised(module_->getFunction(name_));
     } else {
       const MicroKernels micro = emit_micro_kernels();
       emit_entry([&](const MacroTile& t, const TensorFields& a, const TensorFields& bm, const Workspace& w,
@@ -247,16 +256,7 @@ class CpuGemmEmitter : OutputTiles {
       });
       return values;
     };
-    if (cfg_.amx) {
-      AmxProduct product;
-      for (int t = 0; t < mr; t += 16) product.a_tiles.push_back(a_rows[static_cast<std::size_t>(t)]);
-      product.rows = rows;
-      product.a_stride = b_.CreateMul(a_rs_arg, i64c(int8_ ? 1 : 2));
-      product.bp = bp, product.nr = cfg_.nr, product.kc = kc;
-      product.inputs = int8_ ? DotInputs::U8I8 : DotInputs::BF16;
-      product.emulated = cfg_.amx == CpuGemmConfig::kAmxEmulated;
-      acc = amx_k_loop(product);
-    } else if (group_ > 1) {
+    if (group_ > 1) {
       acc = grouped_k_loop(acc, a_rows, bp, kc, cfg_.nr, int8_ ? DotInputs::U8I8 : DotInputs::BF16, cfg_.k_unroll);
     } else if (fixed_kc > 0 && fixed_kc <= kFullUnrollSteps && fixed_kc * chains <= kFullUnrollFmas) {
       // A short constant K runs straight through, without the loop's counter and branch.
@@ -418,14 +418,14 @@ class CpuGemmEmitter : OutputTiles {
     llvm::Value* k = args_field(args, kK, i64_);
     const TensorFields a = load_tensor(b_.CreateStructGEP(args_ty_, args, kA));
     const TensorFields bm = load_tensor(b_.CreateStructGEP(args_ty_, args, kB));
-    const std::int64_t MC = cfg_.mc, NC = cfg_.nc, KC = cfg_.kc;
+    const std::int64_t NC = cfg_.nc, KC = cfg_.kc;
     llvm::Value* tile_m = args_field(args, kTileM, i64_);
     llvm::Value* tile_n = args_field(args, kTileN, i64_);
     llvm::Value* tiles_m = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(m, tile_m), i64c(1)), tile_m);
     llvm::Value* tiles_n = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(n, tile_n), i64c(1)), tile_n);
     llvm::Value* per_batch = b_.CreateMul(tiles_m, tiles_n);
     // Regions as CpuGemmConfig::workspace_bytes lays them out: packed A and B only when packed, then partial sums.
-    Workspace w{ws, b_.CreateGEP(b_.getInt8Ty(), ws, i64c(cfg_.pack_a ? align64(MC * KC * 4) : 0)), nullptr};
+    Workspace w{ws, b_.CreateGEP(b_.getInt8Ty(), ws, i64c(align64(cfg_.packed_a_floats() * 4))), nullptr};
     w.acc = b_.CreateGEP(b_.getInt8Ty(), w.b, i64c(cfg_.pack_b ? align64(KC * NC * 4) : 0));
     // K = 0 still runs one (empty) slab so that the epilogue writes D.
     llvm::Value* k_slabs = b_.CreateSDiv(b_.CreateAdd(k, i64c(KC - 1)), i64c(KC));
@@ -812,6 +812,79 @@ class CpuGemmEmitter : OutputTiles {
               "jr");
         },
         "ir");
+  }
+
+  // One K slab of a macro-tile on AMX tiles: per MR rows, A's sliver packed into tiles (it stays in L1 while the
+  // NC columns of B's packed panel stream past it), then per NR columns the tile product, which starts from zeros
+  // (the first slab) or the slab before's sums and ends in the workspace or, on the last slab, in a stack tile that
+  // the epilogue reads as vectors. The tile shapes are constants, so the function loads the tile configuration once.
+  // Arguments: A at the tile's first row and the slab's first K step, A's row stride (elements), the packed panel,
+  // kc, the tile's rows and columns, the partial sums, first, last, the tile's first row and column, the batch item,
+  // the kernel's arguments and the sliver's buffer.
+  llvm::Function* emit_amx_slab() {
+    llvm::Function* fn = make_function(
+        "amx_slab", b_.getVoidTy(),
+        {ptr_, i64_, ptr_, i64_, i64_, i64_, ptr_, b_.getInt1Ty(), b_.getInt1Ty(), i64_, i64_, i64_, ptr_, ptr_},
+        false);
+    auto arg = fn->arg_begin();
+    llvm::Value *a = arg++, *a_rs = arg++, *bp = arg++, *kc = arg++, *mc = arg++, *nc = arg++, *partial = arg++,
+                *first = arg++, *last = arg++, *i0 = arg++, *j0 = arg++, *batch = arg++, *args = arg++, *sliver = arg++;
+    const std::int64_t MR = cfg_.mr, NR = cfg_.nr, tiles_per_row = cfg_.partial_sum_columns() / NR;
+    const std::int64_t element_bytes = int8_ ? 1 : 2;
+    const auto stack_tile = [&](const char* name) {
+      auto* buffer = b_.CreateAlloca(b_.getInt8Ty(), i64c(MR * NR * 4), name);
+      buffer->setAlignment(llvm::Align(64));
+      return buffer;
+    };
+    llvm::Value* zeros = stack_tile("amx.zeros");  // the first slab's start, and an empty K's B
+    llvm::Value* sums = stack_tile("amx.sums");    // the last slab's sums, for the epilogue
+    b_.CreateMemSet(zeros, b_.getInt8(0), MR * NR * 4, llvm::MaybeAlign(64));
+    llvm::Value* empty = b_.CreateICmpEQ(kc, i64c(0));
+    llvm::Value* a_stride = b_.CreateMul(a_rs, i64c(element_bytes));
+    llvm::Value* depth = packed_depth(kc);
+    emit_for(
+        b_, i64c(0), mc, i64c(MR),
+        [&](llvm::Value* ir) {
+          llvm::Value* rows = smin(i64c(MR), b_.CreateSub(mc, ir));
+          llvm::Value* blocks = pack_a_tiles(gep_ab(a, b_.CreateMul(ir, a_rs)), a_stride, rows,
+                                             b_.CreateMul(kc, i64c(element_bytes)), cfg_.mr, sliver);
+          llvm::Value* acc_row = b_.CreateMul(b_.CreateSDiv(ir, i64c(MR)), i64c(tiles_per_row));
+          emit_for(
+              b_, i64c(0), nc, i64c(NR),
+              [&](llvm::Value* jr) {
+                llvm::Value* cols = smin(i64c(NR), b_.CreateSub(nc, jr));
+                llvm::Value* acc_tile =
+                    gep(partial, b_.CreateMul(b_.CreateAdd(acc_row, b_.CreateSDiv(jr, i64c(NR))), i64c(MR * NR)));
+                AmxProduct product;
+                product.ap = sliver;
+                product.bp = b_.CreateSelect(empty, zeros, gep_ab(bp, b_.CreateMul(jr, depth)));
+                product.blocks = blocks;
+                product.c_in = b_.CreateSelect(first, zeros, acc_tile);
+                product.c_out = b_.CreateSelect(last, sums, acc_tile);
+                product.mr = cfg_.mr, product.nr = cfg_.nr;
+                product.inputs = int8_ ? DotInputs::U8I8 : DotInputs::BF16;
+                product.emulated = cfg_.amx == CpuGemmConfig::kAmxEmulated;
+                amx_product(product);
+                emit_if(
+                    b_, last,
+                    [&] {
+                      LoopValues acc;
+                      for (std::int64_t r = 0; r < MR; ++r)
+                        for (std::int64_t v = 0; v < NR / lanes_; ++v) {
+                          llvm::Value* sum =
+                              b_.CreateAlignedLoad(acc_vec_, gep(sums, i64c(r * NR + v * lanes_)), llvm::Align(64));
+                          // exact i32 sums, rounded once to f32 for the epilogue
+                          acc.push_back(int8_ ? b_.CreateSIToFP(sum, vec_) : sum);
+                        }
+                      emit_epilogue(args, acc, b_.CreateAdd(i0, ir), b_.CreateAdd(j0, jr), rows, cols, batch);
+                    },
+                    "amx.epilogue");
+              },
+              "jr");
+        },
+        "ir");
+    b_.CreateRetVoid();
+    return fn;
   }
 
   // The dot tile: acc[r][c] += A[row r, p : p+lanes] · B[p : p+lanes, col c] over kc, lanes along K; between K
