@@ -131,7 +131,7 @@ CpuTarget CpuTarget::named(std::string_view text) {
   t.isa = isa;
   t.avx512_bf16 = t.avx512_bf16 && isa == CpuIsa::Avx512;
   t.vnni = host_vnni(isa);
-  t.amx = false;
+  t.amx = t.amx && isa == CpuIsa::Avx512;
   for (std::string_view rest = text.substr(isa_text.size()); !rest.empty();) {
     rest.remove_prefix(1);  // the '+'
     const std::string_view extension = rest.substr(0, rest.find('+'));

@@ -37,10 +37,9 @@ struct CpuTarget {
 
   // The host CPU with its best ISA and its caches.
   static CpuTarget host();
-  // "cpu" (the host, AMX included where it has it), "cpu:avx512" or "cpu:avx2", each with the host's vector
-  // extensions (AMX is a unit apart: only "+amx" or "cpu:amx" adds it, so that "cpu:avx512" asks for the vector
-  // kernels on any host), or with extensions named after a '+' ("cpu:avx512+vnni+bf16", "cpu:avx2+vnni"); throws
-  // InvalidArgument for unknown text and Unavailable when the host cannot run the requested ISA or extension.
+  // "cpu" (the host), "cpu:avx512" or "cpu:avx2", each with the host's extensions, or with extensions named after
+  // a '+' ("cpu:avx512+vnni+bf16", "cpu:avx2+vnni"); throws InvalidArgument for unknown text and Unavailable when
+  // the host cannot run the requested ISA or extension.
   static CpuTarget parse(std::string_view text);
   // The same names without the host check: a target to emit kernels for, compute features, train and evaluate cost
   // models (its caches the host's until the caller sets them), not to run kernels on. Throws InvalidArgument for

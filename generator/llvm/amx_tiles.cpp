@@ -14,6 +14,18 @@ llvm::Value* AmxTiles::tile_buffer(const char* name) {
 
 // Native tiles travel between the AMX intrinsics as <256 x i32> values, as Clang's __tile1024i does: LLVM's AMX
 // lowering folds the casts away and keeps loop-carried accumulators in tile registers.
+AmxTiles::Tile AmxTiles::tile_zero(bool emulated) {
+  if (emulated) {
+    llvm::Value* buffer = tile_buffer("tile.c");
+    b_.CreateMemSet(buffer, b_.getInt8(0), kTileRows * kTileBytes, llvm::MaybeAlign(64));
+    return buffer;
+  }
+  llvm::Value* tile =
+      b_.CreateIntrinsic(llvm::Intrinsic::x86_tilezero_internal, {}, {b_.getInt16(kTileRows), b_.getInt16(kTileBytes)});
+  auto* vec = llvm::FixedVectorType::get(b_.getInt32Ty(), 256);
+  return b_.CreateIntrinsic(llvm::Intrinsic::x86_cast_tile_to_vector, {vec}, {tile});
+}
+
 AmxTiles::Tile AmxTiles::tile_load(llvm::Value* base, llvm::Value* stride, bool emulated) {
   llvm::Value* rows16 = b_.getInt16(kTileRows);
   if (emulated) {
@@ -124,12 +136,16 @@ void AmxTiles::tile_store(Tile t, llvm::Value* base, llvm::Value* stride, bool e
 
 llvm::Value* AmxTiles::pack_a_tiles(llvm::Value* a, llvm::Value* stride, llvm::Value* rows, llvm::Value* kc_bytes,
                                     int mr, llvm::Value* dst) {
-  const int T = mr / kTileRows;
-  auto* row_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), kTileBytes);
   std::vector<llvm::Value*> sources;
   llvm::Value* last_row = b_.CreateSub(rows, i64c(1));
   for (int r = 0; r < mr; ++r)
     sources.push_back(b_.CreateGEP(b_.getInt8Ty(), a, b_.CreateMul(smin(i64c(r), last_row), stride)));
+  return pack_a_tiles(sources, kc_bytes, dst);
+}
+
+llvm::Value* AmxTiles::pack_a_tiles(const std::vector<llvm::Value*>& sources, llvm::Value* kc_bytes, llvm::Value* dst) {
+  const int mr = static_cast<int>(sources.size()), T = mr / kTileRows;
+  auto* row_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), kTileBytes);
   // Block q's row r at dst + ((q·T + r / 16)·16 + r % 16)·64 = dst + q·T·1024 + r·64.
   const auto copy_block = [&](llvm::Value* q, llvm::Value* mask) {
     llvm::Value* offset = b_.CreateMul(q, i64c(kTileBytes));
@@ -155,21 +171,29 @@ llvm::Value* AmxTiles::pack_a_tiles(llvm::Value* a, llvm::Value* stride, llvm::V
   return b_.CreateAdd(full, b_.CreateZExt(partial, i64_));
 }
 
+AmxTiles::AmxOperand AmxTiles::amx_sliver(llvm::Value* base, int mr) {
+  return {base, i64c(kTileBytes), std::int64_t{mr} * kTileBytes, kTileRows * kTileBytes};
+}
+
+AmxTiles::AmxOperand AmxTiles::amx_group_sliver(llvm::Value* base, int nr, DotInputs inputs) {
+  const bool int8 = inputs == DotInputs::U8I8;
+  const std::int64_t row_bytes = std::int64_t{int8 ? 4 : 2} * nr * (int8 ? 1 : 2);  // one group row of the sliver
+  return {base, i64c(row_bytes), kTileRows * row_bytes, kTileBytes};
+}
+
 void AmxTiles::amx_product(const AmxProduct& p) {
-  const bool int8 = p.inputs == DotInputs::U8I8;
-  const int G = int8 ? 4 : 2, element_bytes = int8 ? 1 : 2;
   const int T = p.mr / kTileRows, J = p.nr / kTileRows;
   const auto bytes = [&](llvm::Value* base, std::int64_t offset) {
     return b_.CreateGEP(b_.getInt8Ty(), base, i64c(offset));
   };
-  const std::int64_t b_row_bytes = std::int64_t{G} * p.nr * element_bytes;  // one group row of the sliver
-  llvm::Value* c_stride = i64c(std::int64_t{p.nr} * 4);
+  llvm::Value* c_stride = i64c(p.c_stride);
   const auto c_tile = [&](llvm::Value* c, int t, int j) {
-    return bytes(c, (std::int64_t{t} * kTileRows * p.nr + std::int64_t{j} * kTileRows) * 4);
+    return bytes(c, std::int64_t{t} * kTileRows * p.c_stride + std::int64_t{j} * kTileBytes);
   };
   LoopValues init;
   for (int t = 0; t < T; ++t)
-    for (int j = 0; j < J; ++j) init.push_back(tile_load(c_tile(p.c_in, t, j), c_stride, p.emulated));
+    for (int j = 0; j < J; ++j)
+      init.push_back(p.c_in ? tile_load(c_tile(p.c_in, t, j), c_stride, p.emulated) : tile_zero(p.emulated));
 
   // One loop over the blocks (at least one trip), without a guard: the accumulators are the only values it carries,
   // and a loop of that plain shape keeps them in tile registers (behind a zero-trip guard, LLVM's AMX lowering
@@ -189,14 +213,14 @@ void AmxTiles::amx_product(const AmxProduct& p) {
     carried.back()->addIncoming(v, before);
     acc.push_back(carried.back());
   }
-  llvm::Value* a_block =
-      b_.CreateGEP(b_.getInt8Ty(), p.ap, b_.CreateMul(q, i64c(std::int64_t{T} * kTileRows * kTileBytes)));
-  llvm::Value* b_block = b_.CreateGEP(b_.getInt8Ty(), p.bp, b_.CreateMul(q, i64c(kTileRows * b_row_bytes)));
+  const auto operand_block = [&](const AmxOperand& o) {
+    return b_.CreateGEP(b_.getInt8Ty(), o.base, b_.CreateMul(q, i64c(o.block_bytes)));
+  };
+  llvm::Value* a_block = operand_block(p.a);
+  llvm::Value* b_block = operand_block(p.b);
   std::vector<Tile> a, bt;
-  for (int t = 0; t < T; ++t)
-    a.push_back(tile_load(bytes(a_block, std::int64_t{t} * kTileRows * kTileBytes), i64c(kTileBytes), p.emulated));
-  for (int j = 0; j < J; ++j)
-    bt.push_back(tile_load(bytes(b_block, std::int64_t{j} * kTileBytes), i64c(b_row_bytes), p.emulated));
+  for (int t = 0; t < T; ++t) a.push_back(tile_load(bytes(a_block, t * p.a.tile_bytes), p.a.stride, p.emulated));
+  for (int j = 0; j < J; ++j) bt.push_back(tile_load(bytes(b_block, j * p.b.tile_bytes), p.b.stride, p.emulated));
   for (int t = 0; t < T; ++t)
     for (int j = 0; j < J; ++j) {
       auto& c = acc[static_cast<std::size_t>(t * J + j)];

@@ -22,20 +22,35 @@ class AmxTiles : protected RegisterTiles {
 
   // Packs `rows` (1..mr) rows of a row-major A (the first at `a`, `stride` bytes apart) over `kc_bytes` bytes of K
   // into the sliver the tile products read: per 64-byte block of K, mr / 16 tiles of 16 rows × 64 bytes, one after
-  // the other. Rows past `rows` repeat the last one (their sums are never stored); K past kc_bytes is zeros up to a
-  // whole block, and no byte past it is read; kc_bytes = 0 still writes one block of zeros. Returns the blocks (≥ 1).
+  // the other (amx_sliver). Rows past `rows` repeat the last one (their sums are never stored); K past kc_bytes is
+  // zeros up to a whole block, and no byte past it is read; kc_bytes = 0 still writes one block of zeros. Returns
+  // the blocks (≥ 1).
   llvm::Value* pack_a_tiles(llvm::Value* a, llvm::Value* stride, llvm::Value* rows, llvm::Value* kc_bytes, int mr,
                             llvm::Value* dst);
+  // The same from the rows' first bytes, one pointer per row of the sliver (rows not evenly spaced: attention's Q).
+  llvm::Value* pack_a_tiles(const std::vector<llvm::Value*>& row_starts, llvm::Value* kc_bytes, llvm::Value* dst);
 
-  // C(mr×nr) = c_in + A sliver · B sliver over `blocks` 64-byte blocks of K, stored at c_out. c_in and c_out hold
-  // mr rows of nr sums (i32 for U8I8, f32 for BF16), nr·4 bytes apart; B's sliver is in groups (emit_pack_groups_*:
-  // G·nr elements per group row, 16 group rows per block).
+  // Where a product's A or B tiles lie: tile t of K block q at base + q·block_bytes + t·tile_bytes, its 16 rows
+  // `stride` bytes apart. A's tiles are 16 rows × 64 bytes of K, B's 16 groups of K × 16 columns.
+  struct AmxOperand {
+    llvm::Value* base = nullptr;
+    llvm::Value* stride = nullptr;
+    std::int64_t block_bytes = 0, tile_bytes = 0;
+  };
+  // A sliver of pack_a_tiles for mr rows.
+  AmxOperand amx_sliver(llvm::Value* base, int mr);
+  // A packed B sliver of nr columns in groups (emit_pack_groups_*: G·nr elements per group row, 16 group rows per
+  // block), of `inputs`' element type.
+  AmxOperand amx_group_sliver(llvm::Value* base, int nr, DotInputs inputs);
+
+  // C(mr×nr) = c_in + A · B over `blocks` 64-byte blocks of K, stored at c_out. C holds mr rows of nr sums (i32 for
+  // U8I8, f32 for BF16), c_stride bytes apart; c_in null starts from zeros.
   struct AmxProduct {
-    llvm::Value* ap = nullptr;  // pack_a_tiles' sliver
-    llvm::Value* bp = nullptr;
+    AmxOperand a, b;
     llvm::Value* blocks = nullptr;  // i64, ≥ 1
     llvm::Value* c_in = nullptr;
     llvm::Value* c_out = nullptr;
+    std::int64_t c_stride = 0;
     int mr = 0, nr = 0;
     DotInputs inputs = DotInputs::U8I8;
     bool emulated = false;
@@ -44,6 +59,7 @@ class AmxTiles : protected RegisterTiles {
 
  private:
   using Tile = llvm::Value*;  // native: a <256 x i32> value; emulated: the address of the tile's 1 KiB
+  Tile tile_zero(bool emulated);
   // 16 rows of 64 bytes from `base`, `stride` bytes apart.
   Tile tile_load(llvm::Value* base, llvm::Value* stride, bool emulated);
   Tile tile_multiply_add(DotInputs inputs, Tile c, Tile a, Tile b, bool emulated);

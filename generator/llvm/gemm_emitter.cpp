@@ -856,13 +856,15 @@ class CpuGemmEmitter : OutputTiles {
                 llvm::Value* acc_tile =
                     gep(partial, b_.CreateMul(b_.CreateAdd(acc_row, b_.CreateSDiv(jr, i64c(NR))), i64c(MR * NR)));
                 AmxProduct product;
-                product.ap = sliver;
-                product.bp = b_.CreateSelect(empty, zeros, gep_ab(bp, b_.CreateMul(jr, depth)));
+                product.inputs = int8_ ? DotInputs::U8I8 : DotInputs::BF16;
+                product.a = amx_sliver(sliver, cfg_.mr);
+                product.b = amx_group_sliver(b_.CreateSelect(empty, zeros, gep_ab(bp, b_.CreateMul(jr, depth))),
+                                             cfg_.nr, product.inputs);
                 product.blocks = blocks;
                 product.c_in = b_.CreateSelect(first, zeros, acc_tile);
                 product.c_out = b_.CreateSelect(last, sums, acc_tile);
+                product.c_stride = NR * 4;
                 product.mr = cfg_.mr, product.nr = cfg_.nr;
-                product.inputs = int8_ ? DotInputs::U8I8 : DotInputs::BF16;
                 product.emulated = cfg_.amx == CpuGemmConfig::kAmxEmulated;
                 amx_product(product);
                 emit_if(
