@@ -16,14 +16,26 @@ namespace {
 constexpr std::int64_t kInPlaceRows = 8;
 }  // namespace
 
+std::int64_t CpuAttentionConfig::packed_head_dim_qk(const AttentionSignature& s) const {
+  return amx != kAmxNone ? round_up(s.head_dim_qk, 32) : s.head_dim_qk;
+}
+
+std::int64_t CpuAttentionConfig::q_area_floats(const AttentionSignature& s) const {
+  return std::int64_t{block_q} * std::max(s.head_dim_qk, ceil_div(packed_head_dim_qk(s), 2));
+}
+
+std::int64_t CpuAttentionConfig::k_area_floats(const AttentionSignature& s) const {
+  return std::int64_t{block_kv} * std::max(s.head_dim_qk, ceil_div(packed_head_dim_qk(s), 2));
+}
+
 std::int64_t CpuAttentionConfig::packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const {
-  return round_up(std::int64_t{block_kv} * (s.head_dim_qk + round_up(s.head_dim_v, nr(target))), 16);
+  return round_up(k_area_floats(s) + std::int64_t{block_kv} * round_up(s.head_dim_v, nr(target)), 16);
 }
 
 std::int64_t CpuAttentionConfig::workspace_bytes(const AttentionSignature& s, const CpuTarget& target) const {
   const std::int64_t n = nr(target);
-  const std::int64_t dqk = s.head_dim_qk, dv = round_up(s.head_dim_v, n);
-  const std::int64_t floats = std::int64_t{block_q} * dqk + std::int64_t{block_kv} * dqk + std::int64_t{block_kv} * dv +
+  const std::int64_t dv = round_up(s.head_dim_v, n);
+  const std::int64_t floats = q_area_floats(s) + k_area_floats(s) + std::int64_t{block_kv} * dv +
                               std::int64_t{block_q} * block_kv * 3 / 2 + std::int64_t{block_q} * dv +
                               5 * std::int64_t{block_q};
   return round_up(floats * 4, 64) + 64 * 10;  // each of the ten areas starts on a cache line
@@ -75,6 +87,15 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
     // 512-bit FMA in halves (the tuner times both everywhere).
     c.prefetch_l2 = target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle == 1;
   }
+  CpuAttentionConfig tiles = c;
+  tiles.amx = kAmxTiles;
+  if (target.amx && tiles.grouped(s, target)) {
+    // bf16 on AMX: 32 query rows × 32 keys or columns a tile product (4 accumulator tiles of 8), blocks of 256 keys.
+    tiles.mr = 32, tiles.nv = 32 / target.vector_lanes();
+    tiles.block_q = static_cast<int>(std::clamp<std::int64_t>(round_up(rows, 32), 32, 128));
+    tiles.block_kv = 256;
+    return tiles;
+  }
   return c;
 }
 
@@ -85,7 +106,8 @@ const ConfigFields<CpuAttentionConfig>& attention_fields() {
                                                        {"mr", &CpuAttentionConfig::mr},
                                                        {"nv", &CpuAttentionConfig::nv},
                                                        {"in_place", &CpuAttentionConfig::in_place},
-                                                       {"prefetch_l2", &CpuAttentionConfig::prefetch_l2}};
+                                                       {"prefetch_l2", &CpuAttentionConfig::prefetch_l2},
+                                                       {"amx", &CpuAttentionConfig::amx, true}};
   return fields;
 }
 }  // namespace
@@ -112,11 +134,34 @@ void validate(const AttentionSignature& signature, const CpuAttentionConfig& c, 
   if (signature.dtype != DType::f32 && signature.dtype != DType::bf16)
     throw ConfigError(
         fmt::format("the CPU attention kernel takes f32 or bf16 tensors, not {}", dtype_name(signature.dtype)));
-  if (c.mr < 1 || c.mr > 16) throw ConfigError(fmt::format("mr = {} must be in [1, 16]", c.mr));
   if (c.nv < 1 || c.nv > 8) throw ConfigError(fmt::format("nv = {} must be in [1, 8]", c.nv));
-  if (c.mr * c.nv + c.nv + 1 > target.vector_registers())
-    throw ConfigError(fmt::format("a {}×{} tile needs {} vector registers; {} has {}", c.mr, c.nv,
-                                  c.mr * c.nv + c.nv + 1, target.str(), target.vector_registers()));
+  if (c.amx != CpuAttentionConfig::kAmxNone) {
+    if (c.amx != CpuAttentionConfig::kAmxTiles && c.amx != CpuAttentionConfig::kAmxEmulated)
+      throw ConfigError(fmt::format("amx = {} must be 0 (vector registers), 1 (AMX tiles) or 2 (AMX emulated)", c.amx));
+    if (!c.grouped(signature, target))
+      throw ConfigError(
+          "AMX attention multiplies bf16 pairs: bf16 tensors with unit head-dimension strides, packed (not in_place), "
+          "on a target with avx512_bf16");
+    if (c.amx == CpuAttentionConfig::kAmxTiles && !target.amx)
+      throw ConfigError(fmt::format("AMX tiles need amx_tile and amx_bf16, which {} lacks ({})", target.str(),
+                                    CpuTarget::host_amx_missing()));
+    const int nr = c.nr(target);
+    if ((c.mr != 16 && c.mr != 32) || nr % 16 != 0)
+      throw ConfigError(
+          fmt::format("AMX tiles of {}×{}: mr must be 16 or 32 and nr a multiple of 16 (tiles of 16 rows)", c.mr, nr));
+    const int a_tiles = c.mr / 16, b_tiles = nr / 16;
+    if (a_tiles * b_tiles + a_tiles + b_tiles > 8)
+      throw ConfigError(fmt::format("AMX tiles of {}×{} need {} tile registers; AMX has 8", c.mr, nr,
+                                    a_tiles * b_tiles + a_tiles + b_tiles));
+    if (c.block_kv % 32 != 0)
+      throw ConfigError(
+          fmt::format("block_kv = {} of an AMX kernel must be a multiple of 32 (a tile row of keys)", c.block_kv));
+  } else {
+    if (c.mr < 1 || c.mr > 16) throw ConfigError(fmt::format("mr = {} must be in [1, 16]", c.mr));
+    if (c.mr * c.nv + c.nv + 1 > target.vector_registers())
+      throw ConfigError(fmt::format("a {}×{} tile needs {} vector registers; {} has {}", c.mr, c.nv,
+                                    c.mr * c.nv + c.nv + 1, target.str(), target.vector_registers()));
+  }
   if (c.in_place && !(signature.q_unit_d && signature.k_unit_d && signature.v_unit_d))
     throw ConfigError("in_place reads Q, K and V along their head dimension: it needs a unit stride there");
   if (c.block_q < c.mr || c.block_q % c.mr != 0 || c.block_q > 512)
@@ -147,6 +192,21 @@ std::vector<CpuAttentionConfig> cpu_attention_variants(const AttentionProblem& p
         c.block_kv = static_cast<int>(round_up(kv_keys, nv * lanes));
         add(c);
       }
+  if (target.amx) {
+    // AMX tiles: 32×32 products over the block sizes, and the two narrower tile shapes at 256 keys.
+    CpuAttentionConfig tiles = first;
+    tiles.amx = CpuAttentionConfig::kAmxTiles, tiles.in_place = false, tiles.prefetch_l2 = false;
+    const auto add_tiles = [&](int mr, int nr, int q_rows, int kv_keys) {
+      tiles.mr = mr, tiles.nv = nr / lanes;
+      tiles.block_q = std::min<int>(q_rows, static_cast<int>(round_up(std::max(first.block_q, mr), mr)));
+      tiles.block_kv = kv_keys;
+      add(tiles);
+    };
+    for (int q_rows : {32, 64, 128, 256})
+      for (int kv_keys : {128, 256, 512}) add_tiles(32, 32, q_rows, kv_keys);
+    for (int q_rows : {32, 64, 128}) add_tiles(16, 32, q_rows, 256);
+    add_tiles(32, 16, 128, 256);
+  }
   if (first.in_place)
     for (bool prefetch_l2 : {first.prefetch_l2, !first.prefetch_l2})
       for (int nv : {2, 4, 8}) {

@@ -28,6 +28,11 @@ struct CpuAttentionConfig {
   // 11.4 with NTA and 14.9 into L2. Packed configs read their own copies and ignore it (so that `in_place=0`
   // overrides any default).
   bool prefetch_l2 = false;
+  // bf16 products on AMX tiles (1; 2: the same kernel with the tile instructions' effect emulated in vector code,
+  // for hosts without AMX): S = Q·Kᵀ and O += P·V as tile products of mr (16 or 32) query rows × nr keys or
+  // head-dimension columns, Q packed into tiles, K and V in bf16 pairs with their reduction dimension padded to 32.
+  int amx = kAmxNone;
+  static constexpr int kAmxNone = 0, kAmxTiles = 1, kAmxEmulated = 2;
 
   int nr(const CpuTarget& target) const { return nv * target.vector_lanes(); }
   // Whether bf16 products run on vdpbf16ps: bf16 tensors with unit head-dimension strides, packed (not in place), on
@@ -35,6 +40,11 @@ struct CpuAttentionConfig {
   bool grouped(const AttentionSignature& s, const CpuTarget& target) const {
     return s.dtype == DType::bf16 && target.avx512_bf16 && !in_place && s.q_unit_d && s.k_unit_d && s.v_unit_d;
   }
+  // The head dimension of Q and K as their packed slivers hold it: padded to 32 bf16 (a tile row) on AMX.
+  std::int64_t packed_head_dim_qk(const AttentionSignature& s) const;
+  // Floats of the areas that hold a packed Q block and a packed K block (bf16 pairs take half a float each).
+  std::int64_t q_area_floats(const AttentionSignature& s) const;
+  std::int64_t k_area_floats(const AttentionSignature& s) const;
   // Floats of one packed key block: K in slivers of nr keys, then V in slivers of nr head-dimension columns.
   std::int64_t packed_block_floats(const AttentionSignature& s, const CpuTarget& target) const;
   // Per-thread scratch: the packed Q block, K and V blocks, the score block, the O accumulator, P in bf16 (grouped),

@@ -32,9 +32,13 @@ std::string CpuAttentionSpec::name() const {
   const AttentionSignature& s = signature;
   const std::string dims = s.head_dim_qk == s.head_dim_v ? fmt::format("d{}", s.head_dim_qk)
                                                          : fmt::format("d{}v{}", s.head_dim_qk, s.head_dim_v);
-  return fmt::format("attention_{}_{}{}{}{}_{}x{}_{}x{}_{}_{}", dtype_name(s.dtype), dims, s.causal ? "_causal" : "",
+  const std::string amx = config.amx == CpuAttentionConfig::kAmxTiles      ? "_amx"
+                          : config.amx == CpuAttentionConfig::kAmxEmulated ? "_amxemu"
+                                                                           : "";
+  return fmt::format("attention_{}_{}{}{}{}_{}x{}_{}x{}{}_{}_{}", dtype_name(s.dtype), dims, s.causal ? "_causal" : "",
                      s.score_mod.is_identity() ? "" : "_mod", s.lse ? "_lse" : "", config.block_q, config.block_kv,
-                     config.mr, config.nv, target.isa == CpuIsa::Avx512 ? "avx512" : "avx2", hash().hex().substr(0, 8));
+                     config.mr, config.nv, amx, target.isa == CpuIsa::Avx512 ? "avx512" : "avx2",
+                     hash().hex().substr(0, 8));
 }
 
 }  // namespace tessera

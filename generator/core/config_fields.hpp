@@ -20,6 +20,9 @@ template <class Config>
 struct ConfigField {
   const char* name;
   std::variant<int Config::*, bool Config::*> member;
+  // Written only where it is not 0 and read as 0 where absent: a field added later leaves the JSON, and so the hash,
+  // of every config that does not use it as it was.
+  bool optional = false;
 };
 
 template <class Config>
@@ -53,7 +56,12 @@ Config with_config_overrides(Config config, const std::string& text, const Confi
 template <class Config>
 nlohmann::json config_fields_to_json(const Config& config, const ConfigFields<Config>& fields) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& f : fields) std::visit([&](auto member) { j[f.name] = config.*member; }, f.member);
+  for (const auto& f : fields)
+    std::visit(
+        [&](auto member) {
+          if (!f.optional || config.*member) j[f.name] = config.*member;
+        },
+        f.member);
   return j;
 }
 
@@ -64,6 +72,7 @@ Config config_fields_from_json(const nlohmann::json& j, const ConfigFields<Confi
   for (const auto& f : fields)
     std::visit(
         [&](auto member) {
+          if (f.optional && !j.contains(f.name)) return;  // the default
           if constexpr (std::is_same_v<std::remove_reference_t<decltype(config.*member)>, bool>)
             config.*member = j.at(f.name).template get<bool>();
           else

@@ -16,6 +16,10 @@ constexpr double kSoftmaxOpsPerRowBlock = 40;
 constexpr double kPackOpsPerVector = 4;
 // Bytes per cycle a core streams from memory (about 25 GB/s at 3.5 GHz).
 constexpr double kMemoryBytesPerCycle = 7;
+// bf16 multiply-adds per cycle of AMX tile products fed from L1 and L2 (half of tdpbf16ps' 1024), and the cycles
+// of a product's start and end (its accumulators loaded or zeroed, then stored after the last tdpbf16ps).
+constexpr double kAmxMacsPerCycle = 512;
+constexpr double kAmxCyclesPerProduct = 60;
 }  // namespace
 
 double attention_cycles(const AttentionProblem& p, const CpuAttentionConfig& c, const CpuTarget& target) {
@@ -42,6 +46,20 @@ double attention_cycles(const AttentionProblem& p, const CpuAttentionConfig& c, 
       const double key_blocks = static_cast<double>(ceil_div(keys, c.block_kv));
       const double keys_padded = static_cast<double>(round_up(keys, static_cast<std::int64_t>(nr)));
       double fmas = 0, other = 0;
+      if (c.amx != CpuAttentionConfig::kAmxNone) {
+        // Tile products: S over the head dimension padded to 32, O over the keys in rows of 32; then the softmax.
+        const double keys32 = static_cast<double>(round_up(keys, 32));
+        const double macs = padded_rows * keys32 * (static_cast<double>(c.packed_head_dim_qk(s)) + dv_padded);
+        const double groups = padded_rows / c.mr;
+        const double products = groups * (std::ceil(static_cast<double>(keys) / nr) + key_blocks * dv_padded / nr);
+        other += padded_rows * keys_padded / lanes * kSoftmaxOpsPerVector;
+        other += padded_rows * key_blocks * (kSoftmaxOpsPerRowBlock + 2 * dv_padded / lanes);
+        const double pack =
+            static_cast<double>(keys) * static_cast<double>(s.head_dim_qk + s.head_dim_v) / lanes * kPackOpsPerVector;
+        other += blocks > 1 || group > 1 ? pack / static_cast<double>(blocks * (stacked ? 1 : group)) : pack;
+        cycles += static_cast<double>(heads) * (macs / kAmxMacsPerCycle + products * kAmxCyclesPerProduct + other / 2);
+        continue;
+      }
       if (c.in_place) {
         // Dot tiles along d (plus a cross-lane sum per row and key), then P·V from V's rows.
         fmas += padded_rows * static_cast<double>(keys) * std::ceil(static_cast<double>(s.head_dim_qk) / lanes);

@@ -11,9 +11,9 @@
 #include "generator/attention/attention_abi.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
+#include "generator/llvm/amx_tiles.hpp"
 #include "generator/llvm/expr_llvm.hpp"
 #include "generator/llvm/loops.hpp"
-#include "generator/llvm/register_tile.hpp"
 #include "generator/llvm/vector_math.hpp"
 
 namespace tessera {
@@ -66,11 +66,17 @@ constexpr std::int64_t kPrefetchKeys = 16;
 // Keys per chunk of P·V when V is read in place by several column tiles (32 keys of d 128 f32: 16 KiB of V).
 constexpr std::int64_t kPvChunkKeys = 32;
 
-class CpuAttentionEmitter : RegisterTiles {
+// The ISA extensions beyond the target's base ISA that the kernel's products use.
+std::string attention_features(const CpuAttentionSpec& spec) {
+  std::string features = spec.signature.dtype == DType::bf16 && spec.target.avx512_bf16 ? "+avx512bf16" : "";
+  if (spec.config.amx == CpuAttentionConfig::kAmxTiles) features += ",+amx-tile,+amx-bf16";
+  return features;
+}
+
+class CpuAttentionEmitter : AmxTiles {
  public:
   CpuAttentionEmitter(const CpuAttentionSpec& spec, llvm::LLVMContext& ctx)
-      : RegisterTiles(ctx, spec.name(), spec.target,
-                      spec.signature.dtype == DType::bf16 && spec.target.avx512_bf16 ? "+avx512bf16" : ""),
+      : AmxTiles(ctx, spec.name(), spec.target, attention_features(spec)),
         spec_(spec),
         sig_(spec.signature),
         cfg_(spec.config),
@@ -79,7 +85,9 @@ class CpuAttentionEmitter : RegisterTiles {
         dv_(spec.signature.head_dim_v),
         dv_padded_(round_up(spec.signature.head_dim_v, spec.config.nr(spec.target))),
         bf16_(spec.signature.dtype == DType::bf16),
-        grouped_(spec.config.grouped(spec.signature, spec.target)) {
+        grouped_(spec.config.grouped(spec.signature, spec.target)),
+        amx_(spec.config.amx != CpuAttentionConfig::kAmxNone),
+        dqk_packed_(spec.config.packed_head_dim_qk(spec.signature)) {
     mod_tensor_ty_ = llvm::StructType::create(ctx, {ptr_, i64_, i64_, i64_, i64_}, "tessera.ModifierTensorArg");
     std::vector<llvm::Type*> fields;
     for (int i = 0; i < 4; ++i) fields.insert(fields.end(), {ptr_, i64_, i64_});  // q, k, v, o
@@ -166,6 +174,7 @@ class CpuAttentionEmitter : RegisterTiles {
     a.dst = arg++;
     a.ld = from_columns ? rs : cs;
     a.element = b_.getInt16Ty(), a.R = nr_, a.G = 2;
+    a.depth_multiple = amx_ ? 32 : 0;  // AMX tiles read 64 bytes of the reduction dimension
     if (from_columns)
       emit_pack_groups_from_columns(a);
     else
@@ -183,7 +192,7 @@ class CpuAttentionEmitter : RegisterTiles {
     llvm::Value* kn = smin(i64c(cfg_.block_kv), b_.CreateSub(field(kSeqKv, i64_), kb));
     b_.CreateCall(pack_k, {field(kK, ptr_), kb, i64c(0), kn, i64c(dqk_), field(kKRs, i64_), field(kKDs, i64_), dst});
     b_.CreateCall(pack_v, {field(kV, ptr_), i64c(0), kb, i64c(dv_), kn, field(kVDs, i64_), field(kVRs, i64_),
-                           gep(dst, i64c(std::int64_t{cfg_.block_kv} * dqk_))});
+                           gep(dst, i64c(cfg_.k_area_floats(sig_)))});
     b_.CreateRetVoid();
   }
 
@@ -195,8 +204,8 @@ class CpuAttentionEmitter : RegisterTiles {
       offset += round_up(floats, 16);
       return p;
     };
-    q_pack_ = area(std::int64_t{cfg_.block_q} * dqk_);
-    k_pack_ = area(std::int64_t{cfg_.block_kv} * dqk_);
+    q_pack_ = area(cfg_.q_area_floats(sig_));
+    k_pack_ = area(cfg_.k_area_floats(sig_));
     v_pack_ = area(std::int64_t{cfg_.block_kv} * dv_padded_);
     scores_ = area(std::int64_t{cfg_.block_q} * cfg_.block_kv);
     out_ = area(std::int64_t{cfg_.block_q} * dv_padded_);
@@ -272,6 +281,20 @@ class CpuAttentionEmitter : RegisterTiles {
           },
           "q_rows");
     }
+    if (amx_) {
+      // Q's row tiles packed into AMX tiles once per block: every key block's S tiles read them.
+      llvm::Value* q = field(kQ, ptr_);
+      emit_for(
+          b_, i64c(0), groups_, i64c(1),
+          [&](llvm::Value* g) {
+            std::vector<llvm::Value*> starts;
+            for (int r = 0; r < cfg_.mr; ++r)
+              starts.push_back(
+                  tensor_gep(q, load_i64(q_row_at_, b_.CreateAdd(b_.CreateMul(g, i64c(cfg_.mr)), i64c(r)))));
+            pack_a_tiles(starts, i64c(dqk_ * 2), q_sliver(g));
+          },
+          "pack_q.tiles");
+    }
 
     if (!cfg_.in_place && !grouped_) {
       llvm::Value *q = field(kQ, ptr_), *q_rs = field(kQRs, i64_), *q_ds = field(kQDs, i64_);
@@ -323,7 +346,7 @@ class CpuAttentionEmitter : RegisterTiles {
             llvm::Value* packed_at = b_.CreateMul(b_.CreateSDiv(kb, i64c(cfg_.block_kv)), i64c(packed_block_floats));
             k_block_ = b_.CreateSelect(prepacked, gep(kv_packed, packed_at), k_pack_);
             v_block_ = b_.CreateSelect(
-                prepacked, gep(kv_packed, b_.CreateAdd(packed_at, i64c(std::int64_t{cfg_.block_kv} * dqk_))), v_pack_);
+                prepacked, gep(kv_packed, b_.CreateAdd(packed_at, i64c(cfg_.k_area_floats(sig_)))), v_pack_);
             emit_if(
                 b_, b_.CreateNot(prepacked),
                 [&] {
@@ -345,6 +368,7 @@ class CpuAttentionEmitter : RegisterTiles {
           emit_for(
               b_, i64c(0), groups_, i64c(1),
               [&](llvm::Value* g) {
+                if (amx_) return emit_amx_output(g, kn);
                 const std::int64_t tiles = dv_padded_ / nr_;
                 if (!cfg_.in_place || grouped_ || tiles == 1) {
                   for (std::int64_t s = 0; s < tiles; ++s) emit_output_tile(g, s, i64c(0), kn, kn);
@@ -418,9 +442,64 @@ class CpuAttentionEmitter : RegisterTiles {
         "s.keys");
   }
 
+  // Where row tile g's Q sliver lies in q_pack_ on AMX (pack_a_tiles' layout, dqk_packed_ deep).
+  llvm::Value* q_sliver(llvm::Value* g) {
+    return b_.CreateGEP(b_.getInt8Ty(), q_pack_, b_.CreateMul(g, i64c(std::int64_t{cfg_.mr} * dqk_packed_ * 2)));
+  }
+  AmxProduct amx_product_of(int mr) {
+    AmxProduct p;
+    p.inputs = DotInputs::BF16;
+    p.mr = mr, p.nr = nr_;
+    p.emulated = cfg_.amx == CpuAttentionConfig::kAmxEmulated;
+    return p;
+  }
+
+  // O[g·mr + r][:] = rescale[r]·O + P·V on AMX: the rows are rescaled in place, then each nr-column tile product
+  // starts from them and adds P's bf16 rows (read in place from p16_, whose keys past kn are zeros up to a tile row)
+  // times the V sliver's key pairs.
+  void emit_amx_output(llvm::Value* g, llvm::Value* kn) {
+    const int mr = cfg_.mr;
+    llvm::Value* row0 = b_.CreateMul(g, i64c(mr));
+    emit_for(
+        b_, row0, b_.CreateAdd(row0, i64c(mr)), i64c(1),
+        [&](llvm::Value* r) {
+          llvm::Value* factor = splat(load_f32(row_rescale_, r));
+          for (std::int64_t c = 0; c < dv_padded_; c += lanes_) {
+            llvm::Value* at = b_.CreateAdd(b_.CreateMul(r, i64c(dv_padded_)), i64c(c));
+            store_vec(b_.CreateFMul(load_vec(out_, at), factor), out_, at);
+          }
+        },
+        "pv.rescale");
+    const std::int64_t p_stride = std::int64_t{cfg_.block_kv} * 2;
+    llvm::Value* p_rows = b_.CreateGEP(b_.getInt8Ty(), p16_, b_.CreateMul(row0, i64c(p_stride)));
+    for (std::int64_t s = 0; s < dv_padded_ / nr_; ++s) {
+      AmxProduct p = amx_product_of(mr);
+      p.a = {p_rows, i64c(p_stride), 64, 16 * p_stride};
+      p.b = amx_group_sliver(
+          b_.CreateGEP(b_.getInt16Ty(), v_block_, b_.CreateMul(grouped_depth(v_depth_, 32), i64c(s * nr_))), nr_,
+          DotInputs::BF16);
+      p.blocks = b_.CreateSDiv(b_.CreateAdd(kn, i64c(31)), i64c(32));
+      p.c_in = p.c_out = gep(out_, b_.CreateAdd(b_.CreateMul(row0, i64c(dv_padded_)), i64c(s * nr_)));
+      p.c_stride = dv_padded_ * 4;
+      amx_product(p);
+    }
+  }
+
   // S[g·mr + r][s·nr + c] = Σ_d Q[r][d]·K[c][d]: GEMM's micro-kernel over the head dimension.
   void emit_score_tile(llvm::Value* g, llvm::Value* s) {
     const int mr = cfg_.mr, nv = cfg_.nv;
+    if (amx_) {
+      AmxProduct p = amx_product_of(mr);
+      p.a = amx_sliver(q_sliver(g), mr);
+      p.b = amx_group_sliver(b_.CreateGEP(b_.getInt16Ty(), k_block_, b_.CreateMul(s, i64c(nr_ * dqk_packed_))), nr_,
+                             DotInputs::BF16);
+      p.blocks = i64c(dqk_packed_ / 32);
+      p.c_out = gep(scores_,
+                    b_.CreateAdd(b_.CreateMul(g, i64c(std::int64_t{mr} * cfg_.block_kv)), b_.CreateMul(s, i64c(nr_))));
+      p.c_stride = std::int64_t{cfg_.block_kv} * 4;
+      amx_product(p);
+      return;
+    }
     if (grouped_) {
       // Q's rows in place against the key sliver's d pairs.
       LoopValues acc(static_cast<std::size_t>(mr * nv), llvm::Constant::getNullValue(vec_));
@@ -508,6 +587,19 @@ class CpuAttentionEmitter : RegisterTiles {
     return emit_expr(b_, mod.tree(), vec_, leaf);
   }
 
+  // The largest lane, by halving the vector with vmaxps (a max reduction without fast-math flags is a chain of
+  // scalar maxnum, each with a NaN test: 48 dependent instructions per row and key block).
+  llvm::Value* max_across_lanes(llvm::Value* v) {
+    for (int width = lanes_ / 2; width >= 1; width /= 2) {
+      std::vector<int> upper, lower;
+      for (int i = 0; i < width; ++i) lower.push_back(i), upper.push_back(width + i);
+      llvm::Value* a = b_.CreateShuffleVector(v, lower);
+      llvm::Value* c = b_.CreateShuffleVector(v, upper);
+      v = b_.CreateSelect(b_.CreateFCmpOGT(a, c), a, c);
+    }
+    return b_.CreateExtractElement(v, std::uint64_t{0});
+  }
+
   // Online softmax of row r's new scores, in base 2 (t = score·log2 e, so each weight is one exp2): scale, modify
   // and mask the scores, raise the running max, turn them into 2^(t − max) in place, and leave the factor that
   // rescales the row's earlier sum and output. Where the row sees every key of the block, the modifier is the
@@ -549,16 +641,19 @@ class CpuAttentionEmitter : RegisterTiles {
             s = b_.CreateSelect(valid, s, neg_inf);
             store_vec(s, row, c);
           }
-          return LoopValues{b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {vec_}, {carried[0], s})};
+          // vmaxps: a NaN score reaches the output through its own weight whatever the max does with it.
+          return LoopValues{b_.CreateSelect(b_.CreateFCmpOGT(carried[0], s), carried[0], s)};
         },
         "softmax.max");
-    llvm::Value* block_max = b_.CreateFPMaxReduce(maxima[0]);
+    llvm::Value* block_max = max_across_lanes(maxima[0]);
     if (unmasked) block_max = b_.CreateFMul(block_max, exponent_scale);
     llvm::Value* old_max = load_f32(row_max_, r);
     llvm::Value* new_max = b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {f32_}, {old_max, block_max});
     // A row with no visible score so far keeps max −inf; exponents are then taken against 0 (all give 0).
     llvm::Value* base = b_.CreateSelect(b_.CreateFCmpOEQ(new_max, fconst(-INFINITY)), fconst(0), new_max);
     llvm::Value* vbase = splat(base);
+    // Grouped products multiply P rounded to bf16: its exponents need no more than bf16's 8 bits.
+    const int weight_bits = grouped_ ? 8 : 24;
     const LoopValues sums = emit_for(
         b_, i64c(0), chunks_end, i64c(lanes_), {llvm::Constant::getNullValue(vec_)},
         [&](llvm::Value* c, const LoopValues& carried) {
@@ -566,20 +661,32 @@ class CpuAttentionEmitter : RegisterTiles {
           llvm::Value* p;
           if (unmasked) {
             p = emit_exp2(
-                b_, b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {t, splat(exponent_scale), b_.CreateFNeg(vbase)}));
+                b_, b_.CreateIntrinsic(llvm::Intrinsic::fma, {vec_}, {t, splat(exponent_scale), b_.CreateFNeg(vbase)}),
+                weight_bits);
           } else {
-            p = emit_exp2(b_, b_.CreateFSub(t, vbase));
+            p = emit_exp2(b_, b_.CreateFSub(t, vbase), weight_bits);
             p = b_.CreateSelect(b_.CreateFCmpOEQ(t, neg_inf), llvm::Constant::getNullValue(vec_), p);
           }
-          store_vec(p, row, c);
+          if (!grouped_) store_vec(p, row, c);  // grouped products read P in bf16 only
           if (grouped_)
             b_.CreateAlignedStore(
-                round_to_bf16(p),
+                to_bf16_by_instruction(p),
                 b_.CreateGEP(b_.getInt16Ty(), p16_, b_.CreateAdd(b_.CreateMul(r, i64c(cfg_.block_kv)), c)),
                 llvm::Align(2));
           return LoopValues{b_.CreateFAdd(carried[0], p)};
         },
         "softmax.exp");
+    if (amx_)  // tile products read P's keys in rows of 32: those past the block's chunks are zeros
+      emit_if(
+          b_, b_.CreateICmpNE(b_.CreateAnd(chunks_end, i64c(31)), i64c(0)),
+          [&] {
+            auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(lanes_));
+            b_.CreateAlignedStore(
+                llvm::Constant::getNullValue(halves),
+                b_.CreateGEP(b_.getInt16Ty(), p16_, b_.CreateAdd(b_.CreateMul(r, i64c(cfg_.block_kv)), chunks_end)),
+                llvm::Align(2));
+          },
+          "softmax.tail");
     llvm::Value* rescale = b_.CreateSelect(b_.CreateFCmpOEQ(old_max, fconst(-INFINITY)), fconst(0),
                                            emit_exp2(b_, b_.CreateFSub(old_max, base)));
     auto* sum = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(fconst(-0.0), sums[0]));
@@ -674,6 +781,14 @@ class CpuAttentionEmitter : RegisterTiles {
     for (std::size_t t = 0; t < acc.size(); ++t) store_vec(acc[t], out_, out_index[t]);
   }
 
+  // f32 lanes rounded to the nearest bf16 by vcvtneps2bf16 (avx512_bf16: ties to even, NaN quiet, denormal inputs to
+  // zero, where P's weights are far below rounding), as 16-bit integers: one instruction for round_to_bf16's seven.
+  llvm::Value* to_bf16_by_instruction(llvm::Value* value) {
+    auto* bf16_ty = llvm::FixedVectorType::get(b_.getBFloatTy(), static_cast<unsigned>(lanes_));
+    auto* halves_ty = llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(lanes_));
+    return b_.CreateBitCast(b_.CreateFPTrunc(value, bf16_ty), halves_ty);
+  }
+
   // f32 lanes rounded to the nearest bf16, ties to even, as 16-bit integers (NaN stays NaN), as to_bf16 does.
   llvm::Value* round_to_bf16(llvm::Value* value) {
     auto* words_ty = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(lanes_));
@@ -757,6 +872,8 @@ class CpuAttentionEmitter : RegisterTiles {
   const std::int64_t dqk_, dv_, dv_padded_;
   const bool bf16_;     // Q, K, V and O hold bf16 (widened as packed or read in place; scores and sums stay f32)
   const bool grouped_;  // bf16 products on vdpbf16ps from K and V packed in pairs (CpuAttentionConfig::grouped)
+  const bool amx_;      // grouped_ products on AMX tiles (CpuAttentionConfig::amx)
+  const std::int64_t dqk_packed_;  // the head dimension of packed Q and K slivers (padded to 32 on AMX)
   llvm::StructType *args_ty_ = nullptr, *mod_tensor_ty_ = nullptr;
   llvm::Value* args_ = nullptr;
   llvm::Value *q_pack_ = nullptr, *k_pack_ = nullptr, *v_pack_ = nullptr, *scores_ = nullptr, *out_ = nullptr;

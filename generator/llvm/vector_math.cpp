@@ -1,6 +1,7 @@
 #include "generator/llvm/vector_math.hpp"
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 
 #include <cmath>
 #include <initializer_list>
@@ -71,19 +72,32 @@ llvm::Value* emit_exp(llvm::IRBuilder<>& b, llvm::Value* x) {
 }
 
 // 2^x = 2^n · 2^f with n = round(x), |f| ≤ ½: 2^f = e^{f·ln2} by its Taylor series to degree 6 (truncation below
-// 1.2e-7 relative), 2^n built in the exponent field. Half the operations of emit_exp: no two-part range reduction and
-// one scaling.
-llvm::Value* emit_exp2(llvm::IRBuilder<>& b, llvm::Value* x) {
+// 1.2e-7 relative) or, for `bits` ≤ 8 (weights rounded to bf16), degree 4 (1.3e-5), then scaled by 2^n. Half the
+// operations of emit_exp: no two-part range reduction and one scaling. A softmax's exponents are independent of one
+// another, so the loop is bound by throughput: Horner's scheme (one FMA per degree) over Estrin's (which adds the
+// powers of f).
+llvm::Value* emit_exp2(llvm::IRBuilder<>& b, llvm::Value* x, int bits) {
   llvm::Type* ft = x->getType();
-  llvm::Value* xc =
-      b.CreateIntrinsic(llvm::Intrinsic::maxnum, {ft},
-                        {b.CreateIntrinsic(llvm::Intrinsic::minnum, {ft}, {x, k(x, 127.0)}), k(x, -126.0)});
+  auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(ft);
+  // 16 lanes are AVX-512's: vscalefps scales by 2^n (and overflows to inf) in one instruction.
+  const bool scalef = vector && vector->getNumElements() == 16;
+  // The clamps as selects that keep a NaN x (one vminps / vmaxps each; minnum and maxnum add a NaN test apiece).
+  llvm::Value* low = k(x, -126.0);
+  llvm::Value* below = x;
+  if (!scalef) {
+    llvm::Value* high = k(x, 127.0);
+    below = b.CreateSelect(b.CreateFCmpOLT(high, x), high, x);
+  }
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOGT(low, below), low, below);
   llvm::Value* n = b.CreateIntrinsic(llvm::Intrinsic::roundeven, {ft}, {xc});
   llvm::Value* f = b.CreateFSub(xc, n);
   const double ln2 = std::numbers::ln2;
-  llvm::Value* p = polynomial(b, f,
-                              {std::pow(ln2, 6) / 720, std::pow(ln2, 5) / 120, std::pow(ln2, 4) / 24,
-                               std::pow(ln2, 3) / 6, ln2 * ln2 / 2, ln2, 1.0});
+  const int degree = bits <= 8 ? 4 : 6;
+  llvm::Value* p = k(x, std::pow(ln2, degree) / std::tgamma(degree + 1));
+  for (int d = degree - 1; d >= 0; --d) p = fma(b, p, f, k(x, std::pow(ln2, d) / std::tgamma(d + 1)));
+  if (scalef)
+    return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                             {p, n, llvm::PoisonValue::get(ft), b.getInt16(0xffff), b.getInt32(4)});
   llvm::Type* it = int_type_like(b, x);
   llvm::Value* scale =
       b.CreateBitCast(b.CreateShl(b.CreateAdd(b.CreateFPToSI(n, it), llvm::ConstantInt::get(it, 127)), 23), ft);

@@ -7,6 +7,7 @@
 
 #include "generator/attention/attention_json.hpp"
 #include "generator/llvm/attention_emitter.hpp"
+#include "jit/amx_permission.hpp"
 #include "ops/attention/attention_binding.hpp"
 #include "ops/runtime_impl.hpp"
 #include "tessera/tuner.hpp"
@@ -125,6 +126,7 @@ AttentionKernel Runtime::compile(const AttentionProblem& problem, const CpuAtten
   const auto requested = std::chrono::steady_clock::now();
   const CpuAttentionSpec spec{problem.signature, config, impl_->target};
   validate(spec.signature, spec.config, spec.target);
+  if (config.amx == CpuAttentionConfig::kAmxTiles) request_amx_tile_data();
   bool built_now = false;
   auto compiled = impl_->attention_cache.get_or_build(spec.hash(), [&] {
     built_now = true;

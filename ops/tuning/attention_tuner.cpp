@@ -7,6 +7,7 @@
 #include "generator/attention/cpu_attention_config.hpp"
 #include "generator/attention/cpu_attention_spec.hpp"
 #include "generator/core/arith.hpp"
+#include "generator/core/dtype.hpp"
 #include "generator/core/expr_bounds.hpp"
 #include "generator/cost/attention_cost.hpp"
 #include "generator/cost/cost_model.hpp"
@@ -36,9 +37,18 @@ struct AttentionOperands {
       const std::int64_t ds = unit_d ? 1 : 2;
       const std::int64_t rows = varlen ? seq : p.batch * seq;
       data.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, rows * heads * dim * ds)));
-      if (fill)
-        for (float& x : data) x = dist(rng);
-      Tensor t{data.data(), DType::f32, {}, {}};
+      // A bf16 signature's tensors hold bf16 elements (in the first half of the floats' bytes).
+      const bool bf16 = s.dtype == DType::bf16;
+      auto* halves = reinterpret_cast<std::uint16_t*>(data.data());
+      if (fill) {
+        for (std::size_t i = 0; i < data.size(); ++i) {
+          if (bf16)
+            halves[i] = to_bf16(dist(rng));
+          else
+            data[i] = dist(rng);
+        }
+      }
+      Tensor t{data.data(), s.dtype, {}, {}};
       if (varlen) {
         t.shape = {seq, heads, dim};
         t.strides = {heads * dim * ds, dim * ds, ds};
