@@ -48,7 +48,8 @@ void add_gemm_options(CLI::App& app, GemmRequest& r) {
   app.add_option("--ir-opt", r.ir_opt_level, "LLVM IR pipeline before the backend: 0, 2 or 3");
   app.add_option("--out-dtype", r.out_dtype, "element type of D (CPU): f32, bf16, or u8 / i8 (rounded, saturated)");
   app.add_option("--dtype", r.dtype,
-                 "element type of A and B: f32, bf16 or i8 (u8 A, i8 B, i32 sums; CPU); f32, tf32, f16, bf16 (CUDA)");
+                 "element type of A and B: f32, bf16, i8 (u8 A, i8 B, i32 sums) or s8 (i8 A and B; AMX) (CPU); f32, "
+                 "tf32, f16, bf16 (CUDA)");
   app.add_option("--config", r.config,
                  "override the default config: mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,"
                  "pack_a=0|1,pack_b=0|1");
@@ -93,17 +94,18 @@ GemmBuffers make_gemm_buffers(const GemmRequest& r, std::uint32_t seed) {
     narrow(buf.b, buf.b16, g.b);
   } else if (r.dtype == "tf32") {
     g.a.dtype = g.b.dtype = DType::tf32;  // f32 in memory, tf32 math
-  } else if (r.dtype == "i8") {
-    // Quantised operands as oneDNN's int8 matmul takes them: u8 A (activations) and i8 B (weights), every value.
+  } else if (r.dtype == "i8" || r.dtype == "s8") {
+    // Quantised operands as oneDNN's int8 matmul takes them, every value: u8 A (activations) and i8 B (weights);
+    // s8: i8 A too (AMX tiles).
     std::uniform_int_distribution<int> any_byte(0, 255);
     buf.a8.resize(buf.a.size());
     buf.b8.resize(buf.b.size());
     for (auto& x : buf.a8) x = static_cast<std::uint8_t>(any_byte(rng));
     for (auto& x : buf.b8) x = static_cast<std::int8_t>(any_byte(rng) - 128);
-    g.a.data = buf.a8.data(), g.a.dtype = DType::u8;
+    g.a.data = buf.a8.data(), g.a.dtype = r.dtype == "s8" ? DType::i8 : DType::u8;
     g.b.data = buf.b8.data(), g.b.dtype = DType::i8;
   } else if (r.dtype != "f32") {
-    throw InvalidArgument("--dtype", "must be f32, bf16, i8, f16 or tf32, got '" + r.dtype + "'");
+    throw InvalidArgument("--dtype", "must be f32, bf16, i8, s8, f16 or tf32, got '" + r.dtype + "'");
   }
   g.c = operand(buf.c, r.m, r.n, lc);
   g.d = operand(buf.d, r.m, r.n, lc);
@@ -167,8 +169,9 @@ GemmRun run_gemm(Runtime& runtime, const GemmRequest& request, int repeat, bool 
   // What the runtime compiles for these arguments (its cost model's choice), or that with the asked overrides; a
   // cache hit is timed on the same path (for the runtime's choice, the one Runtime::gemm takes).
   const bool overridden = !request.config.empty();
-  const CpuGemmConfig config =
-      overridden ? runtime.choose_config(run.problem).with_overrides(request.config) : CpuGemmConfig{};
+  const CpuGemmConfig config = overridden ? CpuGemmConfig::overridden(runtime.choose_config(run.problem), run.problem,
+                                                                      runtime.target(), request.config)
+                                          : CpuGemmConfig{};
   const auto obtain = [&] { return overridden ? runtime.compile(run.problem, config) : runtime.compile(run.problem); };
   const GemmKernel kernel = obtain();
   run.spec = kernel.spec();

@@ -28,11 +28,14 @@ struct EmitCommand {
     // The kernel the runtime would compile (its cost model's choice), with the asked overrides; for a target this
     // host cannot run (an ISA or extension it lacks, e.g. cpu:avx2+vnni), default_for's config, emitted and compiled
     // but not run.
-    CpuGemmSpec spec{problem.signature, CpuGemmConfig::default_for(problem, named).with_overrides(request.config),
-                     named};
+    CpuGemmSpec spec{
+        problem.signature,
+        CpuGemmConfig::overridden(CpuGemmConfig::default_for(problem, named), problem, named, request.config), named};
     if (named.host_has_extensions()) {
       Runtime runtime({request.target, 1, request.ir_opt_level});
-      spec = {problem.signature, runtime.choose_config(problem).with_overrides(request.config), runtime.target()};
+      spec = {problem.signature,
+              CpuGemmConfig::overridden(runtime.choose_config(problem), problem, runtime.target(), request.config),
+              runtime.target()};
     }
     std::cout << (assembly ? gemm_host_assembly(spec, request.ir_opt_level) : gemm_llvm_ir(spec, request.ir_opt_level));
     return kOk;

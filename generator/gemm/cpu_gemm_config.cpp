@@ -124,14 +124,26 @@ CpuGemmConfig amx_config(const GemmProblem& problem, const CpuTarget& target, in
 bool amx_pays(const GemmProblem& problem, const CpuTarget& target) {
   const bool low_precision = is_int8(problem.signature) ||
                              (problem.signature.a.dtype == DType::bf16 && problem.signature.b.dtype == DType::bf16);
-  // Fewer than 16 rows would leave most of every tile empty: the vector kernels stream B as fast.
-  return target.amx && low_precision && problem.m >= 16;
+  // Fewer than 16 rows would leave most of every tile empty: the vector kernels stream B as fast (they take only u8 A
+  // × i8 B of the bytes).
+  return target.amx && low_precision &&
+         (problem.m >= 16 || (is_int8(problem.signature) && !is_vnni_int8(problem.signature)));
 }
 
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarget& target) {
   const GemmProblem problem = with_nonempty_output(asked);
-  // Not yet tuned on an AMX host: the largest tile (4 accumulator tiles of 16×16), 1 KiB of K per B column.
-  if (amx_pays(problem, target)) return amx_config(problem, target, 32, 32, is_int8(problem.signature) ? 1024 : 512);
+  // The largest tile (4 accumulator tiles of 16×16), 1 KiB of K per B column.
+  if (amx_pays(problem, target)) {
+    // bf16 x·Wᵀ with fewer rows than columns: the transposed product reads W's rows in place as its A tiles and packs
+    // x, where packing W's columns into pairs would bound it (AMX Xeon, 1 thread, GFLOP/s: 32×4096² 188 -> 355,
+    // 32×11008×4096 99 -> 296, 512×11008×4096 492 -> 647; 1024³ 660 direct, 514 transposed).
+    if (problem.signature.b.layout.kind() == LayoutKind::ColMajor && problem.m < problem.n) {
+      CpuGemmConfig t = amx_config(transposed(problem), target, 32, 32, is_int8(problem.signature) ? 1024 : 512);
+      t.transpose = true;
+      return t;
+    }
+    return amx_config(problem, target, 32, 32, is_int8(problem.signature) ? 1024 : 512);
+  }
   if (transpose_pays(problem) && !direct_beats_transposed(problem, target)) {
     CpuGemmConfig t = default_for(transposed(problem), target);
     t.transpose = true;
@@ -303,6 +315,17 @@ CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarg
   return c;
 }
 
+CpuGemmConfig CpuGemmConfig::overridden(const CpuGemmConfig& chosen, const GemmProblem& problem,
+                                        const CpuTarget& target, const std::string& text) {
+  const auto overrides = parse_config_overrides(text);
+  const bool vector = std::any_of(overrides.begin(), overrides.end(),
+                                  [](const auto& kv) { return kv.first == "amx" && kv.second == kAmxNone; });
+  if (!vector || chosen.amx == kAmxNone) return chosen.with_overrides(text);
+  CpuTarget without = target;
+  without.amx = false;
+  return default_for(problem, without).with_overrides(text);
+}
+
 CpuGemmConfig CpuGemmConfig::with_overrides(const std::string& text) const {
   CpuGemmConfig c = *this;
   for (const auto& [key, value] : parse_config_overrides(text)) {
@@ -411,6 +434,11 @@ void validate(const GemmSignature& s, const CpuGemmConfig& c, const CpuTarget& t
         fail(fmt::format("{} dtype {} is not supported on {} (A and B both f32, both bf16, or u8 A and i8 B)", name,
                          dtype_name(dtype), target.str()));
   if (bf16 && !target.avx512_bf16) fail(fmt::format("bf16 GEMM needs avx512_bf16, which {} lacks", target.str()));
+  if (int8 && !is_vnni_int8(s) && c.amx == CpuGemmConfig::kAmxNone)
+    fail(
+        fmt::format("int8 GEMM of {} A and {} B needs AMX tiles (tdpbssd, tdpbsud, tdpbuud; amx=1 on cpu:amx): the "
+                    "vector kernels' vpdpbusd multiplies u8 A by i8 B",
+                    dtype_name(s.a.dtype), dtype_name(s.b.dtype)));
   if (int8 && !target.vnni)
     fail(fmt::format("int8 GEMM needs {}, which {} lacks", target.isa == CpuIsa::Avx512 ? "avx512_vnni" : "avx_vnni",
                      target.str()));

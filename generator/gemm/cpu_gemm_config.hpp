@@ -53,6 +53,11 @@ struct CpuGemmConfig {
 
   // The default for a problem on a target, derived from the ISA and the cache sizes.
   static CpuGemmConfig default_for(const GemmProblem& problem, const CpuTarget& target);
+  // `chosen` (the config of `problem` on `target` a runtime picked) with the overrides of `text` applied, from the
+  // vector kernels' default_for where the text turns an AMX config's tiles off ("amx=0": its 32×32 tile is no
+  // register tile).
+  static CpuGemmConfig overridden(const CpuGemmConfig& chosen, const GemmProblem& problem, const CpuTarget& target,
+                                  const std::string& text);
   // Applies "mr=8,nr=32,kc=256,mc=128,nc=512,k_unroll=4,pack_a=0,pack_b=1,transpose=1,amx=1" (any subset) to this
   // config.
   CpuGemmConfig with_overrides(const std::string& text) const;

@@ -39,9 +39,14 @@ struct GemmSignature {
   friend bool operator==(const GemmSignature& x, const GemmSignature& y);
 };
 
-// Whether A and B are the int8 pair of a quantised GEMM: u8 A (activations) and i8 B (weights), accumulated in i32 and
-// handed to the epilogue as f32.
-inline bool is_int8(const GemmSignature& s) { return s.a.dtype == DType::u8 && s.b.dtype == DType::i8; }
+// Whether A and B are 8-bit integers (u8 or i8 each), multiplied exactly into i32 sums and handed to the epilogue as
+// f32. Every int8 kernel takes u8 A (activations) × i8 B (weights), the pair vpdpbusd multiplies (is_vnni_int8); AMX
+// tiles also take i8 A or u8 B (tdpbssd, tdpbsud, tdpbuud).
+inline bool is_int8(const GemmSignature& s) {
+  const auto byte = [](DType t) { return t == DType::u8 || t == DType::i8; };
+  return byte(s.a.dtype) && byte(s.b.dtype);
+}
+inline bool is_vnni_int8(const GemmSignature& s) { return s.a.dtype == DType::u8 && s.b.dtype == DType::i8; }
 
 struct GemmProblem {
   std::int64_t m = 1, n = 1, k = 1, batch = 1;

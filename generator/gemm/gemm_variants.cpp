@@ -144,6 +144,15 @@ std::vector<CpuGemmConfig> enumerate_cpu(const GemmProblem& p, const CpuTarget& 
       c.transpose = true;
       if (valid(p.signature, c, target)) add_unique(out, c);
     }
+  // bf16 x·Wᵀ on AMX: the transposed product's tiles too (W's rows are then A tiles read along K).
+  if (k_group(p.signature) == 2 && target.amx && p.signature.b.layout.kind() == LayoutKind::ColMajor) {
+    std::vector<CpuGemmConfig> tiles;
+    add_amx_variants(transposed(p), target, tiles);
+    for (CpuGemmConfig c : tiles) {
+      c.transpose = true;
+      if (valid(p.signature, c, target)) add_unique(out, c);
+    }
+  }
   // On AVX-512, a problem with fixed-size kernels runs fastest with one of them: in the Xeon's records (50 problems of
   // at most 64 in each dimension, every layout) the best general kernel took 1.02-2.1× the best fixed one's time, on
   // the Zen 4 (31 problems) never less. Left in, the general ones were a way for the model to be wrong: Aᵀ·Bᵀ

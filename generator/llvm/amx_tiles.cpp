@@ -50,19 +50,24 @@ AmxTiles::Tile AmxTiles::tile_load(llvm::Value* base, llvm::Value* stride, bool 
 
 AmxTiles::Tile AmxTiles::tile_multiply_add(DotInputs inputs, Tile c, Tile a, Tile b, bool emulated) {
   llvm::Value* rows16 = b_.getInt16(kTileRows);
-  const bool int8 = inputs == DotInputs::U8I8;
+  const bool int8 = byte_inputs(inputs);
   if (!emulated) {
     const auto to_tile = [&](llvm::Value* v) {
       return b_.CreateIntrinsic(llvm::Intrinsic::x86_cast_vector_to_tile, {v->getType()}, {v});
     };
     // Shapes in bytes: M rows of C and A, N bytes of C's rows, K bytes of A's rows.
+    const llvm::Intrinsic::ID product = inputs == DotInputs::U8I8   ? llvm::Intrinsic::x86_tdpbusd_internal
+                                        : inputs == DotInputs::I8U8 ? llvm::Intrinsic::x86_tdpbsud_internal
+                                        : inputs == DotInputs::I8I8 ? llvm::Intrinsic::x86_tdpbssd_internal
+                                        : inputs == DotInputs::U8U8 ? llvm::Intrinsic::x86_tdpbuud_internal
+                                                                    : llvm::Intrinsic::x86_tdpbf16ps_internal;
     llvm::Value* sum = b_.CreateIntrinsic(
-        int8 ? llvm::Intrinsic::x86_tdpbusd_internal : llvm::Intrinsic::x86_tdpbf16ps_internal, {},
-        {rows16, b_.getInt16(kTileBytes), b_.getInt16(kTileBytes), to_tile(c), to_tile(a), to_tile(b)});
+        product, {}, {rows16, b_.getInt16(kTileBytes), b_.getInt16(kTileBytes), to_tile(c), to_tile(a), to_tile(b)});
     return b_.CreateIntrinsic(llvm::Intrinsic::x86_cast_tile_to_vector, {c->getType()}, {sum});
   }
-  // The instructions' definition (Intel SDM, TDPBUSD / TDPBF16PS), row m of C over the 16 groups of A's row m:
-  // int8: c[n] += Σ_i u8(a[m][4k+i]) · s8(b[k][4n+i]) in wrapping i32; bf16: c[n] += a[m][2k]·b[k][2n], then
+  // The instructions' definition (Intel SDM, TDPB[SU][SU]D / TDPBF16PS), row m of C over the 16 groups of A's row m:
+  // int8: c[n] += Σ_i a[m][4k+i] · b[k][4n+i], each byte signed or not as the instruction says, in wrapping i32; bf16:
+  // c[n] += a[m][2k]·b[k][2n], then
   // += a[m][2k+1]·b[k][2n+1] (each product exact in f32, each sum rounded).
   const int G = int8 ? 4 : 2;
   llvm::Type* sum_elem = int8 ? b_.getInt32Ty() : f32_;
@@ -89,9 +94,14 @@ AmxTiles::Tile AmxTiles::tile_multiply_add(DotInputs inputs, Tile c, Tile a, Til
                 auto* a_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), 4);
                 auto* b_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), products);
                 auto* wide = llvm::FixedVectorType::get(b_.getInt32Ty(), products);
-                llvm::Value* a4 = b_.CreateZExt(b_.CreateAlignedLoad(a_ty, a_group_ptr, llvm::Align(4)),
-                                                llvm::FixedVectorType::get(b_.getInt32Ty(), 4));
-                llvm::Value* b_row = b_.CreateSExt(b_.CreateAlignedLoad(b_ty, b_row_ptr, llvm::Align(64)), wide);
+                const bool a_signed = inputs == DotInputs::I8U8 || inputs == DotInputs::I8I8;
+                const bool b_signed = inputs == DotInputs::U8I8 || inputs == DotInputs::I8I8;
+                const auto extend = [&](llvm::Value* v, llvm::Type* t, bool is_signed) {
+                  return is_signed ? b_.CreateSExt(v, t) : b_.CreateZExt(v, t);
+                };
+                llvm::Value* a4 = extend(b_.CreateAlignedLoad(a_ty, a_group_ptr, llvm::Align(4)),
+                                         llvm::FixedVectorType::get(b_.getInt32Ty(), 4), a_signed);
+                llvm::Value* b_row = extend(b_.CreateAlignedLoad(b_ty, b_row_ptr, llvm::Align(64)), wide, b_signed);
                 std::vector<int> repeat;  // A's group against each column's group
                 for (int i = 0; i < products; ++i) repeat.push_back(i % 4);
                 llvm::Value* prod = b_.CreateMul(b_.CreateShuffleVector(a4, repeat), b_row);
@@ -176,7 +186,7 @@ AmxTiles::AmxOperand AmxTiles::amx_sliver(llvm::Value* base, int mr) {
 }
 
 AmxTiles::AmxOperand AmxTiles::amx_group_sliver(llvm::Value* base, int nr, DotInputs inputs) {
-  const bool int8 = inputs == DotInputs::U8I8;
+  const bool int8 = byte_inputs(inputs);
   const std::int64_t row_bytes = std::int64_t{int8 ? 4 : 2} * nr * (int8 ? 1 : 2);  // one group row of the sliver
   return {base, i64c(row_bytes), kTileRows * row_bytes, kTileBytes};
 }

@@ -44,7 +44,7 @@ class AmxTiles : protected RegisterTiles {
   AmxOperand amx_group_sliver(llvm::Value* base, int nr, DotInputs inputs);
 
   // C(mr×nr) = c_in + A · B over `blocks` 64-byte blocks of K, stored at c_out. C holds mr rows of nr sums (i32 for
-  // U8I8, f32 for BF16), c_stride bytes apart; c_in null starts from zeros.
+  // bytes, f32 for BF16), c_stride bytes apart; c_in null starts from zeros.
   struct AmxProduct {
     AmxOperand a, b;
     llvm::Value* blocks = nullptr;  // i64, ≥ 1

@@ -119,6 +119,13 @@ class CpuGemmEmitter : OutputTiles {
   }
 
  private:
+  // What the AMX tiles multiply: bf16 pairs, or bytes of A's and B's signedness.
+  DotInputs amx_inputs() const {
+    if (!int8_) return DotInputs::BF16;
+    const bool a_signed = sig_.a.dtype == DType::i8, b_signed = sig_.b.dtype == DType::i8;
+    return a_signed ? (b_signed ? DotInputs::I8I8 : DotInputs::I8U8) : (b_signed ? DotInputs::U8I8 : DotInputs::U8U8);
+  }
+
   // Addresses into A, B and the packed B panel, in their element type.
   llvm::Value* gep_ab(llvm::Value* base, llvm::Value* index) { return b_.CreateGEP(ab_elem_, base, index); }
   // Partial sums of two K ranges: exact integer sums for int8.
@@ -856,7 +863,7 @@ class CpuGemmEmitter : OutputTiles {
                 llvm::Value* acc_tile =
                     gep(partial, b_.CreateMul(b_.CreateAdd(acc_row, b_.CreateSDiv(jr, i64c(NR))), i64c(MR * NR)));
                 AmxProduct product;
-                product.inputs = int8_ ? DotInputs::U8I8 : DotInputs::BF16;
+                product.inputs = amx_inputs();
                 product.a = amx_sliver(sliver, cfg_.mr);
                 product.b = amx_group_sliver(b_.CreateSelect(empty, zeros, gep_ab(bp, b_.CreateMul(jr, depth))),
                                              cfg_.nr, product.inputs);

@@ -21,7 +21,11 @@ class RegisterTiles : protected PanelPacking {
   // elements); bf16 lanes widened to f32 (FMA, for targets without avx512_bf16; K offsets count bf16 elements); or
   // u8 rows × i8 columns, four bytes per i32 lane summed exactly by vpdpbusd (K offsets count bytes; the accumulators
   // are i32 vectors).
-  enum class DotInputs { F32, BF16, BF16Widened, U8I8 };
+  // AMX tiles also multiply the other signednesses of bytes: i8 A × u8 B, i8 × i8, u8 × u8.
+  enum class DotInputs { F32, BF16, BF16Widened, U8I8, I8U8, I8I8, U8U8 };
+  static bool byte_inputs(DotInputs d) {
+    return d == DotInputs::U8I8 || d == DotInputs::I8U8 || d == DotInputs::I8I8 || d == DotInputs::U8U8;
+  }
 
   // One K step of an outer-product tile: acc[first + r·b.size() + v] += broadcast(a(r)) · b[v] for r < rows, with
   // the A value of row r loaded by `a` just before its row's FMAs.

@@ -64,9 +64,10 @@ GemmReference reference_gemm(const GemmArgs& g) {
   const double output_eps = g.d.dtype == DType::f16    ? std::ldexp(1.0, -11)
                             : g.d.dtype == DType::bf16 ? std::ldexp(1.0, -8)
                                                        : 0.0;
-  // u8×i8 products are summed exactly (in i32, as here in double) and rounded once to f32 before the epilogue: only
-  // the epilogue's arithmetic is inexact.
-  const bool int8 = g.a.dtype == DType::u8 && g.b.dtype == DType::i8;
+  // 8-bit integer products are summed exactly (in i32, as here in double) and rounded once to f32 before the
+  // epilogue: only the epilogue's arithmetic is inexact.
+  const auto byte = [](DType t) { return t == DType::u8 || t == DType::i8; };
+  const bool int8 = byte(g.a.dtype) && byte(g.b.dtype);
   const double summed_terms = int8 ? 0.0 : static_cast<double>(k);
   ref.values.resize(static_cast<std::size_t>(ref.batch * m * n));
   ref.tolerance.resize(ref.values.size());

@@ -200,6 +200,71 @@ TEST(GemmInt8, AmxTilesEmulatedAreExact) {
     }
 }
 
+// The other signednesses of bytes (i8 × i8, i8 A × u8 B, u8 × u8) on AMX tiles: exact against an integer reference
+// for every tile shape, both B layouts, edges and several slabs, emulated on any AVX-512 host and native where AMX is;
+// the default of an AMX target (the transposed product for x·Wᵀ with fewer rows than columns: i8 × u8 as tdpbsud)
+// too. The vector kernels refuse them, naming the rule.
+TEST(GemmInt8, EverySignednessOnAmxTilesIsExact) {
+  Runtime runtime;
+  if (runtime.target().isa != CpuIsa::Avx512) GTEST_SKIP() << "AMX kernels are AVX-512 kernels; host lacks avx512f";
+  const bool native = CpuTarget::host_amx_missing().empty();
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const auto& [a_type, b_type] :
+       {std::pair{DType::i8, DType::i8}, {DType::i8, DType::u8}, {DType::u8, DType::u8}, {DType::u8, DType::i8}})
+    for (const bool b_col : {false, true})
+      for (const auto& [m, n, k] :
+           {std::array<std::int64_t, 3>{17, 33, 5}, {7, 100, 1000}, {131, 77, 203}, {40, 40, 0}}) {
+        SCOPED_TRACE(
+            fmt::format("{}x{} {}x{}x{} B {}", dtype_name(a_type), dtype_name(b_type), m, n, k, b_col ? "col" : "row"));
+        std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+        for (auto& x : a) x = static_cast<std::uint8_t>(byte(rng));
+        for (auto& x : b) x = static_cast<std::uint8_t>(byte(rng));
+        const auto value = [](std::uint8_t x, DType t) {
+          return t == DType::i8 ? int{static_cast<std::int8_t>(x)} : int{x};
+        };
+        std::vector<float> d(static_cast<std::size_t>(m * n));
+        GemmArgs args;
+        args.a = Tensor::matrix(a.data(), m, k, Layout::row_major(), 0, a_type);
+        args.b = Tensor::matrix(b.data(), k, n, b_col ? Layout::col_major() : Layout::row_major(), 0, b_type);
+        args.d = Tensor::matrix(d.data(), m, n);
+        const GemmProblem p = runtime.describe(args);
+        std::vector<CpuGemmConfig> configs;
+        for (const auto& [mr, nr] : {std::pair{16, 48}, {32, 32}, {32, 16}}) {
+          configs.push_back(amx_config(p, runtime.target(), mr, nr, 128));  // two blocks a slab: several slabs
+          configs.back().amx = CpuGemmConfig::kAmxEmulated;
+          if (native) {
+            configs.push_back(configs.back());
+            configs.back().amx = CpuGemmConfig::kAmxTiles;
+          }
+        }
+        if (native) configs.push_back(CpuGemmConfig::default_for(p, runtime.target()));
+        for (const CpuGemmConfig& c : configs) {
+          std::fill(d.begin(), d.end(), std::numeric_limits<float>::quiet_NaN());
+          runtime.compile(p, c).run(args);
+          std::int64_t wrong = 0;
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              std::int64_t sum = 0;
+              for (std::int64_t q = 0; q < k; ++q)
+                sum += value(a[static_cast<std::size_t>(i * k + q)], a_type) *
+                       value(b[static_cast<std::size_t>(b_col ? j * k + q : q * n + j)], b_type);
+              wrong += d[static_cast<std::size_t>(i * n + j)] != static_cast<float>(sum);
+            }
+          EXPECT_EQ(wrong, 0) << to_json(c).dump();
+        }
+        if (a_type == DType::u8 && b_type == DType::i8) continue;
+        CpuGemmConfig vector = amx_config(p, runtime.target(), 32, 32, 128);
+        vector.amx = CpuGemmConfig::kAmxNone, vector.mr = 4;
+        try {
+          validate(p.signature, vector, runtime.target());
+          ADD_FAILURE() << "a vector kernel accepted";
+        } catch (const ConfigError& e) {
+          EXPECT_NE(std::string(e.what()).find("needs AMX tiles"), std::string::npos) << e.what();
+        }
+      }
+}
+
 // A, B and D flush against inaccessible pages, from either side, with K and N residues: a kernel or packing routine
 // that reads a byte past an operand (a whole group of 4 at K's end, a whole vector at N's) faults. Every variant.
 TEST(GemmInt8, NeverTouchOutsideTheirOperands) {
@@ -340,10 +405,13 @@ TEST(GemmInt8, UnsupportedCombinationsAreClearErrors) {
     EXPECT_NE(error_of(t.args).find("int8 GEMM needs"), std::string::npos) << error_of(t.args);
     return;
   }
-  GemmArgs swapped = t.args;  // i8 A × u8 B
+  // i8 A × u8 B: AMX tiles only (tdpbsud; EverySignednessOnAmxTilesIsExact runs them); the vector kernels refuse it.
+  GemmArgs swapped = t.args;
   swapped.a.dtype = DType::i8;
   swapped.b.dtype = DType::u8;
-  EXPECT_NE(error_of(swapped).find("u8 A and i8 B"), std::string::npos) << error_of(swapped);
+  if (!runtime.target().amx) {
+    EXPECT_NE(error_of(swapped).find("needs AMX tiles"), std::string::npos) << error_of(swapped);
+  }
   GemmArgs mixed = t.args;  // u8 A × f32 B
   std::vector<float> b32(64, 1.0f);
   mixed.b = Tensor::matrix(b32.data(), 8, 8);
