@@ -128,8 +128,8 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
   // skinny kernels, mc <= 32) is best kept whole per thread and the rows split (256³ on 2 threads, interleaved
   // with the column split: 213-225 vs 168-199 GFLOP/s); otherwise the columns split, each thread packing only its
   // share of B.
-  const bool rows_first = !c.pack_b && c.mc > 32;
-  const double work = static_cast<double>(batch * m * n * depth);
+  const bool rows_first = (!c.pack_b && c.mc > 32) || c.rows_first;
+  const double work = c.work_scale * static_cast<double>(batch * m * n * depth);
   // Not where B streams from memory into a few rows: narrower tiles would stream it in narrower strips.
   const bool streams_b = !c.pack_b && c.mc <= 32;
   const auto steal_tiles = streams_b
@@ -153,7 +153,7 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
       const bool b_from_memory = c.pack_b && static_cast<double>(depth) * static_cast<double>(n) >= kPackRowElements;
       const auto tile_cost = [&](double rows, double cols) {
         const double d = static_cast<double>(depth);
-        return rows * cols * d + (b_per_tile ? kPackElement : kReadElement) * cols * d +
+        return c.work_scale * rows * cols * d + (b_per_tile ? kPackElement : kReadElement) * cols * d +
                (b_from_memory ? kPackRow * d : 0.0) + (c.pack_a ? kPackElement : kReadElement) * rows * d + kPerTile;
       };
       // The tiles at their real extents: counting the edge tiles as whole ones made 34 tiles of 64 columns look
