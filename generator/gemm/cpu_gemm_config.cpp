@@ -135,17 +135,20 @@ bool amx_pays(const GemmProblem& problem, const CpuTarget& target) {
 
 CpuGemmConfig CpuGemmConfig::default_for(const GemmProblem& asked, const CpuTarget& target) {
   const GemmProblem problem = with_nonempty_output(asked);
-  // The largest tile (4 accumulator tiles of 16×16), 1 KiB of K per B column.
+  // The largest tile (4 accumulator tiles of 16×16), 512 bytes of K a slab: the A and B slivers (16 KiB each) stay
+  // in L1 (AMX Xeon, one thread, GFLOP/s or GOP/s against 256 and 1024 bytes: bf16 1024³ 885, 1193, 906; 2048³
+  // 841, 1174, 959; int8 1024³ 1527, 2003, 1907; 2048³ 1535, 2071, 1754).
+  const int amx_kc = is_int8(problem.signature) ? 512 : 256;
   if (amx_pays(problem, target)) {
     // bf16 x·Wᵀ with fewer rows than columns: the transposed product reads W's rows in place as its A tiles and packs
     // x, where packing W's columns into pairs would bound it (AMX Xeon, 1 thread, GFLOP/s: 32×4096² 188 -> 355,
     // 32×11008×4096 99 -> 296, 512×11008×4096 492 -> 647; 1024³ 660 direct, 514 transposed).
     if (problem.signature.b.layout.kind() == LayoutKind::ColMajor && problem.m < problem.n) {
-      CpuGemmConfig t = amx_config(transposed(problem), target, 32, 32, is_int8(problem.signature) ? 1024 : 512);
+      CpuGemmConfig t = amx_config(transposed(problem), target, 32, 32, amx_kc);
       t.transpose = true;
       return t;
     }
-    return amx_config(problem, target, 32, 32, is_int8(problem.signature) ? 1024 : 512);
+    return amx_config(problem, target, 32, 32, amx_kc);
   }
   if (transpose_pays(problem) && !direct_beats_transposed(problem, target)) {
     CpuGemmConfig t = default_for(transposed(problem), target);
