@@ -87,6 +87,7 @@ CpuTarget CpuTarget::host() {
   t.avx512_bf16 = t.isa == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
   t.vnni = host_vnni(t.isa);
   t.amx = t.isa == CpuIsa::Avx512 && host_amx_missing().empty();
+  t.intel = __builtin_cpu_is("intel");
   if (t.isa == CpuIsa::Avx512) t.vector_fmas_per_cycle = host_avx512_fmas_per_cycle();
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   t.l1d_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, t.l1d_bytes);

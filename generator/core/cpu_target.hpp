@@ -17,6 +17,8 @@ struct CpuTarget {
   // AMX (amx_tile, amx_bf16, amx_int8, with the OS saving tile state): bf16 and int8 GEMM on tile registers. Only on
   // AVX-512 targets; a process must still ask Linux for the tile data (request_amx_tile_data) before running them.
   bool amx = false;
+  // The host's vendor is Intel: rules measured on one vendor's cores (software prefetch kinds) follow it.
+  bool intel = false;
   int cores = 1;
   std::int64_t l1d_bytes = 32 << 10;
   std::int64_t l2_bytes = 1 << 20;
