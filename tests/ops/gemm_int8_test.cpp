@@ -92,6 +92,20 @@ std::string int8_missing(const CpuTarget& t) {
   return t.isa == CpuIsa::Avx512 ? "host lacks avx512_vnni" : "host lacks avx_vnni";
 }
 
+// The entries of an m×n D (row-major, packed) that differ from the exact integer product Σ_q A(i, q)·B(q, j).
+template <class AValue, class BValue>
+std::int64_t wrong_sums(std::int64_t m, std::int64_t n, std::int64_t k, const AValue& a, const BValue& b,
+                        const float* d) {
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::int64_t sum = 0;
+      for (std::int64_t q = 0; q < k; ++q) sum += std::int64_t{a(i, q)} * b(q, j);
+      wrong += d[i * n + j] != static_cast<float>(sum);
+    }
+  return wrong;
+}
+
 const std::int64_t kEdges[] = {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 33, 63, 65, 100, 129, 257};
 
 TEST(GemmInt8, EdgeShapesAreExact) {
@@ -242,16 +256,13 @@ TEST(GemmInt8, EverySignednessOnAmxTilesIsExact) {
         for (const CpuGemmConfig& c : configs) {
           std::fill(d.begin(), d.end(), std::numeric_limits<float>::quiet_NaN());
           runtime.compile(p, c).run(args);
-          std::int64_t wrong = 0;
-          for (std::int64_t i = 0; i < m; ++i)
-            for (std::int64_t j = 0; j < n; ++j) {
-              std::int64_t sum = 0;
-              for (std::int64_t q = 0; q < k; ++q)
-                sum += value(a[static_cast<std::size_t>(i * k + q)], a_type) *
-                       value(b[static_cast<std::size_t>(b_col ? j * k + q : q * n + j)], b_type);
-              wrong += d[static_cast<std::size_t>(i * n + j)] != static_cast<float>(sum);
-            }
-          EXPECT_EQ(wrong, 0) << to_json(c).dump();
+          const auto a_at = [&](std::int64_t i, std::int64_t q) {
+            return value(a[static_cast<std::size_t>(i * k + q)], a_type);
+          };
+          const auto b_at = [&](std::int64_t q, std::int64_t j) {
+            return value(b[static_cast<std::size_t>(b_col ? j * k + q : q * n + j)], b_type);
+          };
+          EXPECT_EQ(wrong_sums(m, n, k, a_at, b_at, d.data()), 0) << to_json(c).dump();
         }
         if (a_type == DType::u8 && b_type == DType::i8) continue;
         CpuGemmConfig vector = amx_config(p, runtime.target(), 32, 32, 128);
@@ -293,15 +304,9 @@ TEST(GemmInt8, NeverTouchOutsideTheirOperands) {
         }
         for (const CpuGemmConfig& c : configs) {
           runtime.compile(p, c).run(args);
-          std::int64_t wrong = 0;
-          for (std::int64_t i = 0; i < m; ++i)
-            for (std::int64_t j = 0; j < n; ++j) {
-              std::int64_t sum = 0;
-              for (std::int64_t q = 0; q < k; ++q)
-                sum += std::int64_t{a.data()[i * k + q]} * b.data()[b_col ? j * k + q : q * n + j];
-              wrong += d.data()[i * n + j] != static_cast<float>(sum);
-            }
-          EXPECT_EQ(wrong, 0) << to_json(c).dump();
+          const auto a_at = [&](std::int64_t i, std::int64_t q) { return a.data()[i * k + q]; };
+          const auto b_at = [&](std::int64_t q, std::int64_t j) { return b.data()[b_col ? j * k + q : q * n + j]; };
+          EXPECT_EQ(wrong_sums(m, n, k, a_at, b_at, d.data()), 0) << to_json(c).dump();
         }
       }
 }
