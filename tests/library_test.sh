@@ -81,6 +81,7 @@ bad_manifest "kernels[0] ('a'): unknown field 'tile'" "{\"name\": \"x\", \"kerne
 bad_manifest "'cuda:sm_80': libraries hold CPU kernels so far" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cuda:sm_80\"], \"shapes\": [\"8x8x8\"]}]}"
 bad_manifest "kernels[1].name" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k}, {\"name\": \"a\", $k}]}"
 bad_manifest "kernels[0] ('a').epilogue" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"epilogue\": \"gelu(acc\"}]}"
+bad_manifest "cpu:amx holds AMX tile kernels" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cpu:amx\"], \"shapes\": [\"8x8x8\"]}]}"
 bad_manifest "shapes[0]" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", \"op\": \"gemm\", \"targets\": [\"cpu:avx2\"], \"shapes\": [\"8x0x8\"]}]}"
 bad_manifest "C identifier" "{\"name\": \"my-lib\", \"kernels\": [{\"name\": \"a\", $k}]}"
 bad_manifest "'f16'" "{\"name\": \"x\", \"kernels\": [{\"name\": \"a\", $k, \"dtype\": \"f16\"}]}"

@@ -29,6 +29,17 @@ struct GridBlocks {
   bool rows_first = false;
 };
 
+// The blocks of an AMX kernel: it packs the A sliver of each tile's rows (a packed A, for the planner) and multiplies
+// at about four times the vector kernels' rate (bf16 1024³ on one thread of the AMX Xeon: 935 GFLOP/s against 214 on
+// vdpbf16ps); its threads split rows (256³ bf16 on two threads ran in 27.5 us as two 128×256 tiles and 45 us as two
+// 256×128 ones; one thread: 33.6 us).
+inline GridBlocks amx_blocks(GridBlocks b) {
+  b.pack_a = true;
+  b.work_scale = 0.25;
+  b.rows_first = true;
+  return b;
+}
+
 // Chooses the tile shape and thread count that minimise an estimate of the slowest thread's time: tile work
 // (padded to the register tile), B packing per tile, a fixed cost per tile and per extra thread.
 GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const GridBlocks& blocks,
@@ -42,22 +53,9 @@ GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t 
 namespace tessera {
 
 inline GridBlocks grid_blocks(const CpuGemmConfig& c) {
-  // An AMX kernel packs the A sliver of each tile's rows (a packed A, for the planner) and multiplies at about four
-  // times the vector kernels' rate (bf16 1024³ on one thread of the AMX Xeon: 935 GFLOP/s against 214 on
-  // vdpbf16ps). Its threads split rows: 256³ bf16 on two threads ran in 27.5 us as two 128×256 tiles and 45 us as
-  // two 256×128 ones (one thread: 33.6 us).
-  const bool amx = c.amx != CpuGemmConfig::kAmxNone;
-  return {c.mr,
-          c.nr,
-          c.mc,
-          c.nc,
-          c.pack_a || amx,
-          c.pack_b,
-          c.fixed_m,
-          c.fixed_row_parts(),
-          c.fixed() ? c.fixed_part_rows() : 0,
-          amx ? 0.25 : 1.0,
-          amx};
+  const GridBlocks b{
+      c.mr, c.nr, c.mc, c.nc, c.pack_a, c.pack_b, c.fixed_m, c.fixed_row_parts(), c.fixed() ? c.fixed_part_rows() : 0};
+  return c.amx != CpuGemmConfig::kAmxNone ? amx_blocks(b) : b;
 }
 
 inline GridPlan plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, const CpuGemmConfig& c,

@@ -250,8 +250,7 @@ std::string attention_driver_kernel(const std::string& lib, const ResolvedKernel
     const CpuAttentionSpec& spec = std::get<CpuAttentionSpec>(v.spec);
     const CpuAttentionConfig& k = spec.config;
     c += fmt::format("    {{{0}, {0}_pack, \"{0}\", {1}, {2}, {{{3}, {4}, {5}, {6}, {7}}}, {8}, {9}, {10}}},\n",
-                     v.symbol(), spec.target.isa == CpuIsa::Avx512 ? "ISA_AVX512" : "ISA_AVX2",
-                     attention_extensions(spec), k.block_q, k.block_kv, int{k.in_place},
+                     v.symbol(), v.tier(), attention_extensions(spec), k.block_q, k.block_kv, int{k.in_place},
                      k.packed_block_floats(spec.signature, spec.target), k.workspace_bytes(spec.signature, spec.target),
                      v.chosen_for.m, v.chosen_for.n, v.chosen_for.heads / v.chosen_for.kv_heads);
   }

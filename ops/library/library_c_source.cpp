@@ -155,9 +155,10 @@ std::string library_planner_shim(const std::string& lib) {
 extern "C" std::int64_t {0}__plan_grid(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
                                        std::int64_t mr, std::int64_t nr, std::int64_t mc, std::int64_t nc, int pack_a,
                                        int pack_b, std::int64_t fixed_m, std::int64_t fixed_parts,
-                                       std::int64_t fixed_part_rows, int threads, std::int64_t* tile_m,
+                                       std::int64_t fixed_part_rows, int amx, int threads, std::int64_t* tile_m,
                                        std::int64_t* tile_n, int* participants) {{
-  const tessera::GridBlocks blocks{{mr, nr, mc, nc, pack_a != 0, pack_b != 0, fixed_m, fixed_parts, fixed_part_rows}};
+  const tessera::GridBlocks raw{{mr, nr, mc, nc, pack_a != 0, pack_b != 0, fixed_m, fixed_parts, fixed_part_rows}};
+  const tessera::GridBlocks blocks = amx ? tessera::amx_blocks(raw) : raw;
   const tessera::GridPlan plan = tessera::plan_grid(m, n, k, batch, blocks, threads);
   *tile_m = plan.tile_m;
   *tile_n = plan.tile_n;
@@ -181,6 +182,7 @@ std::string library_c_source(const std::string& lib, const std::vector<ResolvedK
 #define _GNU_SOURCE
 #include "{0}.h"
 
+#include <cpuid.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -188,10 +190,12 @@ std::string library_c_source(const std::string& lib, const std::vector<ResolvedK
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-enum {{ ISA_AVX2 = 1, ISA_AVX512 = 2 }};
+/* The tiers a library's targets compile for: cpu:avx2, cpu:avx512, cpu:amx (AVX-512 with AMX tiles). */
+enum {{ ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_AMX = 3 }};
 /* Extensions a variant's instructions need beyond its ISA (int8: vpdpbusd; bf16: vdpbf16ps). */
 enum {{ EXT_AVX512_VNNI = 1, EXT_AVX_VNNI = 2, EXT_AVX512_BF16 = 4 }};
 
@@ -212,13 +216,28 @@ __attribute__((unused, format(printf, 1, 2))) static int failf(const char* forma
   return {3}_EINVAL;
 }}
 
+/* AMX: the CPU's amx_tile, amx_bf16 and amx_int8 (CPUID 7.0 EDX), the OS saving tile state (XCR0 bits 17-18), and
+ * Linux's permission for this process to use the tile data (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA),
+ * asked once. */
+static int amx_usable(void) {{
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & ((1u << 22) | (1u << 24) | (1u << 25))) !=
+                                                        ((1u << 22) | (1u << 24) | (1u << 25)))
+    return 0;
+  __get_cpuid(1, &a, &b, &c, &d);
+  if (!(c & (1u << 27))) return 0; /* OSXSAVE */
+  unsigned lo, hi;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return 0;
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+}}
 static int running_isa(void) {{
   static int isa = -1;
   if (isa < 0) {{
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl"))
-      isa = ISA_AVX512;
+      isa = amx_usable() ? ISA_AMX : ISA_AVX512;
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
       isa = ISA_AVX2;
     else
@@ -239,7 +258,10 @@ static int running_extensions(void) {{
 static int runs_here(int isa, int extensions) {{
   return isa <= running_isa() && (extensions & ~running_extensions()) == 0;
 }}
-const char* {0}_isa(void) {{ return running_isa() == ISA_AVX512 ? "avx512" : running_isa() == ISA_AVX2 ? "avx2" : "none"; }}
+const char* {0}_isa(void) {{
+  const int isa = running_isa();
+  return isa == ISA_AMX ? "amx" : isa == ISA_AVX512 ? "avx512" : isa == ISA_AVX2 ? "avx2" : "none";
+}}
 
 static atomic_int threads_setting;
 void {0}_set_threads(int threads) {{ atomic_store(&threads_setting, threads < 0 ? 0 : threads > MAX_THREADS ? MAX_THREADS : threads); }}

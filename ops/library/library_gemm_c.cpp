@@ -82,7 +82,7 @@ typedef struct {{
   const char* symbol;
   int isa, extensions;
   int64_t mr, nr, mc, nc;
-  int pack_a, pack_b;
+  int pack_a, pack_b, amx;
   int64_t fixed_m, fixed_n, fixed_k, fixed_parts, fixed_part_rows;
   int64_t hint_m, hint_n, hint_k;
   size_t workspace;
@@ -99,7 +99,7 @@ static void gemm_tiles(const void* context, void* ws, int64_t begin, int64_t end
 /* The grid: tessera's own planner (generator/gemm/grid_plan.cpp, compiled beside this file), as the runtime plans. */
 int64_t {0}__plan_grid(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t mr, int64_t nr, int64_t mc, int64_t nc,
                        int pack_a, int pack_b, int64_t fixed_m, int64_t fixed_parts, int64_t fixed_part_rows,
-                       int threads, int64_t* tile_m, int64_t* tile_n, int* participants);
+                       int amx, int threads, int64_t* tile_m, int64_t* tile_n, int* participants);
 
 static const gemm_variant* gemm_pick(const gemm_variant* vs, int count, int64_t m, int64_t n, int64_t k) {{
   const gemm_variant* best = NULL;
@@ -143,8 +143,8 @@ static int gemm_run(const gemm_variant* v, const {0}_gemm_args* x) {{
   a.alpha = x->alpha, a.beta = x->beta;
   int participants = 1;
   const int64_t tiles = {0}__plan_grid(x->m, x->n, x->k, x->batch, v->mr, v->nr, v->mc, v->nc, v->pack_a, v->pack_b,
-                                       v->fixed_m, v->fixed_parts, v->fixed_part_rows, call_threads(x->threads),
-                                       &a.tile_m, &a.tile_n, &participants);
+                                       v->fixed_m, v->fixed_parts, v->fixed_part_rows, v->amx,
+                                       call_threads(x->threads), &a.tile_m, &a.tile_n, &participants);
   last_error[0] = 0;
   const gemm_job job = {{v->fn, &a}};
   return run_job(v->symbol, gemm_tiles, &job, tiles, participants);
@@ -165,12 +165,11 @@ std::string gemm_driver_kernel(const std::string& lib, const ResolvedKernel& r) 
     const CpuGemmSpec& spec = std::get<CpuGemmSpec>(v.spec);
     const CpuGemmConfig& k = spec.config;
     c += fmt::format(
-        "    {{{0}, \"{0}\", {1}, {17}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, "
-        "{16}}},\n",
-        v.symbol(), spec.target.isa == CpuIsa::Avx512 ? "ISA_AVX512" : "ISA_AVX2", k.mr, k.nr, k.mc, k.nc,
-        int{k.pack_a}, int{k.pack_b}, k.fixed_m, k.fixed_n, k.fixed_k, k.fixed_row_parts(),
-        k.fixed() ? k.fixed_part_rows() : 0, v.chosen_for.m, v.chosen_for.n, v.chosen_for.k, k.workspace_bytes(),
-        variant_extensions(spec));
+        "    {{{0}, \"{0}\", {1}, {17}, {2}, {3}, {4}, {5}, {6}, {7}, {18}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, "
+        "{15}, {16}}},\n",
+        v.symbol(), v.tier(), k.mr, k.nr, k.mc, k.nc, int{k.pack_a}, int{k.pack_b}, k.fixed_m, k.fixed_n, k.fixed_k,
+        k.fixed_row_parts(), k.fixed() ? k.fixed_part_rows() : 0, v.chosen_for.m, v.chosen_for.n, v.chosen_for.k,
+        k.workspace_bytes(), variant_extensions(spec), int{k.amx == CpuGemmConfig::kAmxTiles});
   }
   c += "};\n\n";
   // The argument checks: what tessera's runtime checks before a call (shapes, strides for the layouts, data).

@@ -290,7 +290,7 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
   const bool bf16 = (gemm && gemm->b.dtype == DType::bf16) || (attention && attention->dtype == DType::bf16);
 
   if (!entry.contains("targets") || !entry["targets"].is_array() || entry["targets"].empty())
-    fail(named + ".targets", "must be a non-empty list such as [\"cpu:avx512\", \"cpu:avx2\"]");
+    fail(named + ".targets", "must be a non-empty list such as [\"cpu:avx512\", \"cpu:avx2\"] (or \"cpu:amx\")");
   std::set<std::string> seen;
   for (std::size_t i = 0; i < entry["targets"].size(); ++i) {
     const std::string at = fmt::format("{}.targets[{}]", named, i);
@@ -298,14 +298,17 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
     if (!t.is_string()) fail(at, "must be a string");
     const std::string text = t.get<std::string>();
     if (text.rfind("cuda", 0) == 0) fail(at, fmt::format("'{}': libraries hold CPU kernels so far", text));
-    if (text != "cpu:avx512" && text != "cpu:avx2") fail(at, fmt::format("'{}' is not cpu:avx512 or cpu:avx2", text));
+    if (text != "cpu:avx512" && text != "cpu:avx2" && text != "cpu:amx")
+      fail(at, fmt::format("'{}' is not cpu:avx512, cpu:avx2 or cpu:amx", text));
+    const bool amx = text == "cpu:amx";
+    if (amx && !int8 && !bf16) fail(at, "cpu:amx holds AMX tile kernels: bf16 or int8 GEMM and bf16 attention");
     if (!seen.insert(text).second) fail(at, fmt::format("'{}' is listed twice", text));
     // The extensions a GEMM's or attention's inputs need, whether or not this host has them: the driver checks the
     // running CPU. The sparse kernels widen bf16 and need none.
-    CpuTarget target = CpuTarget::named(text);
+    CpuTarget target = CpuTarget::named(amx ? "cpu:avx512+amx" : text);
     target.vnni = target.vnni || int8;
     target.avx512_bf16 = target.avx512_bf16 || (bf16 && target.isa == CpuIsa::Avx512);
-    target.amx = false;  // libraries hold vector kernels: AMX ones would need the tile permission and its dispatch
+    target.amx = amx;  // AMX kernels only in the cpu:amx tier, which the driver runs where the CPU and Linux allow
     k.targets.push_back(target);
   }
   if (!entry.contains("shapes") || !entry["shapes"].is_array() || entry["shapes"].empty())
@@ -398,7 +401,7 @@ const char* library_manifest_schema() {
           "layout_b": {"enum": ["row", "col"], "default": "row", "description": "gemm only"},
           "layout_c": {"enum": ["row", "col"], "default": "row", "description": "gemm, spmm: C and D"},
           "epilogue": {"type": "string", "default": "alpha*acc (sddmm: acc, in the sampled dialect with s)"},
-          "targets": {"type": "array", "minItems": 1, "uniqueItems": true, "items": {"enum": ["cpu:avx512", "cpu:avx2"]}},
+          "targets": {"type": "array", "minItems": 1, "uniqueItems": true, "items": {"enum": ["cpu:amx", "cpu:avx512", "cpu:avx2"]}},
           "shapes": {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^[0-9]+(\\.\\.[0-9]+)?(x[0-9]+(\\.\\.[0-9]+)?){2,3}$"}, "description": "MxNxK to choose configs for (gemm also MxNxKxBATCH); spmm: A M×K, B K×N; sddmm: pattern M×N, A M×K; attention: SQxSKVxHEADSxKV_HEADS. An extent may be a range LO..HI: its ends and the powers of two between, at most 5 sizes spread in log scale"}
         }
       }

@@ -21,6 +21,10 @@ std::string LibraryVariant::symbol() const {
 const CpuTarget& LibraryVariant::target() const {
   return std::visit([](const auto& s) -> const CpuTarget& { return s.target; }, spec);
 }
+const char* LibraryVariant::tier() const {
+  const CpuTarget& t = target();
+  return t.amx ? "ISA_AMX" : t.isa == CpuIsa::Avx512 ? "ISA_AVX512" : "ISA_AVX2";
+}
 Hash128 LibraryVariant::hash() const {
   return std::visit([](const auto& s) { return s.hash(); }, spec);
 }
@@ -122,9 +126,9 @@ std::vector<ResolvedKernel> resolve_variants(const LibraryManifest& manifest) {
   std::vector<ResolvedKernel> out;
   for (const auto& k : manifest.kernels) {
     ResolvedKernel r{k, {}};
-    std::set<std::string> seen;
+    std::set<std::string> seen;  // symbol and tier: a kernel chosen on two targets serves both tiers
     const auto add = [&](LibraryVariant v) {
-      if (seen.insert(v.symbol()).second) r.variants.push_back(std::move(v));
+      if (seen.insert(v.symbol() + "/" + v.tier()).second) r.variants.push_back(std::move(v));
     };
     if (k.op == "gemm")
       resolve_gemm(r, add);

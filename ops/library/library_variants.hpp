@@ -22,6 +22,9 @@ struct LibraryVariant {
   LibraryShape chosen_for;
   std::string symbol() const;
   const CpuTarget& target() const;
+  // The driver's name of the tier (the manifest's target) the variant serves: ISA_AMX, ISA_AVX512 or ISA_AVX2. A call
+  // runs the variants of the highest tier the CPU runs; one kernel may serve several tiers.
+  const char* tier() const;
   Hash128 hash() const;
   CpuModuleSource module_source() const;
 };

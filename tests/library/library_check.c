@@ -477,13 +477,16 @@ static int check_attention(int bf16, int variant, int64_t batch, int64_t heads, 
   return checked;
 }
 
+/* Whether this CPU runs AVX-512 kernels: the driver's tier is avx512, or amx (AVX-512 with AMX tiles). */
+static int avx512_here(const char* isa) { return strcmp(isa, "avx512") == 0 || strcmp(isa, "amx") == 0; }
+
 int main(void) {
   int checked = 0, skipped = 0;
   const char* isa = tlib_isa();
   for (int kernel = 0; kernel < 3; ++kernel)
     for (int v = 0; v < count_fns[kernel](); ++v) {
       const char* name = name_fns[kernel](v);
-      if (strstr(name, "_avx512_") && strcmp(isa, "avx512") != 0) {
+      if (strstr(name, "_avx512_") && !avx512_here(isa)) {
         ++skipped; /* this CPU cannot run it; the dispatcher never picks it here */
         continue;
       }
@@ -521,7 +524,7 @@ int main(void) {
     const int count = bsr ? tlib_block_residual_variant_count() : tlib_pruned_linear_variant_count();
     for (int v = 0; v < count; ++v) {
       const char* name = bsr ? tlib_block_residual_variant_name(v) : tlib_pruned_linear_variant_name(v);
-      if (strstr(name, "_avx512_") && strcmp(isa, "avx512") != 0) {
+      if (strstr(name, "_avx512_") && !avx512_here(isa)) {
         ++skipped;
         continue;
       }
@@ -535,7 +538,7 @@ int main(void) {
     }
   }
   for (int v = 0; v < tlib_masked_scores_variant_count(); ++v) {
-    if (strstr(tlib_masked_scores_variant_name(v), "_avx512_") && strcmp(isa, "avx512") != 0) {
+    if (strstr(tlib_masked_scores_variant_name(v), "_avx512_") && !avx512_here(isa)) {
       ++skipped;
       continue;
     }
@@ -554,7 +557,7 @@ int main(void) {
     const int count = bf16 ? tlib_decode_bf16_variant_count() : tlib_capped_attention_variant_count();
     for (int v = 0; v < count; ++v) {
       const char* name = bf16 ? tlib_decode_bf16_variant_name(v) : tlib_capped_attention_variant_name(v);
-      if (strstr(name, "_avx512_") && strcmp(isa, "avx512") != 0) {
+      if (strstr(name, "_avx512_") && !avx512_here(isa)) {
         ++skipped;
         continue;
       }
