@@ -1,10 +1,11 @@
-// Tile products on AMX: 16-row tiles of a packed A sliver and of a packed B sliver multiplied into f32 (tdpbf16ps) or
-// exact i32 (tdpbusd) accumulator tiles, which start from and end in memory (zeros or an earlier K slab's sums, and
-// the next slab's or the epilogue's), so that every tile has the one shape 16 rows × 64 bytes: the tile
-// configuration is a constant, loaded once per function that uses it, not once per tile.
+// Tile products on AMX: 16-row tiles of A and B operands (a packed sliver or a matrix in place) multiplied into f32
+// (tdpbf16ps) or exact i32 (tdpb[su][su]d) accumulator tiles, which start from zeros or memory and end in memory (an
+// earlier K slab's sums, the next slab's, the epilogue's), so that every tile has the one shape 16 rows × 64 bytes:
+// the tile configuration is a constant, loaded once per function that uses it, not once per tile.
 // The same code emits either the AMX instructions or, for hosts without AMX, the instructions' effect in vector
-// code (each tile a 1 KiB stack buffer): the second checks the tiling, addressing and edges of the first, bit for
-// bit, wherever the tests run.
+// code (each tile a 1 KiB stack buffer): the second checks the tiling, addressing and edges of the first wherever the
+// tests run (bit for bit on integer-valued inputs; on other bf16 values the hardware's order of a step's sums may
+// differ in the last bit).
 #pragma once
 
 #include <vector>
