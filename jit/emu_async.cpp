@@ -227,6 +227,20 @@ void api_wgmma(int kind, int n, float* d, unsigned long long a, unsigned long lo
   wait_in_warp(WarpOp::Wgmma);
 }
 
+// Bit 2 of a thread's `transpose` marks A as read from its registers (t.a) rather than through a descriptor.
+constexpr int kWgmmaRegisterA = 4;
+
+void api_wgmma_registers(int kind, int n, float* d, const unsigned* a, unsigned long long b, int accumulate,
+                         int transpose) {
+  if (kind == tessera_emu::kMmaTf32) fail("wgmma with A from registers takes 16-bit inputs, not tf32");
+  Thread& t = t_block->me();
+  t.kind = kind, t.count = n, t.d = d, t.desc_a = 0, t.desc_b = b, t.arg = accumulate;
+  t.transpose = (transpose & 2) | kWgmmaRegisterA;
+  t.a = a;
+  t.mask = 0xffffffffu;
+  wait_in_warp(WarpOp::Wgmma);
+}
+
 void api_wgmma_commit() {
   Thread& t = t_block->me();
   t.wgmma_groups.push_back(std::move(t.wgmma_open));
@@ -245,6 +259,7 @@ void api_wgmma_wait(int pending) {
         --b.wgmma_in_flight;
         for (unsigned w : r.op->words) --b.wgmma_pins[w];
       }
+      b.hb.acquire(b.current, r.op->read);  // the MMA is complete for the whole warpgroup, its reads included
     }
     t.wgmma_groups.erase(t.wgmma_groups.begin());
   }
@@ -303,14 +318,29 @@ void run_wgmma(Block& b, int group) {
   };
   b.collective = true;
   std::vector<float> A(64 * 16), B(static_cast<std::size_t>(n) * 16);
-  for (int r = 0; r < 64; ++r)
-    for (int k = 0; k < depth; ++k)
-      A[static_cast<std::size_t>(r * 16 + k)] = load(first.desc_a, r, k, first.transpose & 1);
+  if (first.transpose & kWgmmaRegisterA) {
+    // Each lane's fragment of its warp's 16 rows: register e holds (g + 8·(e & 1), 2t + 8·(e >> 1)) and the next k.
+    const auto element = [&](std::uint16_t half) {
+      return first.kind == tessera_emu::kMmaBf16 ? from_bf16(half) : from_f16(half);
+    };
+    for (int i = 0; i < 128; ++i)
+      for (int e = 0; e < 4; ++e) {
+        const unsigned word = lanes[i].a[e];
+        const int row = 16 * (i / 32) + i % 32 / 4 + 8 * (e & 1), k = 2 * (i % 4) + 8 * (e >> 1);
+        A[static_cast<std::size_t>(row * 16 + k)] = element(static_cast<std::uint16_t>(word));
+        A[static_cast<std::size_t>(row * 16 + k + 1)] = element(static_cast<std::uint16_t>(word >> 16));
+      }
+  } else {
+    for (int r = 0; r < 64; ++r)
+      for (int k = 0; k < depth; ++k)
+        A[static_cast<std::size_t>(r * 16 + k)] = load(first.desc_a, r, k, first.transpose & 1);
+  }
   for (int c = 0; c < n; ++c)
     for (int k = 0; k < depth; ++k)
       B[static_cast<std::size_t>(c * 16 + k)] = load(first.desc_b, c, k, (first.transpose & 2) != 0);
   b.collective = false;
   if (!b.error.empty()) return;
+  b.hb.release(provider, op->read);
   std::sort(op->words.begin(), op->words.end());
   op->words.erase(std::unique(op->words.begin(), op->words.end()), op->words.end());
   for (unsigned w : op->words) ++b.wgmma_pins[w];

@@ -39,6 +39,7 @@ enum class WarpOp : unsigned char { None, SyncWarp, Ldmatrix, Mma, Shuffle, Wgmm
 struct WgmmaOp {
   std::vector<unsigned> words;
   bool retired = false;
+  VectorClock read;  // what the reads of its operands published: a thread that retires it has seen them
 };
 struct WgmmaResult {
   float* d;
@@ -192,6 +193,8 @@ void api_tma_store(const void* map, unsigned src, const int* coords);
 void api_tma_store_commit();
 void api_tma_store_wait();
 void api_fence_proxy_async();
+void api_wgmma_registers(int kind, int n, float* d, const unsigned* a, unsigned long long b, int accumulate,
+                         int transpose);
 // TMA (the async proxy) may touch shared bytes a thread wrote (the generic proxy) only after that thread's
 // fence.proxy.async: reports the first word written since its writer's last fence.
 void check_async_visible(unsigned offset, unsigned bytes, const char* what);

@@ -503,7 +503,8 @@ tessera_emu::Api g_api{api_index,
                        api_tma_store,
                        api_tma_store_commit,
                        api_tma_store_wait,
-                       api_fence_proxy_async};
+                       api_fence_proxy_async,
+                       api_wgmma_registers};
 
 // --- warp collectives, carried out by the scheduler once every lane has arrived ---
 

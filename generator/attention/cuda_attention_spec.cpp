@@ -14,15 +14,29 @@ namespace {
 constexpr int kSpecVersion = 1;
 }  // namespace
 
-CudaAttentionConfig CudaAttentionConfig::default_for(const AttentionProblem& problem, const CudaTarget&) {
+CudaAttentionConfig CudaAttentionConfig::mma_sync_default(const AttentionProblem& problem) {
   CudaAttentionConfig c;
   c.block_kv = problem.signature.head_dim_qk <= 64 ? 64 : 32;
+  return c;
+}
+
+CudaAttentionConfig CudaAttentionConfig::default_for(const AttentionProblem& problem, const CudaTarget& target) {
+  const CudaAttentionConfig mma_sync = mma_sync_default(problem);
+  const std::int64_t d = problem.signature.head_dim_qk;
+  if (!target.arch_specific || target.sm < 90 || (d != 64 && d != 128) || problem.signature.head_dim_v != d ||
+      mma_sync.key_splits(problem, target) > 1)
+    return mma_sync;
+  CudaAttentionConfig c;
+  c.wgmma = true;
+  c.warps = 8;
+  c.block_kv = d == 64 ? 128 : 64;
   return c;
 }
 
 int CudaAttentionConfig::key_splits(const AttentionProblem& p, const CudaTarget& target) const {
   constexpr int kMaxSplits = 128, kMinSplitBlocks = 4;
   const std::int64_t key_blocks = ceil_div(std::max<std::int64_t>(p.seq_kv, 1), block_kv);
+  if (wgmma) return 1;
   if (kv_splits > 0) return static_cast<int>(std::min<std::int64_t>(kv_splits, key_blocks));
   const std::int64_t blocks = ceil_div(p.seq_q, block_q()) * p.heads * p.batch;
   const std::int64_t sms = std::max(1, target.sm_count);
@@ -50,6 +64,7 @@ std::int64_t CudaAttentionConfig::split_keys(const AttentionProblem& p, int spli
 nlohmann::json to_json(const CudaAttentionConfig& config) {
   nlohmann::json j{{"block_kv", config.block_kv}, {"warps", config.warps}, {"align", config.align}};
   if (config.kv_splits > 0) j["kv_splits"] = config.kv_splits;
+  if (config.wgmma) j["wgmma"] = true, j["stages"] = config.stages;  // absent for mma.sync: its hashes as before
   return j;
 }
 
@@ -72,8 +87,21 @@ void validate(const AttentionSignature& s, const CudaAttentionConfig& c, const C
     throw ConfigError(fmt::format("kv_splits = {} must be in [0, 1024] (0: chosen by the grid)", c.kv_splits));
   if (c.align != 1 && c.align != 2 && c.align != 4 && c.align != 8)
     throw ConfigError(fmt::format("align = {} must be 1, 2, 4 or 8", c.align));
+  if (c.wgmma) {
+    if (!target.arch_specific || target.sm < 90)
+      throw ConfigError(fmt::format("the wgmma attention kernel needs sm_90a, not {}", target.arch()));
+    if (d != 64 && d != 128)
+      throw ConfigError(fmt::format("the wgmma attention kernel has head_dim 64 or 128, not {}", d));
+    if (c.warps != 4 && c.warps != 8)
+      throw ConfigError(fmt::format("warps = {}: the wgmma kernel takes 4 or 8 (one or two warpgroups)", c.warps));
+    if (c.block_kv != 64 && c.block_kv != 128)
+      throw ConfigError(fmt::format("block_kv = {}: the wgmma kernel takes 64 or 128", c.block_kv));
+    if (c.stages < 2 || c.stages > 4) throw ConfigError(fmt::format("stages = {} must be in [2, 4]", c.stages));
+    if (c.kv_splits > 1) throw ConfigError("the wgmma attention kernel does not split keys");
+    if (c.align != 8) throw ConfigError("the wgmma attention kernel needs 16-byte aligned rows (align = 8)");
+  }
   // Each thread copies whole 16-byte chunks of every tile.
-  if ((16 * c.warps * d / 8) % c.threads() != 0 || (c.block_kv * d / 8) % c.threads() != 0)
+  if (!c.wgmma && ((16 * c.warps * d / 8) % c.threads() != 0 || (c.block_kv * d / 8) % c.threads() != 0))
     throw ConfigError(fmt::format("{} threads do not divide the tiles' 16-byte chunks", c.threads()));
   const int limit = target.max_shared_per_block > 0 ? target.max_shared_per_block : 48 << 10;
   if (c.shared_bytes(s) > limit)
@@ -90,9 +118,10 @@ nlohmann::json to_json(const CudaAttentionSpec& spec) { return to_json(spec.gene
 Hash128 CudaAttentionSpec::hash() const { return generic().hash(); }
 
 std::string CudaAttentionSpec::name() const {
-  return fmt::format("flash_attention_{}_d{}{}{}_bc{}_w{}_a{}_{}_{}", dtype_name(signature.dtype),
-                     signature.head_dim_qk, signature.causal ? "_causal" : "", signature.lse ? "_lse" : "",
-                     config.block_kv, config.warps, config.align, target.arch(), hash().hex().substr(0, 8));
+  return fmt::format(
+      "flash_attention_{}_d{}{}{}_bc{}_w{}_a{}{}_{}_{}", dtype_name(signature.dtype), signature.head_dim_qk,
+      signature.causal ? "_causal" : "", signature.lse ? "_lse" : "", config.block_kv, config.warps, config.align,
+      config.wgmma ? fmt::format("_wgmma_s{}", config.stages) : "", target.arch(), hash().hex().substr(0, 8));
 }
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 // A CUDA attention kernel: {attention signature, CUDA config, CUDA target}; its KernelSpec is op "attention" on a
-// CUDA target. The config picks the FlashAttention-2 kernel's key block and warps (templates/tessera/attention).
+// CUDA target. The config picks the kernel (FlashAttention-2's on mma.sync, or on sm_90a FlashAttention-3's on TMA and
+// wgmma), its key block and warps (templates/tessera/attention).
 #pragma once
 
 #include <string>
@@ -19,15 +20,24 @@ struct CudaAttentionConfig {
   // Copies of each query block over disjoint key ranges, merged afterwards (flash-decoding): 0 chooses by the grid's
   // fill of the target's SMs. A launch choice, not code: the spec's hash leaves it out.
   int kv_splits = 0;
+  // The Hopper kernel (sm_90a; flash_forward_wgmma.cuh): `warps` are then its consumer warps (4 or 8: one or two
+  // warpgroups of 64 rows) beside a producer warpgroup, K and V pass through `stages` TMA stages; no key splits.
+  bool wgmma = false;
+  int stages = 2;
 
   int block_q() const { return 16 * warps; }
-  int threads() const { return 32 * warps; }
-  // Q, then K and V of two stages, 16-bit elements.
+  int threads() const { return 32 * warps + (wgmma ? 128 : 0); }
+  // Q, then K and V of two stages (of `stages` and the mbarriers for wgmma), 16-bit elements.
   int shared_bytes(const AttentionSignature& s) const {
+    if (wgmma) return static_cast<int>((block_q() + 2 * stages * block_kv) * s.head_dim_qk * 2 + 8 * (1 + 3 * stages));
     return static_cast<int>((block_q() + 4 * block_kv) * s.head_dim_qk * 2);
   }
-  // 64 keys per block up to d = 64, 32 above (d = 128 with 64 keys spilled on sm_90).
+  // mma.sync: 64 keys per block up to d = 64, 32 above (d = 128 with 64 keys spilled on sm_90). sm_90a, d = 64 or
+  // 128, where the query blocks need no key splits: the wgmma kernel, two consumer warpgroups (128 rows) and 128
+  // keys per block at d = 64, 64 at d = 128 (within the 168 registers a thread of 384 has).
   static CudaAttentionConfig default_for(const AttentionProblem& problem, const CudaTarget& target);
+  // The mma.sync kernel's default (what a call the wgmma kernel cannot take runs instead).
+  static CudaAttentionConfig mma_sync_default(const AttentionProblem& problem);
   // The key splits a launch of `problem` runs: kv_splits when given (at most one per key block), else 1 when the
   // query blocks fill the SMs, else the fewest splits, each of at least kMinSplitBlocks key blocks, whose waves are
   // within 85% of the best fill (FlashAttention's heuristic).
@@ -38,7 +48,8 @@ struct CudaAttentionConfig {
 };
 
 // Throws ConfigError stating the rule broken: f16 or bf16; head dims 32, 64, 96 or 128, equal for QK and V; unit
-// head-dimension strides; score modifiers of at most 4 tensors and 8 scalars; shared memory within the target's.
+// head-dimension strides; score modifiers of at most 4 tensors and 8 scalars; shared memory within the target's;
+// wgmma only on sm_90a with d = 64 or 128, 4 or 8 warps, 64 or 128 keys, 2-4 stages and no key splits.
 void validate(const AttentionSignature& signature, const CudaAttentionConfig& config, const CudaTarget& target);
 
 struct CudaAttentionSpec {

@@ -46,19 +46,38 @@ CudaAttentionSource emit_cuda_attention(const CudaAttentionSpec& spec) {
   out.threads = spec.config.threads();
   out.shared_bytes = spec.config.shared_bytes(spec.signature);
   const bool bf16 = spec.signature.dtype == DType::bf16;
-  out.code = fmt::format(
+  const std::string common = fmt::format(
       R"(// {kernel}
-#include "tessera/attention/flash_forward.cuh"
+#include "tessera/attention/{header}"
 
 {modifier}
 struct Config {{
   using Mod = ScoreMod;
   using Element = tessera::{element};
   static constexpr int kInput = tessera::{input};
-  static constexpr int D = {d}, BC = {bc}, Warps = {warps}, Align = {align};
+  static constexpr int D = {d}, BC = {bc}, Warps = {warps}, Align = {align}, Stages = {stages};
   static constexpr bool Causal = {causal};
 }};
-
+)",
+      fmt::arg("kernel", out.kernel),
+      fmt::arg("header", spec.config.wgmma ? "flash_forward_wgmma.cuh" : "flash_forward.cuh"),
+      fmt::arg("modifier", score_mod_source(spec.signature.score_mod)),
+      fmt::arg("element", bf16 ? "bfloat16_t" : "half_t"), fmt::arg("input", bf16 ? "kInputBf16" : "kInputF16"),
+      fmt::arg("d", spec.signature.head_dim_qk), fmt::arg("bc", spec.config.block_kv),
+      fmt::arg("warps", spec.config.warps), fmt::arg("align", spec.config.align),
+      fmt::arg("stages", spec.config.stages), fmt::arg("causal", spec.signature.causal ? "true" : "false"));
+  if (spec.config.wgmma) {
+    // One block of a producer warpgroup and the consumers; the TMA maps are read through the parameter.
+    out.code = common + fmt::format(R"(
+extern "C" __global__ void __launch_bounds__({threads}, 1) {kernel}(const __grid_constant__ tessera::AttentionParams p) {{
+  tessera::flash_forward_wgmma<Config>(p);
+}}
+)",
+                                    fmt::arg("kernel", out.kernel), fmt::arg("threads", out.threads));
+    out.combine_kernel.clear();
+    return out;
+  }
+  out.code = common + fmt::format(R"(
 extern "C" __global__ void __launch_bounds__({threads}) {kernel}(const tessera::AttentionParams p) {{
   tessera::flash_forward<Config>(p);
 }}
@@ -67,12 +86,8 @@ extern "C" __global__ void __launch_bounds__({threads}) {combine}(const tessera:
   tessera::flash_combine<Config>(p);
 }}
 )",
-      fmt::arg("kernel", out.kernel), fmt::arg("combine", out.combine_kernel),
-      fmt::arg("modifier", score_mod_source(spec.signature.score_mod)),
-      fmt::arg("element", bf16 ? "bfloat16_t" : "half_t"), fmt::arg("input", bf16 ? "kInputBf16" : "kInputF16"),
-      fmt::arg("d", spec.signature.head_dim_qk), fmt::arg("bc", spec.config.block_kv),
-      fmt::arg("warps", spec.config.warps), fmt::arg("align", spec.config.align),
-      fmt::arg("causal", spec.signature.causal ? "true" : "false"), fmt::arg("threads", out.threads));
+                                  fmt::arg("kernel", out.kernel), fmt::arg("combine", out.combine_kernel),
+                                  fmt::arg("threads", out.threads));
   return out;
 }
 

@@ -1,6 +1,6 @@
-// The CUDA source of an attention spec: the FlashAttention-2 template instantiated with the spec's types, head
-// dimension, key block, warps, alignment and masking, behind one extern "C" entry, and the entry that merges split
-// keys' partial rows (flash-decoding).
+// The CUDA source of an attention spec: the FlashAttention-2 template (or on sm_90a the wgmma one) instantiated with
+// the spec's types, head dimension, key block, warps, alignment and masking, behind one extern "C" entry, and for
+// FlashAttention-2 the entry that merges split keys' partial rows (flash-decoding).
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 namespace tessera {
 
 struct CudaAttentionSource {
-  std::string code, kernel, combine_kernel;
+  std::string code, kernel, combine_kernel;  // combine_kernel empty: the kernel never splits keys
   int threads = 0, shared_bytes = 0;
 };
 

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <numbers>
+#include <optional>
 #include <span>
 
 #include "generator/attention/attention_json.hpp"
@@ -59,6 +62,64 @@ AttentionProblem launched_problem(const AttentionBinding& bound) {
   return p;
 }
 
+// A tensor's TMA map for the wgmma kernel: (head dimension, rows, planes), boxes of 64 columns × box_rows, 128-byte
+// swizzle, and where batch item b starts in it: row b·rows_per_batch, plane b·planes_per_batch + head. The batch
+// folds into the planes (BHSD: its stride is the heads') or the rows (BSHD: its stride is the sequence's); a packed
+// varlen batch is one sequence of all rows. None where neither holds or TMA cannot address the view (a start or a
+// stride not a multiple of 16 bytes).
+struct FlashMap {
+  TmaTensor tensor;
+  int rows_per_batch = 0, planes_per_batch = 0;
+};
+
+std::optional<FlashMap> flash_map(const AttentionView& view, std::int64_t batch, std::int64_t heads, std::int64_t seq,
+                                  std::int64_t d, bool varlen, int box_rows) {
+  const auto bytes = [&](std::int64_t elements) { return elements * view.element_bytes; };
+  if (reinterpret_cast<std::uintptr_t>(view.data) % 16 != 0 || seq <= 0 || heads <= 0 || batch <= 0) return {};
+  // A dimension of one index needs no real stride: a dense one stands in (TMA wants multiples of 16 bytes).
+  const std::int64_t seq_stride = seq == 1 ? d : view.seq;
+  const std::int64_t head_stride = heads == 1 ? seq * seq_stride : view.head;
+  FlashMap m;
+  std::int64_t rows = seq, planes = heads;
+  if (varlen || batch == 1) {
+  } else if (view.batch == heads * head_stride) {
+    planes = batch * heads, m.planes_per_batch = static_cast<int>(heads);
+  } else if (view.batch == seq * seq_stride) {
+    rows = batch * seq, m.rows_per_batch = static_cast<int>(seq);
+  } else {
+    return {};
+  }
+  if (bytes(seq_stride) % 16 != 0 || bytes(head_stride) % 16 != 0 || seq_stride <= 0 || head_stride <= 0 ||
+      rows >= (std::int64_t{1} << 31) || planes >= (std::int64_t{1} << 31))
+    return {};
+  m.tensor.global = view.data;
+  m.tensor.element_bytes = static_cast<unsigned>(view.element_bytes);
+  m.tensor.dims = {static_cast<std::uint64_t>(d), static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(planes)};
+  m.tensor.stride_bytes = {static_cast<std::uint64_t>(bytes(seq_stride)),
+                           static_cast<std::uint64_t>(bytes(head_stride))};
+  m.tensor.box = {64, static_cast<unsigned>(box_rows), 1};
+  m.tensor.swizzle_bytes = 128;
+  return m;
+}
+
+// The wgmma kernel's maps of Q, K and V for a launch of `p` with `config`, or none where one view cannot be mapped.
+std::optional<std::array<FlashMap, 3>> flash_maps(const AttentionBinding& bound, const AttentionProblem& p,
+                                                  const CudaAttentionConfig& config) {
+  const std::int64_t q_rows = p.varlen() ? bound.offsets_q.back() : p.seq_q;
+  const std::int64_t kv_rows = p.varlen() ? bound.offsets_kv.back() : p.seq_kv;
+  const std::int64_t d = p.signature.head_dim_qk;
+  AttentionView q_view = bound.q;
+  if (p.heads != bound.problem.heads) {  // query heads stacked: a KV head's query heads are its rows
+    q_view.seq = bound.q.head;
+    q_view.head = p.seq_q * bound.q.head;
+  }
+  auto q = flash_map(q_view, p.batch, p.heads, q_rows, d, p.varlen(), config.block_q());
+  auto k = flash_map(bound.k, p.batch, p.kv_heads, kv_rows, d, p.varlen(), config.block_kv);
+  auto v = flash_map(bound.v, p.batch, p.kv_heads, kv_rows, d, p.varlen(), config.block_kv);
+  if (!q || !k || !v) return {};
+  return std::array<FlashMap, 3>{*q, *k, *v};
+}
+
 // The config a launch uses, its key splits and the device memory it needs beyond the tensors.
 struct Footprint {
   CudaAttentionConfig config;
@@ -72,6 +133,16 @@ Footprint footprint(const AttentionBinding& bound, const AttentionProblem& p, co
   Footprint f;
   f.config = asked ? *asked : CudaAttentionConfig::default_for(p, target);
   f.config.align = std::min(f.config.align, allowed_alignment(bound));
+  // The wgmma kernel reads Q, K and V by TMA and stores O in 16-byte chunks: views it cannot take get the mma.sync
+  // kernel, unless the caller asked for wgmma.
+  if (f.config.wgmma && (f.config.align < 8 || !flash_maps(bound, p, f.config))) {
+    if (asked)
+      throw InvalidArgument("args",
+                            "the wgmma attention kernel needs Q, K and V mappable by TMA (16-byte aligned "
+                            "starts and strides, the batch folding into heads or rows) and 16-byte aligned rows");
+    f.config = CudaAttentionConfig::mma_sync_default(p);
+    f.config.align = std::min(f.config.align, allowed_alignment(bound));
+  }
   if (p.varlen()) f.offsets_bytes = (args.seq_offsets_q.size() + args.seq_offsets_kv.size()) * sizeof(std::int64_t);
   f.splits = f.config.key_splits(p, target);
   if (f.splits > 1) {
@@ -93,6 +164,7 @@ struct AttentionLaunch {
   unsigned grid_x = 0, grid_z = 0, block = 0, shared_bytes = 0;
   unsigned splits = 1;
   std::vector<EmuMemoryRange> extents;
+  std::vector<TmaTensor> tma;  // the wgmma kernel's Q, K and V maps, encoded at the launch
 };
 
 AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& programs, DeviceScratch& scratch,
@@ -175,6 +247,14 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
     k.kv_splits = needs.splits;
     k.kv_chunk = static_cast<int>(config.split_keys(p, needs.splits));
   }
+  if (config.wgmma) {
+    const std::array<FlashMap, 3> maps = *flash_maps(bound, p, config);
+    for (int t = 0; t < 3; ++t) {
+      launch.tma.push_back(maps[static_cast<std::size_t>(t)].tensor);
+      k.tma_rows[t] = maps[static_cast<std::size_t>(t)].rows_per_batch;
+      k.tma_planes[t] = maps[static_cast<std::size_t>(t)].planes_per_batch;
+    }
+  }
   launch.block = static_cast<unsigned>(config.threads());
   launch.shared_bytes = static_cast<unsigned>(config.shared_bytes(p.signature));
   for (const Tensor* t : {&args.q, &args.k, &args.v, &args.o}) launch.extents.push_back(extent_of(*t));
@@ -185,6 +265,15 @@ AttentionLaunch plan(const CudaBackend& backend, KernelCache<CudaProgram>& progr
 
 void run(const CudaBackend& backend, const AttentionLaunch& launch) {
   if (launch.grid_x == 0 || launch.grid_z == 0) return;
+  if (!launch.tma.empty()) {
+    AttentionParams k = launch.params;
+    TmaDescriptor* maps[3] = {&k.q_map, &k.k_map, &k.v_map};
+    for (std::size_t i = 0; i < launch.tma.size(); ++i)
+      std::memcpy(maps[i], launch.program->tma_descriptors.get(backend, launch.tma[i]).data(), sizeof(TmaDescriptor));
+    launch.program->launch(launch.kernel, launch.grid_x, launch.grid_z, launch.block, launch.shared_bytes,
+                           std::as_bytes(std::span(&k, 1)), launch.extents);
+    return;
+  }
   if (launch.splits <= 1) {
     launch.program->launch(launch.kernel, launch.grid_x, launch.grid_z, launch.block, launch.shared_bytes,
                            std::as_bytes(std::span(&launch.params, 1)), launch.extents);

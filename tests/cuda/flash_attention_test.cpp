@@ -1,11 +1,13 @@
-// The CUDA FlashAttention-2 kernel (templates/tessera/attention/flash_forward.cuh), before the runtime launches it:
-// NVRTC compiles each configuration for sm_80 and sm_90 without spills and with the mma.sync, ldmatrix and cp.async it
-// claims; the SIMT emulator runs it against the double-precision reference (f16 and bf16, causal or not, GQA, edges,
-// keys split across blocks and merged by the combine kernel).
+// The CUDA attention kernels before the runtime launches them — FlashAttention-2's on mma.sync
+// (templates/tessera/attention/flash_forward.cuh) and the Hopper one on TMA and wgmma (flash_forward_wgmma.cuh):
+// NVRTC compiles each configuration (sm_80 and sm_90; sm_90a) without spills and with the instructions it claims; the
+// SIMT emulator runs it against the double-precision reference (f16 and bf16, causal or not, GQA, edges, keys split
+// across blocks and merged by the combine kernel); seeded bugs in either are caught.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <span>
 
@@ -13,6 +15,7 @@
 #include "generator/core/dtype.hpp"
 #include "jit/nvrtc.hpp"
 #include "jit/simt_emulator.hpp"
+#include "jit/tma_tensor.hpp"
 #include "tessera/attention/attention_params.cuh"
 #include "tessera/cuda.hpp"
 #include "tessera/reference.hpp"
@@ -33,15 +36,21 @@ struct FlashConfig {
   bool bf16 = false;
   int d = 64, bc = 64, warps = 4;
   bool causal = false;
+  bool wgmma = false;  // the Hopper kernel: `warps` consumer warps beside a producer warpgroup, two TMA stages
   int rows() const { return 16 * warps; }
-  int shared_bytes() const { return rows() * d * 2 + 4 * bc * d * 2; }
+  int threads() const { return 32 * warps + (wgmma ? 128 : 0); }
+  int shared_bytes() const { return wgmma ? rows() * d * 2 + 4 * bc * d * 2 + 8 * 7 : rows() * d * 2 + 4 * bc * d * 2; }
   std::string name() const {
-    return fmt::format("flash_{}_d{}_bc{}_w{}{}", bf16 ? "bf16" : "f16", d, bc, warps, causal ? "_causal" : "");
+    return fmt::format("flash_{}_d{}_bc{}_w{}{}{}", bf16 ? "bf16" : "f16", d, bc, warps, causal ? "_causal" : "",
+                       wgmma ? "_wgmma" : "");
   }
-  // The kernel's source; `kernel_text` (the template, mutated) replaces its #include when given.
+  const char* header() const {
+    return wgmma ? "tessera/attention/flash_forward_wgmma.cuh" : "tessera/attention/flash_forward.cuh";
+  }
+  // The kernel's source; `kernel_text` (a template, mutated, and what includes it) replaces its #include when given.
   std::string source(const std::string& kernel_text = "") const {
-    const std::string kernel = kernel_text.empty() ? "#include \"tessera/attention/flash_forward.cuh\"" : kernel_text;
-    return fmt::format(R"({}
+    const std::string kernel = kernel_text.empty() ? fmt::format("#include \"{}\"", header()) : kernel_text;
+    const std::string config = fmt::format(R"({}
 struct Identity {{
   static constexpr bool kIdentity = true;
 }};
@@ -49,18 +58,28 @@ struct Config {{
   using Mod = Identity;
   using Element = tessera::{};
   static constexpr int kInput = tessera::{};
-  static constexpr int D = {}, BC = {}, Warps = {}, Align = 8;
+  static constexpr int D = {}, BC = {}, Warps = {}, Align = 8, Stages = 2;
   static constexpr bool Causal = {};
 }};
-extern "C" __global__ void __launch_bounds__({}) {}(const tessera::AttentionParams p) {{
+)",
+                                           kernel, bf16 ? "bfloat16_t" : "half_t", bf16 ? "kInputBf16" : "kInputF16", d,
+                                           bc, warps, causal ? "true" : "false");
+    if (wgmma)
+      return config + fmt::format(R"(
+extern "C" __global__ void __launch_bounds__({0}, 1) {1}(const __grid_constant__ tessera::AttentionParams p) {{
+  tessera::flash_forward_wgmma<Config>(p);
+}}
+)",
+                                  threads(), name());
+    return config + fmt::format(R"(
+extern "C" __global__ void __launch_bounds__({0}) {1}(const tessera::AttentionParams p) {{
   tessera::flash_forward<Config>(p);
 }}
-extern "C" __global__ void __launch_bounds__({}) {}_combine(const tessera::AttentionParams p) {{
+extern "C" __global__ void __launch_bounds__({0}) {1}_combine(const tessera::AttentionParams p) {{
   tessera::flash_combine<Config>(p);
 }}
 )",
-                       kernel, bf16 ? "bfloat16_t" : "half_t", bf16 ? "kInputBf16" : "kInputF16", d, bc, warps,
-                       causal ? "true" : "false", 32 * warps, name(), 32 * warps, name());
+                                threads(), name());
   }
 };
 
@@ -70,6 +89,33 @@ std::vector<FlashConfig> configs() {
     for (int d : {32, 64, 96, 128})
       for (bool causal : {false, true}) out.push_back({bf16, d, d > 64 ? 32 : 64, 4, causal});
   return out;
+}
+
+// The Hopper kernel's configurations: the defaults (d = 64: 128 keys, two consumer warpgroups; d = 128: 64 keys, two)
+// and one consumer warpgroup with the other key block.
+std::vector<FlashConfig> wgmma_configs() {
+  std::vector<FlashConfig> out;
+  for (bool bf16 : {false, true})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        out.push_back({bf16, d, d == 64 ? 128 : 64, 8, causal, true});
+        out.push_back({bf16, d, d == 64 ? 64 : 128, 4, causal, true});
+      }
+  return out;
+}
+
+TEST(FlashAttentionCuda, HopperKernelCompilesWithoutSpills) {
+  for (const FlashConfig& c : wgmma_configs()) {
+    const CudaBinary binary = Nvrtc::instance().compile(c.source(), c.name(), CudaTarget::parse("cuda:sm_90a"), true);
+    const KernelResources& r = binary.resources.at(c.name());
+    EXPECT_EQ(r.spill_store_bytes + r.spill_load_bytes, 0) << c.name();
+    EXPECT_LE(r.registers, 65536 / c.threads()) << c.name();  // one block of this size fits an SM's registers
+    const PtxCounts ptx = count_ptx(binary.ptx);
+    EXPECT_EQ(ptx.wgmma, (c.d / 16 + c.bc / 16)) << c.name();  // S's k-steps, then P·V's, unrolled
+    EXPECT_GT(ptx.tma, 0) << c.name();
+    EXPECT_EQ(ptx.mma, 0) << c.name();
+    EXPECT_EQ(ptx.local_access, 0) << c.name();
+  }
 }
 
 TEST(FlashAttentionCuda, CompilesWithoutSpillsForAmpereAndHopper) {
@@ -126,8 +172,25 @@ std::size_t mismatches(const FlashConfig& c, const Problem& pr, const EmuModule&
   launch.kernel = c.name();
   launch.grid_x = static_cast<unsigned>((pr.seq_q + c.rows() - 1) / c.rows() * pr.heads);
   launch.grid_z = static_cast<unsigned>(pr.batch);
-  launch.block = static_cast<unsigned>(32 * c.warps);
+  launch.block = static_cast<unsigned>(c.threads());
   launch.shared_bytes = static_cast<unsigned>(c.shared_bytes());
+  if (c.wgmma) {
+    // Dense BHSD: the batch folds into the planes (heads), boxes of 64 columns by the tile's rows.
+    const auto map = [&](const std::vector<std::uint16_t>& x, int heads, int seq, int box_rows) {
+      TmaTensor t;
+      t.global = x.data(), t.element_bytes = 2;
+      t.dims = {static_cast<std::uint64_t>(d), static_cast<std::uint64_t>(seq),
+                static_cast<std::uint64_t>(pr.batch * heads)};
+      t.stride_bytes = {static_cast<std::uint64_t>(d * 2), static_cast<std::uint64_t>(seq * d * 2)};
+      t.box = {64, static_cast<unsigned>(box_rows), 1};
+      t.swizzle_bytes = 128;
+      return emulated_tma_descriptor(t);
+    };
+    std::memcpy(&p.q_map, map(q16, pr.heads, pr.seq_q, c.rows()).data(), sizeof p.q_map);
+    std::memcpy(&p.k_map, map(k16, pr.kv_heads, pr.seq_kv, c.bc).data(), sizeof p.k_map);
+    std::memcpy(&p.v_map, map(v16, pr.kv_heads, pr.seq_kv, c.bc).data(), sizeof p.v_map);
+    p.tma_planes[0] = pr.heads, p.tma_planes[1] = p.tma_planes[2] = pr.kv_heads;
+  }
   const auto bytes = std::as_bytes(std::span(&p, 1));
   launch.params.assign(bytes.begin(), bytes.end());
   launch.global = {{q16.data(), q16.size() * 2},
@@ -185,6 +248,21 @@ std::size_t mismatches(const FlashConfig& c, const Problem& pr, const EmuModule&
   return bad;
 }
 
+// The Hopper kernel in the emulator: both block sizes and warpgroup counts, edges of the query and key blocks, GQA,
+// causal rows that see no key (seq_q > seq_kv), one key, several batch items (planes of the TMA maps).
+TEST(FlashAttentionCuda, HopperKernelMatchesTheReference) {
+  for (const FlashConfig& c : wgmma_configs()) {
+    const auto module = EmuModule::compile(c.source(), c.name());
+    for (const Problem& pr : {Problem{1, 2, 1, 37, 70}, Problem{2, 2, 2, 129, 130}, Problem{1, 1, 1, 70, 33},
+                              Problem{1, 1, 1, 5, 1}, Problem{2, 4, 2, 1, 65}}) {
+      std::string first;
+      EXPECT_EQ(mismatches(c, pr, *module, first), 0u)
+          << c.name() << " B" << pr.batch << " H" << pr.heads << "/" << pr.kv_heads << " Sq" << pr.seq_q << " Skv"
+          << pr.seq_kv << ": first " << first;
+    }
+  }
+}
+
 TEST(FlashAttentionCuda, EmulatorMatchesTheReference) {
   for (const FlashConfig& c : configs()) {
     const auto module = EmuModule::compile(c.source(), c.name());
@@ -201,38 +279,84 @@ TEST(FlashAttentionCuda, EmulatorMatchesTheReference) {
   }
 }
 
-// Seeded bugs, each a one-line mutation of the template: the emulator must catch every one, by a wrong result or by
-// reporting the race.
-TEST(FlashAttentionCuda, SeededBugsAreCaught) {
-  const std::vector<TemplateBug> bugs{
-      {"(control: the template as it is)", "", ""},
-      {"no rescale of O", "o[i][0] *= rescale[0], o[i][1] *= rescale[0];", "(void)0;"},
-      {"causal bound off by one", "visible = visible && j <= row[r] + diagonal;",
-       "visible = visible && j < row[r] + diagonal;"},
-      {"next K/V tile read before its cp.async wait", "    cp_async_wait<0>();\n    __syncthreads();\n  }",
-       "    __syncthreads();\n  }"},
-      {"split key ranges overlapping", "block_begin + chunk_blocks ? block_end : block_begin + chunk_blocks;",
-       "block_begin + chunk_blocks + 1 ? block_end : block_begin + chunk_blocks + 1;"},
-      {"splits merged without their weights", "acc += w * ld_global", "acc += ld_global"},
-  };
-  for (const TemplateBug& bug : bugs) {
-    const bool control = bug.control();
-    const std::string mutated = mutated_template("tessera/attention/flash_forward.cuh", bug);
-    ASSERT_FALSE(mutated.empty());
-    FlashConfig c;
-    c.causal = true;
-    bool caught = false;
-    try {
-      const auto module = EmuModule::compile(c.source(mutated), c.name());
-      for (const Problem& pr : {Problem{1, 2, 1, 37, 150}, Problem{1, 1, 1, 70, 200}, Problem{1, 2, 1, 3, 300, 3}}) {
-        std::string first;
-        caught = caught || mismatches(c, pr, *module, first) > 0;
-      }
-    } catch (const EmulationError& e) {
-      caught = true;  // the emulator reported the bug (a race, a read of unwritten shared memory)
+// A seeded bug: a one-line mutation of one of the attention templates.
+struct AttentionBug {
+  const char* file;  // relative to templates/
+  TemplateBug bug;
+};
+
+// The kernel text with the bug: the mutated file, then (when it is a part the kernel includes, e.g. online_softmax.cuh
+// with its include guard) the kernel's own template, whose #include of the part then adds nothing.
+std::string mutated_kernel(const FlashConfig& c, const AttentionBug& b) {
+  const std::string mutated = mutated_template(b.file, b.bug);
+  if (mutated.empty() || b.file == std::string(c.header())) return mutated;
+  return mutated + fmt::format("\n#include \"{}\"\n", c.header());
+}
+
+// Whether the emulator catches the bug in configuration c on the problems, by a wrong result or by reporting it.
+bool caught(const FlashConfig& c, const AttentionBug& bug, const std::vector<Problem>& problems) {
+  const std::string kernel = mutated_kernel(c, bug);
+  EXPECT_FALSE(kernel.empty()) << bug.bug.what;
+  bool wrong = false;
+  try {
+    const auto module = EmuModule::compile(c.source(kernel), c.name());
+    for (const Problem& pr : problems) {
+      std::string first;
+      wrong = wrong || mismatches(c, pr, *module, first) > 0;
     }
-    EXPECT_EQ(caught, !control) << bug.what << (control ? " failed" : " was not caught");
+  } catch (const EmulationError& e) {
+    wrong = true;  // the emulator reported the bug (a race, a read of unwritten shared memory)
   }
+  return wrong;
+}
+
+// Seeded bugs, each a one-line mutation: the emulator must catch every one, by a wrong result or by reporting it.
+TEST(FlashAttentionCuda, SeededBugsAreCaught) {
+  constexpr const char* kSoftmax = "tessera/attention/online_softmax.cuh";
+  constexpr const char* kFlash2 = "tessera/attention/flash_forward.cuh";
+  const std::vector<AttentionBug> bugs{
+      {kFlash2, {"(control: the template as it is)", "", ""}},
+      {kSoftmax, {"no rescale of O", "o[i][0] *= rescale[0], o[i][1] *= rescale[0];", "(void)0;"}},
+      {kSoftmax,
+       {"causal bound off by one", "visible = visible && j <= st.row[r] + diagonal;",
+        "visible = visible && j < st.row[r] + diagonal;"}},
+      {kFlash2,
+       {"next K/V tile read before its cp.async wait", "    cp_async_wait<0>();\n    __syncthreads();\n  }",
+        "    __syncthreads();\n  }"}},
+      {kFlash2,
+       {"split key ranges overlapping", "block_begin + chunk_blocks ? block_end : block_begin + chunk_blocks;",
+        "block_begin + chunk_blocks + 1 ? block_end : block_begin + chunk_blocks + 1;"}},
+      {kFlash2, {"splits merged without their weights", "acc += w * ld_global", "acc += ld_global"}},
+  };
+  FlashConfig c;
+  c.causal = true;
+  for (const AttentionBug& bug : bugs)
+    EXPECT_EQ(caught(c, bug, {Problem{1, 2, 1, 37, 150}, Problem{1, 1, 1, 70, 200}, Problem{1, 2, 1, 3, 300, 3}}),
+              !bug.bug.control())
+        << bug.bug.what << (bug.bug.control() ? " failed" : " was not caught");
+}
+
+// The same for the Hopper kernel (one consumer warpgroup, 64 keys a block: three blocks pass through two stages).
+TEST(FlashAttentionCuda, HopperKernelSeededBugsAreCaught) {
+  constexpr const char* kSoftmax = "tessera/attention/online_softmax.cuh";
+  constexpr const char* kHopper = "tessera/attention/flash_forward_wgmma.cuh";
+  const std::vector<AttentionBug> bugs{
+      {kHopper, {"(control: the template as it is)", "", ""}},
+      {kSoftmax, {"no rescale of O", "o[i][0] *= rescale[0], o[i][1] *= rescale[0];", "(void)0;"}},
+      {kSoftmax,
+       {"causal bound off by one", "visible = visible && j <= st.row[r] + diagonal;",
+        "visible = visible && j < st.row[r] + diagonal;"}},
+      {kHopper, {"V read before its TMA load completes", "    mbarrier_wait(flash_barrier<T>(1, s), phase);\n", ""}},
+      {kHopper, {"K read before its TMA load completes", "    mbarrier_wait(flash_barrier<T>(0, s), phase);\n", ""}},
+      {kHopper,
+       {"the producer refills a stage without waiting for its release",
+        "        mbarrier_wait(flash_barrier<T>(2, s), phase ^ 1u);", ""}},
+      {kHopper, {"V read K-major (no transpose)", "wgmma_rs<kWgmmaIn, T::D, 1>", "wgmma_rs<kWgmmaIn, T::D, 0>"}},
+  };
+  const FlashConfig c{false, 64, 64, 4, true, true};
+  for (const AttentionBug& bug : bugs)
+    EXPECT_EQ(caught(c, bug, {Problem{1, 2, 1, 37, 150}, Problem{1, 1, 1, 70, 200}}), !bug.bug.control())
+        << bug.bug.what << (bug.bug.control() ? " failed" : " was not caught");
 }
 
 // How many key splits a launch runs: none where the query blocks fill the SMs, several for decoding, each split at
@@ -436,6 +560,105 @@ TEST(FlashAttentionCuda, RuntimeRunsItInTheEmulator) {
   std::vector<std::uint16_t> y(x.size());
   bad.o = Tensor{y.data(), DType::f16, {1, 1, 8, 80}, {640, 640, 80, 1}};
   EXPECT_THROW(rt.attention(bad), InvalidArgument);
+}
+
+// The Hopper kernel through the public API (cuda-emu:sm_90a, where it is the default for prefill): BSHD views with
+// GQA (the batch folded into the maps' rows), BHSD (into the planes), score modifiers, a fully masked modifier, varlen
+// batches with empty sequences (packed rows), each checked by compare_attention; a view TMA cannot address runs on
+// the mma.sync kernel instead.
+TEST(FlashAttentionCuda, HopperKernelRunsThroughTheRuntime) {
+  CudaRuntime rt("cuda-emu:sm_90a");
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const auto fill = [&](std::vector<std::uint16_t>& bits, std::size_t n, bool bf16) {
+    bits.resize(n);
+    for (auto& x : bits) x = bf16 ? to_bf16(dist(rng)) : to_f16(dist(rng));
+  };
+  for (const auto& [bf16, d, bshd, causal] : {std::tuple{false, 64, true, true}, std::tuple{true, 128, true, false},
+                                              std::tuple{true, 64, false, true}, std::tuple{false, 128, false, true}}) {
+    const int batch = 2, heads = 4, kv_heads = 2, sq = 70, skv = 133;
+    const DType dtype = bf16 ? DType::bf16 : DType::f16;
+    const auto view = [&](std::vector<std::uint16_t>& bits, int h, int seq) {
+      fill(bits, static_cast<std::size_t>(batch * h * seq * d), bf16);
+      return bshd ? Tensor{bits.data(), dtype, {batch, h, seq, d}, {seq * h * d, d, h * d, 1}}
+                  : Tensor{bits.data(), dtype, {batch, h, seq, d}, {h * seq * d, seq * d, d, 1}};
+    };
+    std::vector<std::uint16_t> q, k, v, o;
+    std::vector<float> lse(static_cast<std::size_t>(batch * heads * sq));
+    AttentionArgs args;
+    args.q = view(q, heads, sq), args.k = view(k, kv_heads, skv), args.v = view(v, kv_heads, skv);
+    args.o = view(o, heads, sq);
+    args.lse = Tensor{lse.data(), DType::f32, {batch, heads, sq}, {heads * sq, sq, 1}};
+    args.causal = causal;
+    EXPECT_TRUE(rt.attention_plan(args).config.wgmma) << d << (bshd ? " bshd" : " bhsd");
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args);
+    const Comparison c = compare_attention(ref, args, bf16 ? 1.0 / 256 : 1.0 / 2048);
+    EXPECT_TRUE(c.ok()) << (bf16 ? "bf16" : "f16") << " d" << d << (bshd ? " bshd" : " bhsd")
+                        << (causal ? " causal: " : ": ") << c.first_mismatch;
+  }
+  std::vector<float> slope{0.25f, 0.125f}, bias(2 * 300);
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  for (const char* text : {"s - slope[h]*(i - j)", "30*tanh(s/30)", "j < i - 40 ? -inf : s", "s + bias[h, i - j + 150]",
+                           "j >= 0 ? -inf : s"}) {
+    const int heads = 2, sq = 90, skv = 140, d = 64;
+    std::vector<std::uint16_t> q, k, v, o;
+    fill(q, heads * sq * d, false), fill(k, heads * skv * d, false), fill(v, heads * skv * d, false);
+    fill(o, heads * sq * d, false);
+    AttentionArgs args;
+    args.q = Tensor{q.data(), DType::f16, {1, heads, sq, d}, {heads * sq * d, sq * d, d, 1}};
+    args.k = Tensor{k.data(), DType::f16, {1, heads, skv, d}, {heads * skv * d, skv * d, d, 1}};
+    args.v = Tensor{v.data(), DType::f16, {1, heads, skv, d}, {heads * skv * d, skv * d, d, 1}};
+    args.o = Tensor{o.data(), DType::f16, {1, heads, sq, d}, {heads * sq * d, sq * d, d, 1}};
+    args.causal = std::string(text).find("j < i") != std::string::npos;
+    args.set_score_mod(text);
+    for (const auto& use : args.score_mod.tensors()) {
+      if (use.name == "slope") args.tensors["slope"] = Tensor{slope.data(), DType::f32, {2}, {1}};
+      if (use.name == "bias") args.tensors["bias"] = Tensor{bias.data(), DType::f32, {2, 300}, {300, 1}};
+    }
+    EXPECT_TRUE(rt.attention_plan(args).config.wgmma) << text;
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args);
+    const Comparison c = compare_attention(ref, args, 1.0 / 2048);
+    EXPECT_TRUE(c.ok()) << text << ": " << c.first_mismatch;
+  }
+  for (bool causal : {false, true}) {
+    const std::vector<std::int64_t> q_offsets{0, 5, 5, 140, 141}, kv_offsets{0, 9, 20, 20, 230};
+    const int heads = 4, kv_heads = 2, d = 128;
+    std::vector<std::uint16_t> q, k, v, o;
+    fill(q, static_cast<std::size_t>(q_offsets.back() * heads * d), true);
+    fill(k, static_cast<std::size_t>(kv_offsets.back() * kv_heads * d), true);
+    fill(v, k.size(), true), fill(o, q.size(), true);
+    std::vector<float> lse(static_cast<std::size_t>(heads * q_offsets.back()));
+    AttentionArgs args;
+    args.q = Tensor{q.data(), DType::bf16, {q_offsets.back(), heads, d}, {heads * d, d, 1}};
+    args.k = Tensor{k.data(), DType::bf16, {kv_offsets.back(), kv_heads, d}, {kv_heads * d, d, 1}};
+    args.v = Tensor{v.data(), DType::bf16, {kv_offsets.back(), kv_heads, d}, {kv_heads * d, d, 1}};
+    args.o = Tensor{o.data(), DType::bf16, {q_offsets.back(), heads, d}, {heads * d, d, 1}};
+    args.lse = Tensor{lse.data(), DType::f32, {heads, q_offsets.back()}, {q_offsets.back(), 1}};
+    args.seq_offsets_q = q_offsets, args.seq_offsets_kv = kv_offsets, args.causal = causal;
+    EXPECT_TRUE(rt.attention_plan(args).config.wgmma);
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args);
+    const Comparison c = compare_attention(ref, args, 1.0 / 256);
+    EXPECT_TRUE(c.ok()) << "varlen" << (causal ? " causal" : "") << ": " << c.first_mismatch;
+  }
+  // Rows 68 elements apart (136 bytes: not a multiple of 16) cannot be TMA's: the mma.sync kernel takes the call.
+  {
+    const int sq = 50, d = 64, pitch = 68;
+    std::vector<std::uint16_t> q, k, v, o;
+    fill(q, sq * pitch, false), fill(k, sq * pitch, false), fill(v, sq * pitch, false), fill(o, sq * pitch, false);
+    const auto view = [&](std::vector<std::uint16_t>& bits) {
+      return Tensor{bits.data(), DType::f16, {1, 1, sq, d}, {sq * pitch, sq * pitch, pitch, 1}};
+    };
+    AttentionArgs args;
+    args.q = view(q), args.k = view(k), args.v = view(v), args.o = view(o);
+    EXPECT_FALSE(rt.attention_plan(args).config.wgmma);
+    const AttentionReference ref = reference_attention(args);
+    rt.attention(args);
+    const Comparison c = compare_attention(ref, args, 1.0 / 2048);
+    EXPECT_TRUE(c.ok()) << "unaligned rows: " << c.first_mismatch;
+  }
 }
 
 // Decoding with the keys split across the grid (flash-decoding): each split's f32 partial rows leave as 8-byte pairs,

@@ -95,6 +95,38 @@ TESSERA_DEVICE void wgmma(float (&d)[kN / 2], unsigned long long a, unsigned lon
   }
 }
 
+// The same with A from registers (the "RS" form): each thread supplies its 4 registers of A's 64x16 in mma.sync's
+// m16n8k16 A-fragment layout for its warp's 16 rows (a[0] = (g, 2t..2t+1), a[1] = (g+8, ..), a[2] = (g, 2t+8..),
+// a[3] = (g+8, 2t+8..)), 16-bit inputs only; the registers must keep their values until the MMA retires.
+#define TESSERA_WGMMA_RS_ASM(N, TYPES, COUNT, A, B, FLAG, TB)                                                         \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " FLAG ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPES \
+               " {" TESSERA_WGMMA_NAMES_##COUNT "}, {" A "}, " B ", p, 1, 1, " TB ";\n}\n"                            \
+               : TESSERA_WGMMA_OUT_##COUNT                                                                            \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB)                    \
+               : "memory")
+#define TESSERA_WGMMA_RS_N(N, COUNT, A, B, FLAG, TB)             \
+  if constexpr (kInput == kWgmmaBf16)                            \
+    TESSERA_WGMMA_RS_ASM(N, "bf16.bf16", COUNT, A, B, FLAG, TB); \
+  else                                                           \
+    TESSERA_WGMMA_RS_ASM(N, "f16.f16", COUNT, A, B, FLAG, TB)
+
+// d (64xN f32, N/2 per thread) += A (64x16, this thread's fragment in a) · B (16xN) from descriptor b; kTransB = 1
+// for an N-major B.
+template <int kInput, int kN, int kTransB = 0>
+TESSERA_DEVICE void wgmma_rs(float (&d)[kN / 2], const u32 (&a)[4], unsigned long long b, int accumulate) {
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma: N is 64, 128 or 256");
+  static_assert(kInput != kWgmmaTf32, "wgmma_rs: 16-bit inputs only");
+  if constexpr (kN == 64) {
+    TESSERA_WGMMA_RS_N(64, 32, "%32, %33, %34, %35", "%36", "%37", "%38");
+  } else if constexpr (kN == 128) {
+    TESSERA_WGMMA_RS_N(128, 64, "%64, %65, %66, %67", "%68", "%69", "%70");
+  } else {
+    TESSERA_WGMMA_RS_N(256, 128, "%128, %129, %130, %131", "%132", "%133", "%134");
+  }
+}
+
+#undef TESSERA_WGMMA_RS_N
+#undef TESSERA_WGMMA_RS_ASM
 #undef TESSERA_WGMMA_N
 #undef TESSERA_WGMMA_ASM
 #undef TESSERA_WGMMA_NAMES_128

@@ -2,6 +2,7 @@
 // CPU path. Strides are in elements; the head dimension is contiguous (unit stride) in Q, K, V and O.
 #pragma once
 
+#include "tessera/arch/tma_descriptor.cuh"
 #include "tessera/platform.cuh"
 
 namespace tessera {
@@ -39,6 +40,11 @@ struct AttentionParams {
   float* lse_partial;
   i64 partial_bs, partial_rows;
   int kv_splits, kv_chunk;
+  // The Hopper kernel's TMA maps of Q, K and V, each (head dimension, rows, planes): batch item b's rows start at
+  // row b·tma_rows[t] (+ its varlen offset) of plane b·tma_planes[t] + head (t = 0, 1, 2 for Q, K, V). Read through
+  // the parameter (__grid_constant__); the mma.sync kernel leaves them unset.
+  TmaDescriptor q_map, k_map, v_map;
+  int tma_rows[3], tma_planes[3];
 };
 
 }  // namespace tessera

@@ -9,6 +9,7 @@
 
 #include "tessera/arch.cuh"
 #include "tessera/attention/attention_params.cuh"
+#include "tessera/attention/online_softmax.cuh"
 #include "tessera/element.cuh"
 #include "tessera/warp/mma_fragments.cuh"
 #include "tessera/warp/smem_swizzle.cuh"
@@ -34,15 +35,6 @@ struct FlashShape {
   static constexpr int kSharedBytes = kQBytes + 4 * kKVBytes;
 };
 
-// Two f32 values as the 16-bit pair of an mma operand register (the lower k in the low half).
-template <int kInput>
-TESSERA_DEVICE u32 pack_pair(float lo, float hi) {
-  if constexpr (kInput == kInputF16)
-    return static_cast<u32>(f32_to_f16(lo).bits) | (static_cast<u32>(f32_to_f16(hi).bits) << 16);
-  else
-    return static_cast<u32>(f32_to_bf16(lo).bits) | (static_cast<u32>(f32_to_bf16(hi).bits) << 16);
-}
-
 template <class T>
 TESSERA_DEVICE void store_element(void* base, i64 index, float value) {
   if constexpr (T::kInput == kInputF16)
@@ -50,8 +42,6 @@ TESSERA_DEVICE void store_element(void* base, i64 index, float value) {
   else
     st_global(static_cast<u16*>(base) + index, f32_to_bf16(value).bits);
 }
-
-TESSERA_DEVICE float negative_infinity() { return __int_as_float(0xff800000u); }
 
 template <class T>
 TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
@@ -62,25 +52,11 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
 
-  // The grid covers the longest sequence; with variable lengths, each batch item's rows start at its offset and a
-  // block past its own length has nothing to do (the whole block leaves before any barrier).
-  const int q_blocks = (p.seq_q + kBR - 1) / kBR;
-  const int qb = static_cast<int>(blockIdx.x) % q_blocks, head_split = static_cast<int>(blockIdx.x) / q_blocks;
-  const int h = head_split % p.heads, split = head_split / p.heads;
-  const int b = static_cast<int>(blockIdx.z);
-  const i64 q_start = p.q_offsets ? ld_global(p.q_offsets + b) : 0;
-  const i64 kv_start = p.kv_offsets ? ld_global(p.kv_offsets + b) : 0;
-  const int seq_q = p.q_offsets ? static_cast<int>(ld_global(p.q_offsets + b + 1) - q_start) : p.seq_q;
-  const int seq_kv = p.kv_offsets ? static_cast<int>(ld_global(p.kv_offsets + b + 1) - kv_start) : p.seq_kv;
-  const int kv_head = h / (p.heads / p.kv_heads);
-  const int q0 = qb * kBR;
-  if (q0 >= seq_q) return;
-  const int diagonal = seq_kv - seq_q;  // causal: query i sees keys j <= i + diagonal
-  int kv_end = seq_kv;
-  if constexpr (T::Causal) {
-    const int last = q0 + kBR - 1 + diagonal + 1;
-    kv_end = last < 0 ? 0 : (last < seq_kv ? last : seq_kv);
-  }
+  const FlashBlock f = flash_block<kBR, T::Causal>(p);
+  if (f.empty) return;
+  const int h = f.h, b = f.b, split = f.split, kv_head = f.kv_head, seq_q = f.seq_q, q0 = f.q0;
+  const int diagonal = f.diagonal, kv_end = f.kv_end;
+  const i64 q_start = f.q_start, kv_start = f.kv_start;
   // This block's keys: all of them, or its split's (none where the split lies past a causal end).
   int block_begin = 0, block_end = (kv_end + BC - 1) / BC;
   if (p.kv_splits > 1) {
@@ -116,8 +92,7 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
   float o[S::kOTiles][4];
 #pragma unroll
   for (int i = 0; i < S::kOTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-  float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.0f, 0.0f};  // rows g and g + 8; sums per thread
-  const int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  RowState st{{kNegInf, kNegInf}, {0.0f, 0.0f}, {q0 + warp * 16 + g, q0 + warp * 16 + g + 8}};
 
   for (int block = block_begin; block < block_end; ++block) {
     const int stage = (block - block_begin) & 1;
@@ -137,52 +112,15 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     }
 
     // Online softmax in base 2 on this thread's two rows: mask, raise the max, rescale, exponentiate.
-    const int j0 = block * BC;
-    float block_max[2] = {kNegInf, kNegInf};
-#pragma unroll
-    for (int i = 0; i < S::kSTiles; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int j = j0 + i * 8 + 2 * t + (e & 1), r = e >> 1;
-        bool visible = j < kv_end;
-        if constexpr (T::Causal) visible = visible && j <= row[r] + diagonal;
-        if constexpr (T::Mod::kIdentity)
-          s[i][e] = visible ? s[i][e] * p.scale_log2 : kNegInf;
-        else  // the modifier sees the natural-base score; it may mask (−inf) too
-          s[i][e] = visible ? T::Mod::apply(s[i][e] * p.scale, row[r], j, h, b, p) * 1.4426950408889634f : kNegInf;
-        block_max[r] = fmaxf(block_max[r], s[i][e]);
-      }
     float rescale[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      block_max[r] = fmaxf(block_max[r], shfl_xor(0xffffffffu, block_max[r], 1));
-      block_max[r] = fmaxf(block_max[r], shfl_xor(0xffffffffu, block_max[r], 2));
-      const float new_max = fmaxf(row_max[r], block_max[r]);
-      const float base = new_max == kNegInf ? 0.0f : new_max;  // a row that has seen no key yet
-      rescale[r] = row_max[r] == kNegInf ? 0.0f : exp2f(row_max[r] - base);
-      row_max[r] = new_max;
-      row_sum[r] *= rescale[r];
-#pragma unroll
-      for (int i = 0; i < S::kSTiles; ++i)
-#pragma unroll
-        for (int e = 2 * r; e < 2 * r + 2; ++e) {
-          s[i][e] = s[i][e] == kNegInf ? 0.0f : exp2f(s[i][e] - base);
-          row_sum[r] += s[i][e];
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < S::kOTiles; ++i) {
-      o[i][0] *= rescale[0], o[i][1] *= rescale[0];
-      o[i][2] *= rescale[1], o[i][3] *= rescale[1];
-    }
+    online_softmax<T>(s, st, rescale, block * BC, kv_end, diagonal, h, b, p);
+    rescale_rows(o, rescale);
 
     // O += P·V: the accumulators of two n8 tiles of S are the A fragment of one k16 step.
 #pragma unroll
     for (int kk = 0; kk < S::kPSteps; ++kk) {
-      const u32 a[4] = {pack_pair<T::kInput>(s[2 * kk][0], s[2 * kk][1]),
-                        pack_pair<T::kInput>(s[2 * kk][2], s[2 * kk][3]),
-                        pack_pair<T::kInput>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                        pack_pair<T::kInput>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      u32 a[4];
+      p_fragment<T::kInput>(s, kk, a);
       u32 fv[S::kOTiles][2];
       load_b_fragments<T::kInput, false, typename S::Tile, S::kOTiles>(fv, v_tile(stage), 0, kk, lane);
 #pragma unroll
@@ -196,17 +134,15 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
   // O = accumulated / sum (0 for a row that saw no key), and the log-sum-exp. The warp's Q rows take O below: every
   // lane's reads of them (the Q fragments) come first.
   syncwarp();
+  float inverses[2], lses[2];
+  finish_rows(st, inverses, lses);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float sum = row_sum[r];
-    sum += shfl_xor(0xffffffffu, sum, 1);
-    sum += shfl_xor(0xffffffffu, sum, 2);
-    if (row[r] >= seq_q) continue;
-    const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const float lse = sum > 0.0f ? row_max[r] * 0.69314718055994531f + logf(sum) : kNegInf;
+    const int row = st.row[r];
+    if (row >= seq_q) continue;
+    const float inverse = inverses[r], lse = lses[r];
     if (p.kv_splits > 1) {  // this split's share of the row, merged by flash_combine
-      const i64 partial =
-          (static_cast<i64>(split) * p.heads + h) * p.partial_rows + b * p.partial_bs + q_start + row[r];
+      const i64 partial = (static_cast<i64>(split) * p.heads + h) * p.partial_rows + b * p.partial_bs + q_start + row;
       // Each lane's pair of adjacent columns as one 8-byte store: a request then covers 8 rows' 32-byte sectors whole.
 #pragma unroll
       for (int i = 0; i < S::kOTiles; ++i)
@@ -221,7 +157,7 @@ TESSERA_DEVICE void flash_forward(const AttentionParams& p) {
     for (int i = 0; i < S::kOTiles; ++i)
       st_shared<u32>(kQTile + S::Tile::offset(warp * 16 + g + 8 * r, (i * 8 + 2 * t) * 2),
                      pack_pair<T::kInput>(o[i][2 * r] * inverse, o[i][2 * r + 1] * inverse));
-    if (p.lse != nullptr && t == 0) st_global(p.lse + b * p.lse_bs + h * p.lse_hs + q_start + row[r], lse);
+    if (p.lse != nullptr && t == 0) st_global(p.lse + b * p.lse_bs + h * p.lse_hs + q_start + row, lse);
   }
   if (p.kv_splits > 1) return;
   // The warp's 16 rows of O from shared memory in 16-byte chunks: 8 lanes store one 128-byte run of a row (the

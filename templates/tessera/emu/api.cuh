@@ -88,6 +88,10 @@ struct Api {
   void (*tma_store_wait)();
   // fence.proxy.async: this thread's shared-memory writes so far become visible to TMA (the async proxy).
   void (*fence_proxy_async)();
+  // wgmma with A from registers: each thread's 4 registers of its warp's 16 rows of A (mma.sync's m16n8k16 A
+  // fragment), B through its descriptor (bit 1 of transpose: N-major).
+  void (*wgmma_registers)(int kind, int n, float* d, const unsigned* a, unsigned long long b, int accumulate,
+                          int transpose);
 };
 
 }  // namespace tessera_emu

@@ -140,6 +140,12 @@ inline void wgmma(float (&d)[kN / 2], unsigned long long a, unsigned long long b
   static_assert(kInput != kWgmmaTf32 || (kTransA == 0 && kTransB == 0), "wgmma: tf32 operands are K-major only");
   tessera_emu_api->wgmma(kInput, kN, d, a, b, accumulate, kTransA | kTransB << 1);
 }
+template <int kInput, int kN, int kTransB = 0>
+inline void wgmma_rs(float (&d)[kN / 2], const u32 (&a)[4], unsigned long long b, int accumulate) {
+  static_assert(kN == 64 || kN == 128 || kN == 256, "wgmma: N is 64, 128 or 256");
+  static_assert(kInput != kWgmmaTf32, "wgmma_rs: 16-bit inputs only");
+  tessera_emu_api->wgmma_registers(kInput, kN, d, a, b, accumulate, kTransB << 1);
+}
 
 inline half_t f32_to_f16(float x) { return half_t{tessera_emu_api->f32_to_f16(x)}; }
 inline float f16_to_f32(half_t h) { return tessera_emu_api->f16_to_f32(h.bits); }
