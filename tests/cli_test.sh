@@ -170,6 +170,20 @@ j = json.loads(sys.argv[1]); p = j["profile"]
 assert j["ok"] and all(p[k]["requests"] > 0 and p[k]["bank_conflicts"] == 0 for k in ("ldmatrix", "cp_async_shared")), p
 ' "$out"; then ok; else bad "attention --profile: $out"; fi
 expect_bad "--profile" attention 1 1 8 8 --profile
+# The Hopper kernel (TMA, wgmma): its O staging free of bank conflicts, its stores whole sectors; --config reaches it.
+out=$("$bin" attention 1 2 256 64 --target cuda-emu:sm_90a --dtype f16 --profile --verify --json --repeat 1)
+if [[ $? -eq 0 ]] && python3 -c '
+import json, sys
+j = json.loads(sys.argv[1]); p = j["profile"]
+assert j["ok"] and "wgmma" in j["name"], j["name"]
+assert all(p[k]["requests"] > 0 and p[k]["bank_conflicts"] == 0 for k in ("shared_load", "shared_store")), p
+assert p["global_store"]["sectors"] == p["global_store"]["ideal_sectors"], p
+' "$out"; then ok; else bad "attention sm_90a --profile: $out"; fi
+out=$("$bin" emit attention 1 2 128 128 --dtype bf16 --target cuda:sm_90a --config block_kv=64,warps=4 --json)
+if [[ $out == *'"block_kv":64'* && $out == *'"warps":4'* && $out == *'"spill_store_bytes":0'* ]]; then ok; else
+  bad "emit attention sm_90a --config: $out"; fi
+expect_bad "unknown key 'blk'" emit attention 1 2 128 128 --dtype f16 --target cuda:sm_90a --config blk=3
+expect_bad "wgmma attention kernel needs sm_90a" emit attention 1 2 128 64 --dtype f16 --target cuda:sm_80 --config wgmma=1
 
 # Tuning: records a few shapes, resumes without measuring again, trains and evaluates a model from the records.
 tmp=$(mktemp -d)

@@ -49,7 +49,9 @@ void add_attention_options(CLI::App& app, AttentionRequest& r) {
   app.add_option("--dtype", r.dtype, "element type of Q, K, V and O: f32 or bf16 (CPU), f16 or bf16 (CUDA)");
   app.add_option("--target", r.target, "cpu, cpu:avx512, cpu:avx2, cuda:sm_XX, cuda-emu:sm_XX");
   app.add_option("--threads", r.threads, "threads to run on (0: all)");
-  app.add_option("--config", r.config, "override the default config: block_q=48,block_kv=128,mr=6,nv=4");
+  app.add_option("--config", r.config,
+                 "override the default config: block_q=48,block_kv=128,mr=6,nv=4 (CPU); "
+                 "block_kv=128,warps=8,wgmma=1,stages=3 (CUDA)");
 }
 
 AttentionBuffers make_attention_buffers(const AttentionRequest& r, std::uint32_t seed) {

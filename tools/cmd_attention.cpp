@@ -98,7 +98,6 @@ struct AttentionCommand {
   // On a GPU (or in the emulator): host buffers mirrored to the device, timed with CUDA events (wall time in the
   // emulator), O copied back and verified.
   int run_cuda() const {
-    if (!request.config.empty()) throw InvalidArgument("--config", "is for CPU targets");
     EmuProfile counts;
     EmuOptions emulation;
     if (profile) emulation.profile = &counts;
@@ -113,10 +112,13 @@ struct AttentionCommand {
     const std::size_t o_copy = device.add(device_args.o, host.o16);
     const std::size_t lse_copy = host.lse.empty() ? 0 : device.add(device_args.lse, host.lse);
     const AttentionProblem problem = describe_attention(device_args);
-    const CudaAttentionLaunchPlan plan = runtime.attention_plan(device_args);
+    // --config changes the runtime's own choice for this call.
+    std::optional<CudaAttentionConfig> config;
+    if (!request.config.empty()) config = runtime.attention_plan(device_args).config.with_overrides(request.config);
+    const CudaAttentionLaunchPlan plan = runtime.attention_plan(device_args, config);
     AttentionReference reference;
     if (verify) reference = reference_attention(host.args);
-    const double ms = runtime.attention_ms(device_args, repeat);
+    const double ms = runtime.attention_ms(device_args, repeat, config);
     runtime.synchronize();
     device.fetch(o_copy, host.o16);
     if (!host.lse.empty()) device.fetch(lse_copy, host.lse);
@@ -175,7 +177,8 @@ struct EmitAttentionCommand {
     if (buffers.q16.empty()) throw InvalidArgument("--dtype", "the CUDA attention kernel takes f16 or bf16");
     const AttentionProblem problem = describe_attention(buffers.args);
     const CudaTarget target = CudaTarget::parse(request.target);
-    const CudaAttentionSpec spec{problem.signature, CudaAttentionConfig::default_for(problem, target), target};
+    const CudaAttentionSpec spec{
+        problem.signature, CudaAttentionConfig::default_for(problem, target).with_overrides(request.config), target};
     validate(spec.signature, spec.config, spec.target);
     if (!ptx && !resources && !json) {
       std::cout << emit_cuda_attention(spec).code;

@@ -6,6 +6,7 @@
 
 #include "generator/attention/attention_json.hpp"
 #include "generator/core/arith.hpp"
+#include "generator/core/config_fields.hpp"
 #include "generator/core/error.hpp"
 
 namespace tessera {
@@ -29,8 +30,16 @@ CudaAttentionConfig CudaAttentionConfig::default_for(const AttentionProblem& pro
   CudaAttentionConfig c;
   c.wgmma = true;
   c.warps = 8;
-  c.block_kv = d == 64 ? 128 : 64;
+  c.block_kv = 128;
   return c;
+}
+
+CudaAttentionConfig CudaAttentionConfig::with_overrides(const std::string& text) const {
+  static const ConfigFields<CudaAttentionConfig> fields{
+      {"block_kv", &CudaAttentionConfig::block_kv}, {"warps", &CudaAttentionConfig::warps},
+      {"align", &CudaAttentionConfig::align},       {"kv_splits", &CudaAttentionConfig::kv_splits},
+      {"wgmma", &CudaAttentionConfig::wgmma},       {"stages", &CudaAttentionConfig::stages}};
+  return with_config_overrides(*this, text, fields);
 }
 
 int CudaAttentionConfig::key_splits(const AttentionProblem& p, const CudaTarget& target) const {

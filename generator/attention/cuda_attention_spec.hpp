@@ -33,11 +33,13 @@ struct CudaAttentionConfig {
     return static_cast<int>((block_q() + 4 * block_kv) * s.head_dim_qk * 2);
   }
   // mma.sync: 64 keys per block up to d = 64, 32 above (d = 128 with 64 keys spilled on sm_90). sm_90a, d = 64 or
-  // 128, where the query blocks need no key splits: the wgmma kernel, two consumer warpgroups (128 rows) and 128
-  // keys per block at d = 64, 64 at d = 128 (within the 168 registers a thread of 384 has).
+  // 128, where the query blocks need no key splits: the wgmma kernel with FlashAttention-3's 128 x 128 tiles (two
+  // consumer warpgroups, 232 registers each after the producer's hand-over).
   static CudaAttentionConfig default_for(const AttentionProblem& problem, const CudaTarget& target);
   // The mma.sync kernel's default (what a call the wgmma kernel cannot take runs instead).
   static CudaAttentionConfig mma_sync_default(const AttentionProblem& problem);
+  // "block_kv=128,warps=8,wgmma=1,stages=3" applied to this config; throws InvalidArgument for an unknown key.
+  CudaAttentionConfig with_overrides(const std::string& text) const;
   // The key splits a launch of `problem` runs: kv_splits when given (at most one per key block), else 1 when the
   // query blocks fill the SMs, else the fewest splits, each of at least kMinSplitBlocks key blocks, whose waves are
   // within 85% of the best fill (FlashAttention's heuristic).

@@ -4,7 +4,8 @@
 // warpgroups of 64 query rows each. A consumer computes S = Q·Kᵀ with wgmma.mma_async from the shared tiles, runs
 // the online softmax on the accumulators (the per-warp code the mma.sync kernel uses: wgmma's accumulators are
 // mma.sync's C fragments, repeated per warp), and O += P·V with P from registers (wgmma's RS form: the softmax's
-// output is the A operand as it stands) and V read N-major through the descriptor's transpose. Tiles are 64-column
+// output is the A operand as it stands) and V read N-major through the descriptor's transpose; block j's P·V
+// overlaps the softmax of block j + 1. Tiles are 64-column
 // slabs of D (128-byte rows) for Q, K and V alike; the TMA box of each is 64 × its rows, zeros past the tensor.
 // Grid as the mma.sync kernel's: x = query block + blocks × head, z = batch item; no key splits.
 #pragma once
@@ -29,6 +30,9 @@ struct WgmmaFlashShape {
   static constexpr u32 kStageBytes = 2 * kKVBytes;   // K, then V
   static constexpr u32 kRing = kQBytes;              // the stages follow Q
   static constexpr u32 kBarriers = kRing + T::Stages * kStageBytes;
+  // Registers per thread after the split: the producer's few, the consumers' what the block's 64K leave them.
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = kConsumers == 2 ? 232 : 256 - 16;
   // Barriers: Q's, then full K, full V and empty for each stage.
   static constexpr u32 kSharedBytes = kBarriers + 8 * (1 + 3 * T::Stages);
 };
@@ -72,7 +76,9 @@ TESSERA_DEVICE void flash_forward_wgmma(const AttentionParams& p) {
   __syncthreads();
 
   if (warpgroup == 0) {
-    // Producer: one thread issues every copy; a stage is refilled once every consumer thread has released it.
+    // Producer: one thread issues every copy; a stage is refilled once every consumer thread has released it. Its
+    // warpgroup hands registers to the consumers (FlashAttention-3's split).
+    setmaxnreg_dec<S::kProducerRegisters>();
     if (tid == 0) {
       mbarrier_arrive_expect_tx(kQFull, S::kQBytes);
       flash_load_tile<T, kBR>(0, &p.q_map, b * p.tma_rows[0] + q_start + q0, b * p.tma_planes[0] + h, kQFull);
@@ -93,6 +99,7 @@ TESSERA_DEVICE void flash_forward_wgmma(const AttentionParams& p) {
   }
 
   // Consumer warpgroup c: query rows q0 + 64c .. + 63; its warp w holds 16 of them.
+  setmaxnreg_inc<S::kConsumerRegisters>();
   const int c = warpgroup - 1, warp = (tid / 32) % 4, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   const float kNegInf = negative_infinity();
@@ -104,41 +111,65 @@ TESSERA_DEVICE void flash_forward_wgmma(const AttentionParams& p) {
   RowState st{{kNegInf, kNegInf}, {0.0f, 0.0f}, {q0 + c * 64 + warp * 16 + g, q0 + c * 64 + warp * 16 + g + 8}};
   mbarrier_wait(kQFull, 0);
 
-  for (int block = 0; block < blocks; ++block) {
-    const int s = block % T::Stages;
-    const u32 phase = static_cast<u32>(block / T::Stages) & 1u;
-    const u32 k_tile = S::kRing + static_cast<u32>(s) * S::kStageBytes, v_tile = k_tile + S::kKVBytes;
-
-    // S = Q·Kᵀ: both K-major (rows of D), 16 of D (32 bytes of a 128-byte row) per instruction.
-    float sa[BC / 2];
-    mbarrier_wait(flash_barrier<T>(0, s), phase);
+  // A block's stage, the barriers' phase for it, its K and V tiles.
+  const auto stage = [](int block) { return block % T::Stages; };
+  const auto phase = [](int block) { return static_cast<u32>(block / T::Stages) & 1u; };
+  const auto k_tile = [](int block) { return S::kRing + static_cast<u32>(block % T::Stages) * S::kStageBytes; };
+  // S = Q·Kᵀ of a block, issued (not waited for): both K-major (rows of D), 16 of D (32 bytes of a row) a step.
+  float sa[BC / 2];
+  auto& sf = reinterpret_cast<float(&)[BC / 8][4]>(sa);
+  const auto issue_scores = [&](int block) {
+    mbarrier_wait(flash_barrier<T>(0, stage(block)), phase(block));
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < T::D / 16; ++ks) {
       const u32 slab = static_cast<u32>(ks / 4), step = static_cast<u32>(ks % 4) * 32;
       wgmma<kWgmmaIn, BC>(sa, wgmma_descriptor(slab * kBR * 128 + q_rows + step, 16, 1024, kWgmma128B),
-                          wgmma_descriptor(k_tile + slab * BC * 128 + step, 16, 1024, kWgmma128B), ks > 0);
+                          wgmma_descriptor(k_tile(block) + slab * BC * 128 + step, 16, 1024, kWgmma128B), ks > 0);
     }
     wgmma_commit();
-    wgmma_wait<0>();
-
-    auto& sf = reinterpret_cast<float(&)[BC / 8][4]>(sa);
-    float rescale[2];
+  };
+  // The softmax of the block's scores in sa: P into pa's k16 steps, the factor O must be rescaled by.
+  const auto softmax = [&](int block, u32(&pa)[BC / 16][4], float(&rescale)[2]) {
     online_softmax<T>(sf, st, rescale, block * BC, kv_end, diagonal, h, b, p);
-    rescale_rows(of, rescale);
-
-    // O += P·V: P's k16 steps from registers, V N-major (its 64-column slabs LBO apart, 8-key groups 1024 apart).
-    u32 pa[BC / 16][4];
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) p_fragment<T::kInput>(sf, kk, pa[kk]);
-    mbarrier_wait(flash_barrier<T>(1, s), phase);
+  };
+
+  // FlashAttention-3's overlap within a warpgroup: block j's O += P·V runs on the tensor cores while the softmax of
+  // block j + 1's scores (issued just before it) runs on the other units. P·V takes P from registers (the RS form;
+  // they stay untouched until it retires) and V N-major (64-column slabs LBO apart, 8-key groups 1024 bytes apart).
+  u32 p_cur[BC / 16][4], p_next[BC / 16][4];
+  float rescale[2];
+  if (blocks > 0) {
+    issue_scores(0);
+    wgmma_wait<0>();
+    softmax(0, p_cur, rescale);  // O is still zero: nothing to rescale
+  }
+  for (int block = 0; block < blocks; ++block) {
+    const bool next = block + 1 < blocks;
+    if (next) issue_scores(block + 1);
+    mbarrier_wait(flash_barrier<T>(1, stage(block)), phase(block));
     wgmma_fence();
+    const u32 v_tile = k_tile(block) + S::kKVBytes;
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk)
-      wgmma_rs<kWgmmaIn, T::D, 1>(o, pa[kk], wgmma_descriptor(v_tile + kk * 16 * 128, BC * 128, 1024, kWgmma128B), 1);
+      wgmma_rs<kWgmmaIn, T::D, 1>(o, p_cur[kk], wgmma_descriptor(v_tile + kk * 16 * 128, BC * 128, 1024, kWgmma128B),
+                                  1);
     wgmma_commit();
+    if (next) {
+      wgmma_wait<1>();  // the next block's scores (the older group) have landed; P·V runs on
+      softmax(block + 1, p_next, rescale);
+    }
     wgmma_wait<0>();
-    mbarrier_arrive(flash_barrier<T>(2, s));  // this stage's K and V are no longer read
+    mbarrier_arrive(flash_barrier<T>(2, stage(block)));  // this block's K and V are no longer read
+    if (next) {
+      rescale_rows(of, rescale);  // O now holds block j's P·V, which the new max rescales too
+#pragma unroll
+      for (int kk = 0; kk < BC / 16; ++kk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) p_cur[kk][e] = p_next[kk][e];
+    }
   }
 
   // O = accumulated / sum (0 for a row that saw no key), and the log-sum-exp. The rows go to this consumer's own rows

@@ -128,6 +128,11 @@ inline unsigned long long wgmma_descriptor(u32 offset, u32 leading_bytes, u32 st
          static_cast<unsigned long long>(swizzle & 3) << 62;
 }
 inline void wgmma_fence() {}
+// Register reallocation changes nothing the emulator models.
+template <int kCount>
+inline void setmaxnreg_dec() {}
+template <int kCount>
+inline void setmaxnreg_inc() {}
 inline void wgmma_commit() { tessera_emu_api->wgmma_commit(); }
 template <int N>
 inline void wgmma_wait() {
