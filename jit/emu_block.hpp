@@ -30,7 +30,7 @@ constexpr std::size_t kStackBytes = 128 << 10;
 constexpr std::size_t kGuardBytes = 4096;
 constexpr unsigned kRedZone = 256;  // bytes poisoned on each side of the shared arena
 
-enum class State : unsigned char { Runnable, Barrier, Warp, MBarrier, Done };
+enum class State : unsigned char { Runnable, Barrier, Warp, MBarrier, NamedBarrier, Done };
 constexpr int kMaxMBarriers = 64;  // per block: each has an async agent for the copies completing on it
 enum class WarpOp : unsigned char { None, SyncWarp, Ldmatrix, Mma, Shuffle, Wgmma };
 
@@ -128,6 +128,15 @@ struct GridWorkers {
   std::function<bool()> add_worker;
 };
 
+// A named barrier (bar.sync / bar.arrive with an id of 1-15): the threads its current round expects, those arrived,
+// what their arrivals published, and the arrived threads that wait for the round to complete.
+struct NamedBarrier {
+  int expected = 0, arrived = 0;
+  VectorClock released;
+  std::vector<int> waiters;
+};
+constexpr int kNamedBarriers = 16;
+
 struct Block {
   const EmuLaunch* launch = nullptr;
   GridWorkers* workers = nullptr;
@@ -143,7 +152,8 @@ struct Block {
   std::vector<std::uint8_t> mbarrier_word;  // per 4-byte word: part of a live mbarrier
   std::vector<std::uint16_t> wgmma_pins;    // per 4-byte word: warpgroup MMAs in flight that read it
   int wgmma_in_flight = 0;
-  std::vector<std::uint16_t> store_pins;  // per 4-byte word: TMA stores in flight that read it
+  std::array<NamedBarrier, kNamedBarriers> named;  // 0 unused: __syncthreads is barrier 0
+  std::vector<std::uint16_t> store_pins;           // per 4-byte word: TMA stores in flight that read it
   int stores_in_flight = 0;
   int current = -1;
   bool in_fiber = false;
@@ -193,6 +203,7 @@ void api_tma_store(const void* map, unsigned src, const int* coords);
 void api_tma_store_commit();
 void api_tma_store_wait();
 void api_fence_proxy_async();
+void api_named_barrier(int id, int threads, int wait);
 void api_wgmma_registers(int kind, int n, float* d, const unsigned* a, unsigned long long b, int accumulate,
                          int transpose);
 // TMA (the async proxy) may touch shared bytes a thread wrote (the generic proxy) only after that thread's

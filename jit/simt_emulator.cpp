@@ -317,6 +317,38 @@ void api_syncthreads(int line) {
   yield();
 }
 
+// A thread arrives at a named barrier (and with `wait` sleeps until its round completes): the round's arrivals happen
+// before what its waiters do next. Threads that arrive without waiting (producer/consumer hand-offs) may leave a round
+// incomplete when the kernel ends.
+void api_named_barrier(int id, int threads, int wait) {
+  Block& b = *t_block;
+  if (id < 1 || id >= kNamedBarriers)
+    fail(fmt::format("named barrier {}: ids are 1 to {} (0 is __syncthreads')", id, kNamedBarriers - 1));
+  if (threads <= 0 || threads % 32 != 0 || threads > static_cast<int>(b.threads.size()))
+    fail(fmt::format("named barrier {} for {} threads: a multiple of 32 up to the block's {}", id, threads,
+                     b.threads.size()));
+  NamedBarrier& nb = b.named[static_cast<std::size_t>(id)];
+  if (nb.arrived == 0) nb.expected = threads;
+  if (nb.expected != threads)
+    fail(fmt::format("named barrier {}: arrives for {} threads in a round that expects {}", id, threads, nb.expected));
+  b.hb.release(b.current, nb.released);
+  ++nb.arrived;
+  if (wait) nb.waiters.push_back(b.current);
+  if (nb.arrived == nb.expected) {
+    for (int w : nb.waiters) {
+      b.hb.acquire(w, nb.released);
+      b.threads[static_cast<std::size_t>(w)].state = State::Runnable;
+    }
+    nb = NamedBarrier{};
+    return;
+  }
+  if (!wait) return;
+  Thread& t = b.me();
+  t.state = State::NamedBarrier;
+  t.wait_offset = static_cast<unsigned>(id);
+  yield();
+}
+
 void wait_in_warp(WarpOp op) {
   Thread& t = t_block->me();
   t.op = op;
@@ -504,6 +536,7 @@ tessera_emu::Api g_api{api_index,
                        api_tma_store_commit,
                        api_tma_store_wait,
                        api_fence_proxy_async,
+                       api_named_barrier,
                        api_wgmma_registers};
 
 // --- warp collectives, carried out by the scheduler once every lane has arrived ---
@@ -722,15 +755,22 @@ bool resolve_warps(Block& b) {
 // What the threads that are neither at __syncthreads nor done wait for: warp collectives, or mbarrier phases.
 std::vector<std::string> stuck_elsewhere(const Block& b, const std::vector<int>& elsewhere) {
   std::vector<int> in_warp;
-  std::map<unsigned, std::vector<int>> on_mbarrier;
+  std::map<unsigned, std::vector<int>> on_mbarrier, on_named;
   for (int i : elsewhere) {
     const Thread& t = b.threads[static_cast<std::size_t>(i)];
     if (t.state == State::MBarrier)
       on_mbarrier[t.wait_offset].push_back(i);
+    else if (t.state == State::NamedBarrier)
+      on_named[t.wait_offset].push_back(i);
     else
       in_warp.push_back(i);
   }
   std::vector<std::string> parts;
+  for (const auto& [id, ids] : on_named) {
+    const NamedBarrier& nb = b.named[id];
+    parts.push_back(fmt::format("threads {} wait at named barrier {}, which {} of {} threads have reached", ranges(ids),
+                                id, nb.arrived, nb.expected));
+  }
   if (!in_warp.empty())
     parts.push_back(fmt::format("threads {} wait in warp collectives that cannot complete", ranges(in_warp)));
   for (const auto& [offset, ids] : on_mbarrier)

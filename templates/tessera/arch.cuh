@@ -17,6 +17,7 @@
 #include "tessera/arch/ldmatrix.cuh"
 #include "tessera/arch/mbarrier.cuh"
 #include "tessera/arch/mma.cuh"
+#include "tessera/arch/named_barrier.cuh"
 #include "tessera/arch/registers.cuh"
 #include "tessera/arch/shared.cuh"
 #include "tessera/arch/shuffle.cuh"

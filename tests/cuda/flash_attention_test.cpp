@@ -364,6 +364,18 @@ TEST(FlashAttentionCuda, HopperKernelSeededBugsAreCaught) {
   for (const AttentionBug& bug : bugs)
     EXPECT_EQ(caught(c, bug, {Problem{1, 2, 1, 37, 150}, Problem{1, 1, 1, 70, 200}}), !bug.bug.control())
         << bug.bug.what << (bug.bug.control() ? " failed" : " was not caught");
+  // Two consumers taking turns: a broken hand-over deadlocks, which the emulator reports.
+  const std::vector<AttentionBug> pingpong{
+      {kHopper, {"(control: the template as it is)", "", ""}},
+      {kHopper, {"consumer 1 never gives consumer 0 the first turn", "if (c == 1) named_barrier_arrive(1, 256);", ""}},
+      {kHopper,
+       {"a consumer hands the turn to itself", "named_barrier_arrive(2 - c, 256);",
+        "named_barrier_arrive(1 + c, 256);"}},
+  };
+  const FlashConfig two{false, 64, 64, 8, false, true};
+  for (const AttentionBug& bug : pingpong)
+    EXPECT_EQ(caught(two, bug, {Problem{1, 1, 1, 100, 200}}), !bug.bug.control())
+        << bug.bug.what << (bug.bug.control() ? " failed" : " was not caught");
 }
 
 // How many key splits a launch runs: none where the query blocks fill the SMs, several for decoding, each split at

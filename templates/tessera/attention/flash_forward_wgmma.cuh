@@ -139,15 +139,30 @@ TESSERA_DEVICE void flash_forward_wgmma(const AttentionParams& p) {
   // FlashAttention-3's overlap within a warpgroup: block j's O += P·V runs on the tensor cores while the softmax of
   // block j + 1's scores (issued just before it) runs on the other units. P·V takes P from registers (the RS form;
   // they stay untouched until it retires) and V N-major (64-column slabs LBO apart, 8-key groups 1024 bytes apart).
+  // With two consumers, FlashAttention-3's ping-pong: they take turns issuing their MMAs (named barrier 1 + c is
+  // consumer c's turn), so that one's softmax runs while the other's MMAs hold the tensor cores. Consumer 0 goes
+  // first; the last hand-over that nobody would take is left out, so every round completes.
+  const auto my_turn = [&] {
+    if constexpr (S::kConsumers == 2) named_barrier_sync(1 + c, 256);
+  };
+  const auto hand_over = [&](bool last) {
+    if constexpr (S::kConsumers == 2)
+      if (!(last && c == 1)) named_barrier_arrive(2 - c, 256);
+  };
   u32 p_cur[BC / 16][4], p_next[BC / 16][4];
   float rescale[2];
   if (blocks > 0) {
+    if constexpr (S::kConsumers == 2)
+      if (c == 1) named_barrier_arrive(1, 256);
+    my_turn();
     issue_scores(0);
+    hand_over(false);
     wgmma_wait<0>();
     softmax(0, p_cur, rescale);  // O is still zero: nothing to rescale
   }
   for (int block = 0; block < blocks; ++block) {
     const bool next = block + 1 < blocks;
+    my_turn();
     if (next) issue_scores(block + 1);
     mbarrier_wait(flash_barrier<T>(1, stage(block)), phase(block));
     wgmma_fence();
@@ -157,6 +172,7 @@ TESSERA_DEVICE void flash_forward_wgmma(const AttentionParams& p) {
       wgmma_rs<kWgmmaIn, T::D, 1>(o, p_cur[kk], wgmma_descriptor(v_tile + kk * 16 * 128, BC * 128, 1024, kWgmma128B),
                                   1);
     wgmma_commit();
+    hand_over(!next);
     if (next) {
       wgmma_wait<1>();  // the next block's scores (the older group) have landed; P·V runs on
       softmax(block + 1, p_next, rescale);

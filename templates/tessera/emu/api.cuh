@@ -90,6 +90,8 @@ struct Api {
   void (*fence_proxy_async)();
   // wgmma with A from registers: each thread's 4 registers of its warp's 16 rows of A (mma.sync's m16n8k16 A
   // fragment), B through its descriptor (bit 1 of transpose: N-major).
+  // bar.sync (wait = 1) or bar.arrive (0) on named barrier id 1-15, whose round completes when `threads` arrived.
+  void (*named_barrier)(int id, int threads, int wait);
   void (*wgmma_registers)(int kind, int n, float* d, const unsigned* a, unsigned long long b, int accumulate,
                           int transpose);
 };

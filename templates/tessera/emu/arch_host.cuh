@@ -128,6 +128,8 @@ inline unsigned long long wgmma_descriptor(u32 offset, u32 leading_bytes, u32 st
          static_cast<unsigned long long>(swizzle & 3) << 62;
 }
 inline void wgmma_fence() {}
+inline void named_barrier_sync(int id, int threads) { tessera_emu_api->named_barrier(id, threads, 1); }
+inline void named_barrier_arrive(int id, int threads) { tessera_emu_api->named_barrier(id, threads, 0); }
 // Register reallocation changes nothing the emulator models.
 template <int kCount>
 inline void setmaxnreg_dec() {}
