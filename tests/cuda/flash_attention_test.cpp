@@ -115,6 +115,10 @@ TEST(FlashAttentionCuda, HopperKernelCompilesWithoutSpills) {
     EXPECT_GT(ptx.tma, 0) << c.name();
     EXPECT_EQ(ptx.mma, 0) << c.name();
     EXPECT_EQ(ptx.local_access, 0) << c.name();
+    // Two consumers: the register hand-over and the ping-pong's turns are in the code; one consumer needs neither.
+    const bool two = c.warps == 8;
+    EXPECT_EQ(binary.ptx.find("setmaxnreg.inc.sync.aligned.u32 232") != std::string::npos, two) << c.name();
+    EXPECT_EQ(binary.ptx.find("bar.arrive") != std::string::npos, two) << c.name();
   }
 }
 

@@ -4,10 +4,11 @@
 // warpgroups of 64 query rows each. A consumer computes S = Q·Kᵀ with wgmma.mma_async from the shared tiles, runs
 // the online softmax on the accumulators (the per-warp code the mma.sync kernel uses: wgmma's accumulators are
 // mma.sync's C fragments, repeated per warp), and O += P·V with P from registers (wgmma's RS form: the softmax's
-// output is the A operand as it stands) and V read N-major through the descriptor's transpose; block j's P·V
-// overlaps the softmax of block j + 1. Tiles are 64-column
-// slabs of D (128-byte rows) for Q, K and V alike; the TMA box of each is 64 × its rows, zeros past the tensor.
-// Grid as the mma.sync kernel's: x = query block + blocks × head, z = batch item; no key splits.
+// output is the A operand as it stands) and V read N-major through the descriptor's transpose. FA3's schedules: block
+// j's P·V overlaps the softmax of block j + 1; with two consumers, the producer hands them its registers (setmaxnreg)
+// and they take turns on the tensor cores (ping-pong). Tiles are 64-column slabs of D (128-byte rows) for Q, K and V
+// alike; the TMA box of each is 64 × its rows, zeros past the tensor. Grid as the mma.sync kernel's: x = query block +
+// blocks × head, z = batch item; no key splits.
 #pragma once
 
 #include "tessera/arch.cuh"
@@ -30,9 +31,9 @@ struct WgmmaFlashShape {
   static constexpr u32 kStageBytes = 2 * kKVBytes;   // K, then V
   static constexpr u32 kRing = kQBytes;              // the stages follow Q
   static constexpr u32 kBarriers = kRing + T::Stages * kStageBytes;
-  // Registers per thread after the split: the producer's few, the consumers' what the block's 64K leave them.
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = kConsumers == 2 ? 232 : 256 - 16;
+  // Two consumers (384 threads, 168 registers each at launch): the producer keeps 40, the consumers take 232 (the
+  // 64K an SM has). One consumer needs no split: 256 threads have 255 each.
+  static constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
   // Barriers: Q's, then full K, full V and empty for each stage.
   static constexpr u32 kSharedBytes = kBarriers + 8 * (1 + 3 * T::Stages);
 };
@@ -78,7 +79,7 @@ TESSERA_DEVICE void flash_forward_wgmma(const AttentionParams& p) {
   if (warpgroup == 0) {
     // Producer: one thread issues every copy; a stage is refilled once every consumer thread has released it. Its
     // warpgroup hands registers to the consumers (FlashAttention-3's split).
-    setmaxnreg_dec<S::kProducerRegisters>();
+    if constexpr (S::kConsumers == 2) setmaxnreg_dec<S::kProducerRegisters>();
     if (tid == 0) {
       mbarrier_arrive_expect_tx(kQFull, S::kQBytes);
       flash_load_tile<T, kBR>(0, &p.q_map, b * p.tma_rows[0] + q_start + q0, b * p.tma_planes[0] + h, kQFull);
@@ -99,7 +100,7 @@ TESSERA_DEVICE void flash_forward_wgmma(const AttentionParams& p) {
   }
 
   // Consumer warpgroup c: query rows q0 + 64c .. + 63; its warp w holds 16 of them.
-  setmaxnreg_inc<S::kConsumerRegisters>();
+  if constexpr (S::kConsumers == 2) setmaxnreg_inc<S::kConsumerRegisters>();
   const int c = warpgroup - 1, warp = (tid / 32) % 4, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   const float kNegInf = negative_infinity();
