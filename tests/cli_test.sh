@@ -259,6 +259,32 @@ out=$(TESSERA_VERBOSE=1 "$bin" gemm $shape 2>&1)
 [[ $out != *"calibrated"* ]] && ok || bad "another cache directory's calibration used: $out"
 expect_bad "no such file" model calibrate --base-records "$tmp/none.sqlite"
 expect_bad "at least two machines" model eval --records "$tmp/r.sqlite" --split host
+# Several records files are one training set, merged as `tune merge` merges them; the model names its files, and
+# calibrating it trains on them beside this host's shapes.
+"$bin" tune merge "$tmp/r.sqlite" "$tmp/holdout.sqlite" --out "$tmp/two_runs.sqlite" >/dev/null
+a=$("$bin" model eval --records "$tmp/r.sqlite" "$tmp/holdout.sqlite" --split random --rounds 10 --slowdown-rounds 10 \
+  --json 2>&1)
+b=$("$bin" model eval --records "$tmp/two_runs.sqlite" --split random --rounds 10 --slowdown-rounds 10 --json 2>&1)
+a=$(sed -E 's/"ranking_ms_[a-z]+":[0-9.e+-]+,//g' <<<"$a") b=$(sed -E 's/"ranking_ms_[a-z]+":[0-9.e+-]+,//g' <<<"$b")
+[[ $a == *'"learned":'* && $a == "$b" ]] && ok || bad "model eval of two records files is not that of their merge: $a / $b"
+"$bin" model train --records "$tmp/r.sqlite" "$tmp/holdout.sqlite" --out "$tmp/m2.json" --rounds 10 \
+  --slowdown-rounds 10 >/dev/null
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["trained_on"] == ["r.sqlite", "holdout.sqlite"]' \
+  "$tmp/m2.json" && ok || bad "the model does not name the records it was trained on"
+expect_bad "no such file '$tmp/none.sqlite'" model train --records "$tmp/r.sqlite" "$tmp/none.sqlite" --out "$tmp/m3.json"
+[[ ! -e $tmp/m3.json ]] && ok || bad "a refused model train left a file"
+out=$(TESSERA_CACHE_DIR="$tmp/calcache2" "$bin" model calibrate --shapes 1 --skinny-share 0 --max-dim 24 --json 2>&1)
+shipped=$(python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1])).get("trained_on", [])))' \
+  "$(dirname "$0")/../models/cpu_avx512_fma2.json")
+if [[ $("$bin" model calibrate --help) == *"shipped model was trained on"* ]]; then ok; else bad "calibrate --help"; fi
+if python3 -c '
+import json, os, sys
+report, shipped = json.loads(sys.argv[1]), sys.argv[2].split()
+names = [os.path.basename(p) for p in report["base_records"]]
+assert report["base_measurements"] > 0 and names, report
+# On a host whose shipped model names its records, calibration trains on exactly those.
+assert not shipped or report["model"].find("fma2") < 0 or names == shipped, (names, shipped)
+' "$out" "$shipped"; then ok; else bad "model calibrate did not train on the shipped model's records: $out"; fi
 # A records row with malformed JSON is named, not a crash (model train, eval and features).
 cp "$tmp/r.sqlite" "$tmp/damaged.sqlite"
 if command -v sqlite3 >/dev/null && sqlite3 "$tmp/damaged.sqlite" "UPDATE measurements SET signature = '{' WHERE rowid = 1"; then

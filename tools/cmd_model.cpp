@@ -1,6 +1,8 @@
-// `tessera model train --records DB --out FILE.json`, `tessera model eval --records DB --split random|family` and
-// `tessera model features --records DB --out FILE.csv`.
+// `tessera model train --records DB... --out FILE.json`, `tessera model eval --records DB... --split
+// random|family|host`, `tessera model features --records DB... --out FILE.csv`, `tessera model holdout` and
+// `tessera model calibrate`.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,32 +23,55 @@ namespace tessera::cli {
 
 namespace {
 // A model written next to its destination and renamed: a failed run leaves no partial model.
-void write_model(const LearnedCpuModel& model, const std::string& out) {
+// `records`: the files it was trained on, by name, kept in the model ("trained_on") so that calibrating it later
+// trains on the same records beside the new host's.
+void write_model(const LearnedCpuModel& model, const std::string& out, const std::vector<std::string>& records) {
   const std::string tmp = fmt::format("{}.tmp-{}", out, getpid());
   {
     std::ofstream file(tmp);
-    file << model.to_json() << "\n";
+    if (records.empty()) {
+      file << model.to_json() << "\n";
+    } else {
+      nlohmann::json document = nlohmann::json::parse(model.to_json());
+      std::vector<std::string> names;
+      for (const std::string& r : records) names.push_back(std::filesystem::path(r).filename().string());
+      document["trained_on"] = names;
+      file << document.dump() << "\n";
+    }
     if (!file) throw Error("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, out);
 }
 
+// The measurements of several records files as one: runs of one problem on one machine merged as `tessera tune
+// merge` does (each measurement the median over the runs that took it).
+std::vector<TuningRecord> read_records(const std::vector<std::string>& paths, const std::string& target,
+                                       const char* option) {
+  std::vector<std::vector<TuningRecord>> runs;
+  for (const std::string& path : paths) {
+    if (!std::filesystem::exists(path)) throw InvalidArgument(option, "no such file '" + path + "'");
+    runs.push_back(TuningRecords(path, TuningRecords::Access::ReadOnly).all("gemm", target));  // kept as they are
+  }
+  if (runs.size() == 1) return std::move(runs.front());
+  return merge_tuning_runs(runs);
+}
+
 struct ModelCommand {
-  std::string records, retest, out, split = "random", target = "cpu";
+  std::vector<std::string> records;
+  std::string retest, out, split = "random", target = "cpu";
   bool every_host = false;  // every machine's records, each problem's features with its machine's caches
   std::vector<std::string> families;
   bool json = false;
   TrainingOptions options;
 
-  std::vector<RecordedProblem> load(const CpuTarget& t, const std::string& path,
+  std::vector<RecordedProblem> load(const CpuTarget& t, const std::vector<std::string>& paths,
                                     const char* option = "--records") const {
-    if (!std::filesystem::exists(path)) throw InvalidArgument(option, "no such file '" + path + "'");
-    const TuningRecords db(path, TuningRecords::Access::ReadOnly);  // committed records stay as they are
     auto problems =
-        recorded_problems(db.all("gemm", t.str()), t.str(),
+        recorded_problems(read_records(paths, t.str(), option), t.str(),
                           every_host || split == "host" ? RecordedHosts::every : RecordedHosts::most_common);
     if (problems.empty())
-      throw InvalidArgument(option, fmt::format("'{}' holds no measurements for {}", path, t.str()));
+      throw InvalidArgument(option,
+                            fmt::format("'{}' holds no measurements for {}", fmt::join(paths, "', '"), t.str()));
     return problems;
   }
   std::vector<RecordedProblem> load(const CpuTarget& t) const { return load(t, records); }
@@ -59,7 +84,7 @@ struct ModelCommand {
     const auto problems = load(CpuTarget::named(target));
     const CpuTarget t = recorded_target(CpuTarget::named(target), problems);
     const auto model = LearnedCpuModel::train(training_set(problems, t), t, options);
-    write_model(*model, out);
+    write_model(*model, out, records);
     std::cout << fmt::format("trained on {} problems ({} measurements) for {} → {}\n", problems.size(),
                              training_set(problems, t).rows(), t.str(), out);
     return kOk;
@@ -96,7 +121,7 @@ struct ModelCommand {
     const auto problems = load(CpuTarget::named(target));
     const CpuTarget t = recorded_target(CpuTarget::named(target), problems);
     const nlohmann::json report = evaluate_cost_models(
-        problems, split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, retest, "--retest"),
+        problems, split, t, options, retest.empty() ? std::vector<RecordedProblem>{} : load(t, {retest}, "--retest"),
         std::set<std::string>(families.begin(), families.end()));
     if (json) {
       std::cout << report.dump() << "\n";
@@ -160,27 +185,42 @@ struct ModelCommand {
 // over their whole variant space on this host (about two minutes for the default 60), and a model is trained on
 // them together with the records the shipped model was trained on (each problem's features with its own machine's
 // caches), then written where the runtime's "default" model looks first (calibrated_model_path).
+// The records the shipped model for `key` was trained on (its "trained_on" list), found in bench/records of the tree
+// this runs in or of the one it was built from; a model without the list: `<key>.sqlite` there.
+std::vector<std::string> shipped_records(const std::string& key) {
+  std::vector<std::string> names;
+  try {
+    const nlohmann::json model = nlohmann::json::parse(shipped_model_text(key));
+    if (model.contains("trained_on")) names = model["trained_on"].get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception&) {
+  }
+  std::string file = key;
+  for (char& c : file)
+    if (c == ':') c = '_';
+  if (names.empty()) names.push_back(file + ".sqlite");
+  for (const std::string& dir : {std::string("bench/records"), std::string(TESSERA_SOURCE_DIR) + "/bench/records"}) {
+    std::vector<std::string> found;
+    for (const std::string& name : names)
+      if (std::filesystem::exists(dir + "/" + name)) found.push_back(dir + "/" + name);
+    if (found.size() == names.size()) return found;
+  }
+  return {};
+}
+
 struct CalibrateCommand {
   HoldoutOptions options;
-  std::string base_records, records_path, out;
+  std::vector<std::string> base_records;
+  std::string records_path, out;
   TrainingOptions training;
   bool json = false;
 
   int run() {
     const CpuTarget host = CpuTarget::host();
-    std::string key = host.cost_model_key();
-    std::string file = key;
-    for (char& c : file)
-      if (c == ':') c = '_';
-    file += ".sqlite";
-    if (base_records.empty())  // the records of the tree this runs in, or of the one it was built from
-      for (const std::string& dir : {std::string("bench/records"), std::string(TESSERA_SOURCE_DIR) + "/bench/records"})
-        if (std::filesystem::exists(dir + "/" + file)) {
-          base_records = dir + "/" + file;
-          break;
-        }
-    if (!base_records.empty() && base_records != "none" && !std::filesystem::exists(base_records))
-      throw InvalidArgument("--base-records", "no such file '" + base_records + "'");
+    const std::string key = host.cost_model_key();
+    if (base_records.empty()) base_records = shipped_records(key);
+    if (base_records == std::vector<std::string>{"none"}) base_records.clear();
+    for (const std::string& path : base_records)
+      if (!std::filesystem::exists(path)) throw InvalidArgument("--base-records", "no such file '" + path + "'");
     if (out.empty()) out = calibrated_model_path(host);
     if (out.empty()) throw Unavailable("no cache directory to keep the calibrated model in: give --out");
     if (records_path.empty()) records_path = out + ".records.sqlite";
@@ -201,15 +241,15 @@ struct CalibrateCommand {
     std::vector<TuningRecord> all =
         TuningRecords(records_path, TuningRecords::Access::ReadOnly).all("gemm", host.str());
     std::size_t base_measurements = 0;
-    if (!base_records.empty() && base_records != "none") {
-      auto base = TuningRecords(base_records, TuningRecords::Access::ReadOnly).all("gemm", host.str());
+    if (!base_records.empty()) {
+      auto base = read_records(base_records, host.str(), "--base-records");
       base_measurements = base.size();
       all.insert(all.end(), std::make_move_iterator(base.begin()), std::make_move_iterator(base.end()));
     }
     const auto problems = recorded_problems(all, host.str(), RecordedHosts::every);
     if (problems.empty()) throw Error("no measurements to train on");
     const auto model = LearnedCpuModel::train(training_set(problems, host), host, training);
-    write_model(*model, out);
+    write_model(*model, out, {});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     nlohmann::json report{{"model", out},
                           {"records", records_path},
@@ -229,7 +269,7 @@ struct CalibrateCommand {
         "average, default_for's {:.2f}%), trained on {} problems{} -> {}\n",
         key, seconds, options.shapes, 100 * timed["runtime"]["top1_regret_mean"].get<double>(),
         100 * timed["default"]["top1_regret_mean"].get<double>(), problems.size(),
-        base_records.empty() || base_records == "none" ? "" : " with " + base_records, out);
+        base_records.empty() ? "" : fmt::format(" with {}", fmt::join(base_records, ", ")), out);
     return kOk;
   }
 };
@@ -341,7 +381,8 @@ void add_model_command(CLI::App& app, int& result) {
   CLI::App* model = app.add_subcommand("model", "train and evaluate the learned cost model");
   model->require_subcommand(1);
   CLI::App* train = model->add_subcommand("train", "train the ranker and the time regression on tuning records");
-  train->add_option("--records", cmd->records, "SQLite tuning records")->required();
+  train->add_option("--records", cmd->records, "SQLite tuning records (several: merged as tune merge does)")
+      ->required();
   train->add_option("--out", cmd->out, "model file to write (JSON)")->required();
   train->add_option("--target", cmd->target, "cpu, cpu:avx512 or cpu:avx2 (the records' target)");
   train->add_flag("--every-host", cmd->every_host,
@@ -349,12 +390,12 @@ void add_model_command(CLI::App& app, int& result) {
   add_training_options(*train, cmd->options);
   train->callback([cmd, &result] { result = guarded([&] { return cmd->train(); }); });
   CLI::App* features = model->add_subcommand("features", "write the training set (features and times) as CSV");
-  features->add_option("--records", cmd->records, "SQLite tuning records")->required();
+  features->add_option("--records", cmd->records, "SQLite tuning records (several: merged)")->required();
   features->add_option("--out", cmd->out, "CSV file to write")->required();
   features->add_option("--target", cmd->target, "cpu, cpu:avx512 or cpu:avx2 (the records' target)");
   features->callback([cmd, &result] { result = guarded([&] { return cmd->features(); }); });
   CLI::App* eval = model->add_subcommand("eval", "held-out evaluation of the learned, analytic and default choices");
-  eval->add_option("--records", cmd->records, "SQLite tuning records")->required();
+  eval->add_option("--records", cmd->records, "SQLite tuning records (several: merged)")->required();
   eval->add_option("--split", cmd->split,
                    "random (5-fold), family (leave one shape family out) or host (leave one machine out)");
   eval->add_flag("--every-host", cmd->every_host, "every machine's records (host split implies it)");
@@ -408,8 +449,8 @@ void add_model_command(CLI::App& app, int& result) {
   calibrate->add_option("--skinny-share", calibrate_cmd->options.skinny_share, "share of skinny shapes (0.5)");
   calibrate->add_option("--max-dim", calibrate_cmd->options.max_dim, "largest M, N, K of the other shapes");
   calibrate->add_option("--base-records", calibrate_cmd->base_records,
-                        "records to train on beside this host's (default: the shipped model's, from the source tree; "
-                        "none: this host's only)");
+                        "records to train on beside this host's (default: those the shipped model was trained on, from "
+                        "the source tree; none: this host's only)");
   calibrate->add_option("--records", calibrate_cmd->records_path,
                         "where this host's timings are kept (default: beside the model)");
   calibrate->add_option("--out", calibrate_cmd->out,
