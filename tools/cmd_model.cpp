@@ -181,12 +181,9 @@ struct ModelCommand {
   }
 };
 
-// `tessera model calibrate`: adapts the cost model to this host. Shapes drawn as the holdout draws them are timed
-// over their whole variant space on this host (about two minutes for the default 60), and a model is trained on
-// them together with the records the shipped model was trained on (each problem's features with its own machine's
-// caches), then written where the runtime's "default" model looks first (calibrated_model_path).
 // The records the shipped model for `key` was trained on (its "trained_on" list), found in bench/records of the tree
-// this runs in or of the one it was built from; a model without the list: `<key>.sqlite` there.
+// this runs in or of the one it was built from; a model without the list (or no shipped model for the key):
+// `<key>.sqlite` there. None found: calibration trains on this host's shapes alone, as its report says.
 std::vector<std::string> shipped_records(const std::string& key) {
   std::vector<std::string> names;
   try {
@@ -207,6 +204,10 @@ std::vector<std::string> shipped_records(const std::string& key) {
   return {};
 }
 
+// `tessera model calibrate`: adapts the cost model to this host. Shapes drawn as the holdout draws them are timed
+// over their whole variant space on this host (2–5 minutes for the default 60, most of it the timing), and a model is
+// trained on them together with the records the shipped model was trained on (each problem's features with its own
+// machine's caches), then written where the runtime's "default" model looks first (calibrated_model_path).
 struct CalibrateCommand {
   HoldoutOptions options;
   std::vector<std::string> base_records;
@@ -443,7 +444,7 @@ void add_model_command(CLI::App& app, int& result) {
   // Xeon's records: 60 shapes at 25% skinny took the held-out regret from 12.3% to 7.0%, at 50% to 3.7%).
   calibrate_cmd->options.skinny_share = 0.5;
   CLI::App* calibrate = model->add_subcommand(
-      "calibrate", "adapt the cost model to this host: time random shapes here and retrain (about 2 minutes)");
+      "calibrate", "adapt the cost model to this host: time random shapes here and retrain (2–5 minutes)");
   calibrate->add_option("--shapes", calibrate_cmd->options.shapes, "shapes timed exhaustively on this host");
   calibrate->add_option("--seed", calibrate_cmd->options.seed, "seed of the draw");
   calibrate->add_option("--skinny-share", calibrate_cmd->options.skinny_share, "share of skinny shapes (0.5)");
