@@ -39,11 +39,11 @@ CooMatrix load(const std::string& pattern) {
 }
 
 // tessera's storage of the pattern in the case's format ("auto": as Runtime::spmm chooses for N columns).
-SparseMatrixData store(const CooMatrix& coo, const std::string& format, std::int64_t n) {
+SparseMatrixData store(const CooMatrix& coo, const std::string& format, std::int64_t n, const CpuTarget& target) {
   if (format == "csr") return SparseMatrixData::csr(coo);
   if (format == "auto") {
     const SparseMatrixData csr = SparseMatrixData::csr(coo);
-    const int side = square_block_for(SparsePlan::inspect(csr.view(), 1).stats(), n);
+    const int side = square_block_for(SparsePlan::inspect(csr.view(), 1).stats(), n, cpu_spmm_max_block_rows(target));
     return side > 1 ? SparseMatrixData::bsr(coo, side, side) : SparseMatrixData::csr(coo);
   }
   int br = 0, bc = 0;
@@ -201,7 +201,7 @@ nlohmann::json run_spmm_benchmark(const std::vector<SparseCase>& cases, const st
   for (const SparseCase& c : cases) {
     const CooMatrix coo = load(c.pattern);
     const SparseMatrixData csr = SparseMatrixData::csr(coo);
-    const SparseMatrixData stored = store(coo, c.format, c.dense);
+    const SparseMatrixData stored = store(coo, c.format, c.dense, runtime.target());
     const SparseMatrix a = stored.view();
     const CsrArrays peer_a = arrays(csr.view());
     const std::int64_t m = a.rows, k = a.cols, n = c.dense;

@@ -92,7 +92,15 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
   if (r.format == "auto" && spmm && !cuda) {
     // The inspector's choice, as Runtime::spmm makes it: square blocks where the entries cluster.
     const SparseMatrixData csr = SparseMatrixData::csr(p.coo, bits, value);
-    br = bc = square_block_for(SparsePlan::inspect(csr.view(), 1).stats(), r.dense);
+    br = bc = square_block_for(SparsePlan::inspect(csr.view(), 1).stats(), r.dense,
+                               cpu_spmm_max_block_rows(CpuTarget::parse(r.target)));
+  }
+  if (spmm && !cuda && br > cpu_spmm_max_block_rows(CpuTarget::parse(r.target))) {
+    // As Runtime::spmm runs them: blocks taller than the target's register tile, split into blocks of fewer rows
+    // (the JSON's format names what ran).
+    int rows = 1;
+    while (rows * 2 <= cpu_spmm_max_block_rows(CpuTarget::parse(r.target))) rows *= 2;
+    br = rows;
   }
   // The dense operands this command allocates: M x N and K x N (SpMM), M x K and N x K (SDDMM).
   const double limit = double(std::int64_t{1} << 31);

@@ -36,7 +36,7 @@ constexpr double kBlockMargin = 1.15;
 
 }  // namespace
 
-int square_block_for(const PatternStats& stats, std::int64_t n) {
+int square_block_for(const PatternStats& stats, std::int64_t n, int max_side) {
   // Between N = 64 and 256, interpolated in log2(N).
   const double t = std::clamp(std::log2(static_cast<double>(std::max<std::int64_t>(n, 1)) / 64) / 2, 0.0, 1.0);
   const auto at = [&](const double(&ns)[2]) { return ns[0] + t * (ns[1] - ns[0]); };
@@ -44,7 +44,7 @@ int square_block_for(const PatternStats& stats, std::int64_t n) {
   double best_ns = at(kCsrValueNs) / kBlockMargin;
   for (std::size_t i = 0; i < PatternStats::kSquareBlockSides.size(); ++i) {
     const double fill = stats.square_block_fill[i];
-    if (fill <= 0) continue;
+    if (fill <= 0 || PatternStats::kSquareBlockSides[i] > max_side) continue;
     const double ns = at(kBlockValueNs[i]) / fill;
     if (ns < best_ns) best = PatternStats::kSquareBlockSides[i], best_ns = ns;
   }

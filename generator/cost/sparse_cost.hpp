@@ -18,8 +18,8 @@ double sddmm_cycles(const SddmmProblem& problem, const CpuSddmmConfig& config, c
 
 // The side of the square blocks (4, 8 or 16) a CSR pattern with these statistics is best stored in for an SpMM with N
 // columns, or 1 where it is best left CSR: each side's time per stored value (zeros included) against the CSR tile's,
-// divided by the side's fill.
-int square_block_for(const PatternStats& stats, std::int64_t n);
+// divided by the side's fill. Sides above `max_side` (the tallest block the target's kernel holds) are not chosen.
+int square_block_for(const PatternStats& stats, std::int64_t n, int max_side);
 
 // One score per config (lower: predicted faster), default_for's config first, then the estimate's order.
 std::vector<double> spmm_scores(const SpmmProblem& problem, const std::vector<CpuSpmmConfig>& configs,

@@ -21,6 +21,8 @@ int accumulator_budget(const CpuTarget& target) { return target.vector_registers
 
 }  // namespace
 
+int cpu_spmm_max_block_rows(const CpuTarget& target) { return accumulator_budget(target); }
+
 CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& target) {
   CpuSpmmConfig c;
   const int lanes = target.vector_lanes();
@@ -122,10 +124,10 @@ void validate(const SpmmSignature& s, const CpuSpmmConfig& c, const CpuTarget& t
     throw ConfigError(fmt::format("spmm: prefetch must be in 0..{}, got {}", kMaxPrefetch, c.prefetch));
   const int accumulators = c.chains * s.a.block_rows * c.nv;
   if (accumulators > accumulator_budget(target))
-    throw ConfigError(
-        fmt::format("spmm: chains x block rows x nv = {} accumulators, more than the {} vector "
-                    "registers {} leaves for them",
-                    accumulators, accumulator_budget(target), target.str()));
+    throw ConfigError(fmt::format(
+        "spmm: chains x block rows x nv = {} accumulators, more than the {} vector registers {} leaves for them{}",
+        accumulators, accumulator_budget(target), target.str(),
+        s.a.block_rows > accumulator_budget(target) ? " (store A in blocks of fewer rows)" : ""));
 }
 
 void validate(const SddmmSignature& s, const CpuSddmmConfig& c, const CpuTarget& target) {

@@ -37,6 +37,10 @@ struct CpuSddmmConfig {
   friend bool operator==(const CpuSddmmConfig&, const CpuSddmmConfig&) = default;
 };
 
+// The most block rows an SpMM tile holds on this target (one vector of N each): 12 on AVX2, 28 on AVX-512. BSR blocks
+// taller than this have no valid config.
+int cpu_spmm_max_block_rows(const CpuTarget& target);
+
 // Throw ConfigError stating the rule the config breaks for this signature and target.
 void validate(const SpmmSignature& signature, const CpuSpmmConfig& config, const CpuTarget& target);
 void validate(const SddmmSignature& signature, const CpuSddmmConfig& config, const CpuTarget& target);

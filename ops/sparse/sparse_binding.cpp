@@ -12,14 +12,19 @@ namespace {
 
 [[noreturn]] void fail(const std::string& name, const std::string& rule) { throw InvalidArgument(name, rule); }
 
-// SpMM tiles K when B exceeds this many bytes (half of a 1 MiB L2: the panel beside D's rows and A's arrays), its
-// rows are read at least kPanelReuse times on average, and then into at most kMaxPanels panels.
-constexpr std::int64_t kPanelBytes = 512 * 1024;
+// SpMM tiles K when B exceeds half of the host's L2 (the panel beside D's rows and A's arrays), at most 512 KiB (what
+// was measured on 1 MiB L2s; a 2 MiB L2's 1 MiB panels were not tried), its rows are read at least kPanelReuse
+// times on average, and then into at most kMaxPanels panels. Zen 3's 512 KiB L2, 8192^2 at 1%, N = 256: panels
+// of 512 KiB 87-92 ms (1 thread) and 35 ms (2), of 256 KiB 36-39 and 14.
+std::int64_t panel_bytes() {
+  static const std::int64_t bytes = std::min<std::int64_t>(512 * 1024, CpuTarget::host().l2_bytes / 2);
+  return bytes;
+}
 constexpr std::int64_t kPanelReuse = 4;
 constexpr std::int64_t kMaxPanels = 64;
 constexpr std::int64_t kEntriesPerPanel = 4;
 // SpMM tiles N into column panels of this many bytes of a B row (two register tiles of 16 lanes) when B exceeds
-// kPanelBytes and each B row serves at least kColumnPanelReuse entries: every column panel reads A's arrays again
+// panel_bytes() and each B row serves at least kColumnPanelReuse entries: every column panel reads A's arrays again
 // and B once more (packed), for its B rows to come from the L2 rather than the L3.
 constexpr std::int64_t kColumnPanelBytes = 1024;
 constexpr std::int64_t kColumnPanelReuse = 64;
@@ -160,7 +165,7 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads, Residence where) {
   // N tiled where B's rows are wider than a column panel, B exceeds the L2 budget and its rows are reused enough.
   // Measured on Zen 4, 1 thread, N = 1024: 1024^2 at 10% (102 entries a B row) 7.4 ms whole, 4.7 in panels of 256
   // columns, 6.1 of 128; 4096^2 at 5% (205) 96 ms, 53; at 0.5% (20) 10.5, 13.2 (slower).
-  if (host && g.a.block_rows < 4 && p.n * b_bytes > kColumnPanelBytes && p.k * p.n * b_bytes > kPanelBytes &&
+  if (host && g.a.block_rows < 4 && p.n * b_bytes > kColumnPanelBytes && p.k * p.n * b_bytes > panel_bytes() &&
       g.a.entries >= kColumnPanelReuse * block_cols)
     bound.column_panel = kColumnPanelBytes / b_bytes;
   const std::int64_t panel_columns = bound.column_panel > 0 ? std::min(bound.column_panel, p.n) : p.n;
@@ -168,9 +173,9 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads, Residence where) {
   bool d_alone = dense.d.layout.kind() == LayoutKind::RowMajor;
   if (dense.c.layout.reads_memory() && k.c.data == k.d.data) d_alone = false;
   for (const TensorArg& in : bound.inputs) d_alone = d_alone && in.data != k.d.data;
-  if (host && d_alone && g.a.block_rows < 4 && b_row_bytes > 0 && block_cols * b_row_bytes > kPanelBytes &&
+  if (host && d_alone && g.a.block_rows < 4 && b_row_bytes > 0 && block_cols * b_row_bytes > panel_bytes() &&
       g.a.entries >= kPanelReuse * block_cols) {
-    std::int64_t width = std::max<std::int64_t>(1, kPanelBytes / b_row_bytes);
+    std::int64_t width = std::max<std::int64_t>(1, panel_bytes() / b_row_bytes);
     width = std::max(width, (block_cols + kMaxPanels - 1) / kMaxPanels);
     // Every panel passes over all of D (its partial sums loaded and stored): worth it only where the rows hold
     // several entries per panel. Measured on Zen 4: 4096^2 at 5%, N = 256 (205 entries a row, 8 panels) gains 1.3x;

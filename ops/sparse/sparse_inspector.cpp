@@ -41,18 +41,26 @@ std::uint64_t pattern_hash(const SparseMatrix& m) {
 struct SparsePlan::PanelCache {
   std::mutex mutex;
   std::map<std::int64_t, std::shared_ptr<const std::vector<SparseMatrixData>>> by_width;
-  std::map<int, std::shared_ptr<const Blocked>> blocked;  // by the blocks' side
+  std::map<std::pair<int, int>, std::shared_ptr<const Blocked>> blocked;  // by the blocks' rows and columns
 };
 
-std::shared_ptr<const SparsePlan::Blocked> SparsePlan::blocked(const SparseMatrix& m, int threads,
-                                                               std::int64_t n) const {
-  const int side = square_block_for(stats_, n);
-  if (side <= 1 || m.format != SparseFormat::Csr) return nullptr;
+std::shared_ptr<const SparsePlan::Blocked> SparsePlan::blocked(const SparseMatrix& m, int threads, std::int64_t n,
+                                                               int max_side) const {
+  int rows = 1, cols = 1;
+  if (m.format == SparseFormat::Csr) {
+    rows = cols = square_block_for(stats_, n, max_side);
+  } else if (m.block_rows > max_side) {
+    // Blocks taller than the target's register tile holds, split into blocks of the largest power-of-two height
+    // that fits (16x16 on AVX2: 8x16).
+    while (rows * 2 <= max_side) rows *= 2;
+    cols = m.block_cols;
+  }
+  if (rows <= 1 && cols <= 1) return nullptr;
   std::lock_guard lock(panels_->mutex);
-  auto& blocked = panels_->blocked[side];
+  auto& blocked = panels_->blocked[{rows, cols}];
   if (!blocked) {
     auto b = std::make_shared<Blocked>();
-    b->data = SparseMatrixData::bsr(SparseMatrixData::coo(m), side, side, m.index_bits, m.value);
+    b->data = SparseMatrixData::bsr(SparseMatrixData::coo(m), rows, cols, m.index_bits, m.value);
     b->plan = std::make_shared<const SparsePlan>(SparsePlan::inspect(b->data.view(), threads));
     blocked = std::move(b);
   }

@@ -188,7 +188,9 @@ void Runtime::spmm(const SpmmArgs& args) {
   SpmmBinding bound = bind_spmm(args, threads);
   // A CSR pattern whose entries cluster into blocks runs as BSR: the copy and its plan are kept with the plan.
   const std::shared_ptr<const SparsePlan::Blocked> blocked =
-      bound.problem.signature.a.value == DType::f16 ? nullptr : bound.plan->blocked(args.a, threads, bound.problem.n);
+      bound.problem.signature.a.value == DType::f16
+          ? nullptr
+          : bound.plan->blocked(args.a, threads, bound.problem.n, cpu_spmm_max_block_rows(impl_->target));
   SpmmArgs blocked_args;
   if (blocked) {
     blocked_args = args;

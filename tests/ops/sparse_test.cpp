@@ -232,7 +232,8 @@ TEST(Spmm, ColumnPanels) {
 TEST(Spmm, ColumnPanelsOfD) {
   for (const char* e : {"alpha*acc + beta*c", "relu(acc + bias[n]) * scale[m]"})
     for (int threads : {1, 2}) {
-      SpmmCase whole_k{600, 400, 600, 0.2};      // column panels over all of A
+      SpmmCase whole_k{600, 240, 600, 0.2};      // column panels over all of A (B is 240 KiB a 1 KiB column panel wide:
+                                                 // within every host's K panel budget)
       SpmmCase panelled_k{300, 1200, 520, 0.3};  // and over A's K panels
       for (SpmmCase* t : {&whole_k, &panelled_k}) {
         t->epilogue = e;
@@ -246,7 +247,7 @@ TEST(Spmm, ColumnPanelsOfD) {
   check_spmm(t);
   // The binding really tiles N (and K in the second shape).
   for (const auto& [m, k, n, density, k_panels] :
-       {std::tuple{600L, 400L, 600L, 0.2, false}, std::tuple{300L, 1200L, 520L, 0.3, true}}) {
+       {std::tuple{600L, 240L, 600L, 0.2, false}, std::tuple{300L, 1200L, 520L, 0.3, true}}) {
     const SparseMatrixData a = SparseMatrixData::csr(random_coo(m, k, density, 3));
     std::vector<float> b(static_cast<std::size_t>(k * n)), d(static_cast<std::size_t>(m * n));
     SpmmArgs args;
@@ -484,34 +485,37 @@ TEST(SparseTuner, TimesVariantsAndTheRuntimeUsesTheBest) {
 // copy kept with the plan, one per block side), with the same results; scattered entries stay CSR. The side follows
 // N: whole 16×16 blocks at N = 256 run as such, at N = 64 as blocks of 4 (as fast per value there, and never
 // emptier); a band of 21 diagonals at N = 64 is blocks of 4, not the largest side whose blocks are half full (16:
-// 2.35 against 1.12 ms, banded:20000,20000,0.002).
+// 2.35 against 1.12 ms, banded:20000,20000,0.002); no side taller than the target's register tile holds.
 TEST(SparseInspector, ClusteredEntriesRunAsBlocks) {
   const SparseMatrixData whole = SparseMatrixData::csr(generate_pattern("blocks:256,256,0.25,1,16"));
   const PatternStats whole_stats = SparsePlan::inspect(whole.view(), 1).stats();
   for (double fill : whole_stats.square_block_fill) EXPECT_DOUBLE_EQ(fill, 1.0);
-  EXPECT_EQ(square_block_for(whole_stats, 256), 16);
-  EXPECT_EQ(square_block_for(whole_stats, 64), 4);
+  EXPECT_EQ(square_block_for(whole_stats, 256, 16), 16);
+  EXPECT_EQ(square_block_for(whole_stats, 64, 16), 4);
+  // A target whose registers hold no 16-row tile (AVX2: 12 accumulators) gets the largest side that fits.
+  EXPECT_EQ(cpu_spmm_max_block_rows(CpuTarget::parse("cpu:avx2")), 12);
+  EXPECT_EQ(square_block_for(whole_stats, 256, cpu_spmm_max_block_rows(CpuTarget::parse("cpu:avx2"))), 8);
   const PatternStats band =
       SparsePlan::inspect(SparseMatrixData::csr(generate_pattern("banded:2000,2000,0.01")).view(), 1).stats();
   EXPECT_GT(band.square_block_fill[0], band.square_block_fill[1]);
   EXPECT_GT(band.square_block_fill[1], band.square_block_fill[2]);
   EXPECT_GE(band.square_block_fill[2], 0.4);
-  EXPECT_EQ(square_block_for(band, 64), 4);
+  EXPECT_EQ(square_block_for(band, 64, 16), 4);
   const PatternStats scattered =
       SparsePlan::inspect(SparseMatrixData::csr(random_coo(200, 200, 0.05, 1)).view(), 1).stats();
   for (double fill : scattered.square_block_fill) EXPECT_LT(fill, 0.2);
-  for (std::int64_t n : {1, 64, 256, 4096}) EXPECT_EQ(square_block_for(scattered, n), 1) << n;
+  for (std::int64_t n : {1, 64, 256, 4096}) EXPECT_EQ(square_block_for(scattered, n, 16), 1) << n;
 
   const SparseMatrixData blocks = SparseMatrixData::csr(generate_pattern("blocks:100,90,0.3,1,16"));
   const SparsePlan plan = SparsePlan::inspect(blocks.view(), 1);
-  const auto blocked = plan.blocked(blocks.view(), 1, 256);
+  const auto blocked = plan.blocked(blocks.view(), 1, 256, 16);
   ASSERT_TRUE(blocked);
-  EXPECT_EQ(blocked->data.view().block_rows, square_block_for(plan.stats(), 256));
-  EXPECT_EQ(plan.blocked(blocks.view(), 1, 256), blocked);  // kept
-  const auto narrow = plan.blocked(blocks.view(), 1, 64);
+  EXPECT_EQ(blocked->data.view().block_rows, square_block_for(plan.stats(), 256, 16));
+  EXPECT_EQ(plan.blocked(blocks.view(), 1, 256, 16), blocked);  // kept
+  const auto narrow = plan.blocked(blocks.view(), 1, 64, 16);
   ASSERT_TRUE(narrow);
   EXPECT_EQ(narrow->data.view().block_rows, 4);
-  EXPECT_EQ(plan.blocked(blocks.view(), 1, 64), narrow);
+  EXPECT_EQ(plan.blocked(blocks.view(), 1, 64, 16), narrow);
   for (DType value : {DType::f32, DType::bf16})
     for (int threads : {1, 2}) {
       SpmmCase t{0, 0, 70, 0};
@@ -521,6 +525,14 @@ TEST(SparseInspector, ClusteredEntriesRunAsBlocks) {
       t.epilogue = "relu(acc + bias[n]) * scale[m]";
       check_spmm(t);
     }
+  // What tessera-bench's blocks:4096,4096,0.1,1,16 at N = 256 met on an AVX2 host: no valid config for 16x16 blocks.
+  SpmmCase avx2{0, 0, 256, 0};
+  avx2.pattern = "blocks:256,256,0.25,1,16";
+  avx2.target = "cpu:avx2";
+  for (int threads : {1, 2}) {
+    avx2.threads = threads;
+    check_spmm(avx2);
+  }
 }
 
 // Operands flush against guard pages (from either side), edges everywhere: N and K residues, BSR edge blocks past M

@@ -104,14 +104,16 @@ class SparsePlan {
   // longest start first).
   const std::vector<std::int32_t>& row_order() const { return row_order_; }
   // A CSR matrix (which this plan describes) stored as BSR in the square blocks square_block_for chooses for an
-  // SpMM with N columns, and that copy's own plan: made on the first request for that side and kept with the plan.
-  // Runtime::spmm runs a pattern whose entries cluster this way, since the GEMM micro-kernel per block does several
-  // times the work per loaded value of the CSR tile. Null when the entries do not cluster enough.
+  // SpMM with N columns (no side above max_side, the tallest block the target's kernel holds), or a BSR matrix whose
+  // blocks are taller than max_side split into blocks of fewer rows; and that copy's own plan: made on the first
+  // request for that block shape and kept with the plan. Runtime::spmm runs a pattern whose entries cluster this way,
+  // since the GEMM micro-kernel per block does several times the work per loaded value of the CSR tile. Null when
+  // the entries do not cluster enough, or the blocks fit.
   struct Blocked {
     SparseMatrixData data;
     std::shared_ptr<const SparsePlan> plan;
   };
-  std::shared_ptr<const Blocked> blocked(const SparseMatrix& matrix, int threads, std::int64_t n) const;
+  std::shared_ptr<const Blocked> blocked(const SparseMatrix& matrix, int threads, std::int64_t n, int max_side) const;
   // The matrix (which this plan describes) split into column panels of `width` block columns, made on the first
   // request for that width and kept with the plan.
   std::shared_ptr<const std::vector<SparseMatrixData>> column_panels(const SparseMatrix& matrix,
