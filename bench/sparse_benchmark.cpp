@@ -49,7 +49,7 @@ SparseMatrixData store(const CooMatrix& coo, const std::string& format, std::int
   int br = 0, bc = 0;
   if (std::sscanf(format.c_str(), "bsr:%dx%d", &br, &bc) != 2)
     throw InvalidArgument("format", "must be csr or bsr:RxC, got " + format);
-  return SparseMatrixData::bsr(coo, br, bc);
+  return SparseMatrixData::bsr(coo, cpu_spmm_block_rows_for(br, target), bc);  // as Runtime::spmm runs it
 }
 
 CsrArrays arrays(const SparseMatrix& m) {

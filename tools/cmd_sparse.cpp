@@ -95,13 +95,9 @@ Pattern load_pattern(const SparseRequest& r, bool spmm) {
     br = bc = square_block_for(SparsePlan::inspect(csr.view(), 1).stats(), r.dense,
                                cpu_spmm_max_block_rows(CpuTarget::parse(r.target)));
   }
-  if (spmm && !cuda && br > cpu_spmm_max_block_rows(CpuTarget::parse(r.target))) {
-    // As Runtime::spmm runs them: blocks taller than the target's register tile, split into blocks of fewer rows
-    // (the JSON's format names what ran).
-    int rows = 1;
-    while (rows * 2 <= cpu_spmm_max_block_rows(CpuTarget::parse(r.target))) rows *= 2;
-    br = rows;
-  }
+  // As Runtime::spmm runs them: blocks taller than the target's register tile, split into blocks of fewer rows (the
+  // JSON's format names what ran).
+  if (spmm && !cuda) br = cpu_spmm_block_rows_for(br, CpuTarget::parse(r.target));
   // The dense operands this command allocates: M x N and K x N (SpMM), M x K and N x K (SDDMM).
   const double limit = double(std::int64_t{1} << 31);
   if (double(std::max(p.coo.rows, p.coo.cols)) * double(r.dense) > limit)

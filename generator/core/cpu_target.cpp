@@ -104,9 +104,10 @@ bool CpuTarget::host_has_extensions() const {
 
 CpuTarget CpuTarget::parse(std::string_view text) {
   const CpuTarget t = named(text);
-  if (!host_supports(t.isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
+  // AMX first: on a host without AVX-512 the flags AMX lacks say more than the ISA.
   if (t.amx && !host_amx_missing().empty())
     throw Unavailable("target " + std::string(text) + ": AMX unavailable: " + host_amx_missing());
+  if (!host_supports(t.isa)) throw Unavailable("target " + std::string(text) + ": this host's CPU lacks the ISA");
   if (!t.host_has_extensions())
     throw Unavailable(
         "target " + std::string(text) + ": this host's CPU lacks " +

@@ -23,6 +23,13 @@ int accumulator_budget(const CpuTarget& target) { return target.vector_registers
 
 int cpu_spmm_max_block_rows(const CpuTarget& target) { return accumulator_budget(target); }
 
+int cpu_spmm_block_rows_for(int block_rows, const CpuTarget& target) {
+  if (block_rows <= accumulator_budget(target)) return block_rows;
+  int rows = 1;
+  while (rows * 2 <= accumulator_budget(target)) rows *= 2;
+  return rows;
+}
+
 CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& target) {
   CpuSpmmConfig c;
   const int lanes = target.vector_lanes();

@@ -40,6 +40,9 @@ struct CpuSddmmConfig {
 // The most block rows an SpMM tile holds on this target (one vector of N each): 12 on AVX2, 28 on AVX-512. BSR blocks
 // taller than this have no valid config.
 int cpu_spmm_max_block_rows(const CpuTarget& target);
+// The block rows a BSR matrix of `block_rows` runs in on this target: its own where they fit, else the largest power
+// of two that does (16 on AVX2: 8), the matrix re-blocked.
+int cpu_spmm_block_rows_for(int block_rows, const CpuTarget& target);
 
 // Throw ConfigError stating the rule the config breaks for this signature and target.
 void validate(const SpmmSignature& signature, const CpuSpmmConfig& config, const CpuTarget& target);

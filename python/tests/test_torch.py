@@ -52,6 +52,11 @@ def test_out_torch_tensor_is_written_in_place_and_nothing_else():
 def test_bfloat16_tensors_match_torch_in_float():
     a, b = rand(48, 64, dtype=torch.bfloat16), rand(64, 40, seed=1, dtype=torch.bfloat16)
     assert tessera._view(a)[1] == "bf16"
+    if "avx512_bf16" not in open("/proc/cpuinfo").read():
+        # A host without vdpbf16ps refuses bf16 GEMM, saying why.
+        with pytest.raises(tessera.Error, match="needs avx512_bf16"):
+            tessera.gemm(a, b)
+        return
     d = tessera.gemm(a, b)  # f32 accumulation and output: integers in bf16 are exact
     assert isinstance(d, torch.Tensor) and d.dtype == torch.float32
     assert torch.equal(d, a.float() @ b.float())
