@@ -129,6 +129,12 @@ class TargetMachineLease {
     if (kind_ == ObjectKind::library) {
       jtmb.setRelocationModel(llvm::Reloc::PIC_);
       jtmb.setCodeModel(llvm::CodeModel::Small);
+      // A library runs on other machines: its ISA is each function's own (target-cpu x86-64-v3 or -v4 and the
+      // extensions' target-features), not this host's. The host's feature string would override them: "-avx512f"
+      // on an AVX2 host made its AVX-512 variants AVX2 code (and AVX-512 attention's vscalefps unselectable), and
+      // "+avx512f" on an AVX-512 host let EVEX instructions into its AVX2 variants.
+      jtmb.setCPU("x86-64");
+      jtmb.getFeatures() = llvm::SubtargetFeatures();
     }
     tm_ = unwrap(jtmb.createTargetMachine(), "creating a target machine");
   }

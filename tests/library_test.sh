@@ -33,6 +33,20 @@ if [[ -n $needed && $needed != *LLVM* && $needed != *nvrtc* && $needed != *tesse
 else bad "libtlib.so.1 needs: $needed"; fi
 if readelf -d "$lib/lib/libtlib.so.1" | grep -q TEXTREL; then bad "text relocations in libtlib.so.1"; else ok; fi
 
+# Each variant is its own ISA's code whichever host built it: AVX-512 variants in zmm registers, AVX2 variants without
+# an EVEX instruction (no zmm, mask or ymm16-31 register) that an AVX2-only CPU could not run.
+avx512_objects=0 avx2_objects=0
+for o in "$lib"/obj/*_avx512_*.o; do
+  avx512_objects=$((avx512_objects + 1))
+  objdump -d "$o" | grep -q '%zmm' && ok || bad "AVX-512 variant without a zmm instruction: $(basename "$o")"
+done
+for o in "$lib"/obj/*_avx2_*.o; do
+  avx2_objects=$((avx2_objects + 1))
+  if objdump -d "$o" | grep -qE '%zmm|%k[0-7]|%[xy]mm(1[6-9]|2[0-9]|3[01])'; then
+    bad "AVX2 variant with an EVEX instruction: $(basename "$o")"; else ok; fi
+done
+[[ $avx512_objects -ge 10 && $avx2_objects -ge 10 ]] && ok || bad "objects: $avx512_objects AVX-512, $avx2_objects AVX2"
+
 # A C program, static and shared, and through pkg-config.
 if cc -std=c11 -O1 -Wall -Werror -I "$lib/include" "$here/library/library_check.c" "$lib/lib/libtlib.a" -lm -lpthread \
   -o "$work/check_static" && r=$("$work/check_static") && [[ $r == *" 0 failures"* ]]; then ok; else

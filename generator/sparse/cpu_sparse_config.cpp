@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "generator/core/arith.hpp"
 #include "generator/core/config_fields.hpp"
@@ -24,10 +25,8 @@ int accumulator_budget(const CpuTarget& target) { return target.vector_registers
 int cpu_spmm_max_block_rows(const CpuTarget& target) { return accumulator_budget(target); }
 
 int cpu_spmm_block_rows_for(int block_rows, const CpuTarget& target) {
-  if (block_rows <= accumulator_budget(target)) return block_rows;
-  int rows = 1;
-  while (rows * 2 <= accumulator_budget(target)) rows *= 2;
-  return rows;
+  const int budget = accumulator_budget(target);
+  return block_rows <= budget ? block_rows : static_cast<int>(std::bit_floor(static_cast<unsigned>(budget)));
 }
 
 CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& target) {

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -52,7 +53,7 @@ std::shared_ptr<const SparsePlan::Blocked> SparsePlan::blocked(const SparseMatri
   } else if (m.block_rows > max_side) {
     // Blocks taller than the target's register tile holds, split into blocks of the largest power-of-two height
     // that fits (16x16 on AVX2: 8x16).
-    while (rows * 2 <= max_side) rows *= 2;
+    rows = static_cast<int>(std::bit_floor(static_cast<unsigned>(max_side)));
     cols = m.block_cols;
   }
   if (rows <= 1 && cols <= 1) return nullptr;
