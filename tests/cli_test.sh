@@ -243,6 +243,18 @@ then ok; else bad "model holdout --records kept nothing"; fi
 expect_bad "--shapes: must be at least 1" model holdout --shapes 0
 expect_bad "--skinny-share" model holdout --skinny-share 2
 expect_bad "is not a directory" model holdout --exclude-suites "$tmp/none"
+# The sparse ops' holdout: a tiny SDDMM run recorded under its pattern kind; the drawn SpMM cases leave the suite's.
+out=$("$bin" model holdout --op sddmm --shapes 1 --max-macs 100000 --samples 1 --sample-ms 0.05 \
+  --records "$tmp/holdout.sqlite" --json)
+for field in runtime runtime_retest analytic noise_floor by_kind cases excluded_cases; do
+  if [[ $out == *"\"$field\":"* ]]; then ok; else bad "model holdout --op sddmm --json lacks $field: $out"; fi
+done
+if [[ $(sqlite3 "$tmp/holdout.sqlite" "SELECT count(*) > 1 FROM measurements WHERE op = 'sddmm' AND family LIKE 'holdout-%'") == 1 ]]
+then ok; else bad "model holdout --op sddmm --records kept nothing"; fi
+drawn=$("$bin" model holdout --op spmm --shapes 50 --list-shapes | grep -v '^#')
+if [[ $(wc -l <<<"$drawn") == 50 ]] && ! grep -qxF -f <(grep -v '^#' "$(dirname "$readme")/bench/suites/spmm.txt" | awk '{print $1, $2}') <<<"$drawn"
+then ok; else bad "model holdout --op spmm --list-shapes: not 50 cases outside the suite: $drawn"; fi
+expect_bad "--op: 'attention': expected gemm, spmm or sddmm" model holdout --op attention
 # Calibration: shapes timed here and a model trained on them, kept where the runtime's default model looks first
 # (this host's file in the cache directory), and used there: the verbose log names it.
 if out=$(TESSERA_CACHE_DIR="$tmp/calcache" "$bin" model calibrate --shapes 3 --skinny-share 0 --max-dim 40 \

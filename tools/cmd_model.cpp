@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include "cli_common.hpp"
@@ -18,6 +19,7 @@
 #include "tessera/cost_models.hpp"
 #include "tessera/model_eval.hpp"
 #include "tessera/model_holdout.hpp"
+#include "tessera/sparse_holdout.hpp"
 
 namespace tessera::cli {
 
@@ -292,7 +294,7 @@ void add_training_options(CLI::App& app, TrainingOptions& options) {
 // `tessera model holdout`: the runtime's own choice on shapes no suite holds, each timed over its whole space.
 struct HoldoutCommand {
   HoldoutOptions options;
-  std::string records_path, suites, target = "cpu";
+  std::string op = "gemm", records_path, suites, target = "cpu";
   int threads = 1;
   bool json = false, list_shapes = false;
 
@@ -300,13 +302,15 @@ struct HoldoutCommand {
     if (threads < 1) throw InvalidArgument("--threads", "must be >= 1");
     if (options.timing.samples < 1) throw InvalidArgument("--samples", "must be >= 1");
     if (!(options.timing.sample_ms > 0)) throw InvalidArgument("--sample-ms", "must be positive");
-    std::size_t suite_files = 0;
     if (suites.empty())  // the suites of the tree this runs in, or of the one it was built from
       for (const std::string& dir : {std::string("bench/suites"), std::string(TESSERA_SOURCE_DIR) + "/bench/suites"})
         if (std::filesystem::is_directory(dir)) {
           suites = dir;
           break;
         }
+    if (op == "spmm" || op == "sddmm") return run_sparse();
+    if (op != "gemm") throw InvalidArgument("--op", "'" + op + "': expected gemm, spmm or sddmm");
+    std::size_t suite_files = 0;
     if (!suites.empty() && std::filesystem::is_directory(suites)) {
       for (const auto& entry : std::filesystem::directory_iterator(suites)) {
         if (entry.path().extension() != ".txt") continue;
@@ -374,6 +378,69 @@ struct HoldoutCommand {
     std::cout << "\n";
     return kOk;
   }
+
+  // SpMM or SDDMM: problems drawn outside the op's suite, the runtime's config judged against each whole space.
+  int run_sparse() {
+    SparseHoldoutOptions o;
+    o.op = op;
+    o.problems = options.shapes;
+    o.seed = options.seed;
+    o.retest_top = options.retest_top;
+    o.timing = options.timing;
+    if (max_macs_given) o.max_macs = options.max_macs;
+    if (!suites.empty()) {
+      const std::string path = suites + "/" + op + ".txt";
+      if (!std::filesystem::is_directory(suites))
+        throw InvalidArgument("--exclude-suites", "'" + suites + "' is not a directory");
+      std::ifstream in(path);
+      for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line.substr(0, line.find('#')));
+        std::string pattern, dense;
+        if (words >> pattern >> dense) o.excluded.push_back(pattern + " " + dense);
+      }
+    }
+    if (list_shapes) {
+      std::cout << fmt::format(
+          "# {} {} problems drawn by `tessera model holdout --op {} --seed {}` ({} suite cases "
+          "excluded)\n",
+          o.problems, op, op, o.seed, o.excluded.size());
+      for (const SparseHoldoutProblem& p : draw_sparse_holdout(o)) std::cout << p.pattern << " " << p.dense << "\n";
+      return kOk;
+    }
+    Runtime runtime({target, threads});
+    const auto records = open_records(records_path);
+    const bool tty = !json && ::isatty(STDERR_FILENO);
+    nlohmann::json report =
+        sparse_holdout(runtime, o, records.get(), [&](int done, int total, const std::string& line) {
+          if (!json) std::cout << line << std::endl;
+          if (tty) std::cerr << fmt::format("\r{}/{} problems", done, total) << (done == total ? "\n" : "");
+        });
+    if (json) {
+      report["excluded_cases"] = o.excluded.size();
+      std::cout << report.dump() << "\n";
+      return kOk;
+    }
+    const auto line = [&](const char* name, const nlohmann::json& r) {
+      std::cout << fmt::format("{:<16} mean {:5.2f}%  p90 {:5.2f}%  max {:5.2f}%\n", name,
+                               100 * r["top1_regret_mean"].get<double>(), 100 * r["top1_regret_p90"].get<double>(),
+                               100 * r["top1_regret_max"].get<double>());
+    };
+    std::cout << fmt::format(
+        "{} {} problems (seed {}, {} thread{}, {}), {} suite cases excluded; regret of the pick:\n",
+        report["problems"].get<int>(), op, o.seed, threads, threads > 1 ? "s" : "", report["target"].get<std::string>(),
+        o.excluded.size());
+    line("runtime", report["runtime"]);
+    line("runtime retimed", report["runtime_retest"]);
+    line("analytic", report["analytic"]);
+    line("noise floor", report["noise_floor"]);
+    std::cout << "by pattern kind:";
+    for (const auto& [kind, r] : report["by_kind"].items())
+      std::cout << fmt::format(" {} {} (mean {:.2f}%)", kind, r["problems"].get<int>(),
+                               100 * r["runtime"]["top1_regret_mean"].get<double>());
+    std::cout << "\n";
+    return kOk;
+  }
+  bool max_macs_given = false;
 };
 }  // namespace
 
@@ -415,14 +482,16 @@ void add_model_command(CLI::App& app, int& result) {
       "holdout",
       "the regret of the runtime's own GEMM choice on random shapes no suite holds, each timed exhaustively");
   HoldoutOptions& o = holdout_cmd->options;
-  holdout->add_option("--shapes", o.shapes, "shapes drawn");
+  holdout->add_option("--op", holdout_cmd->op, "gemm (default), spmm or sddmm");
+  holdout->add_option("--shapes", o.shapes, "shapes (problems) drawn");
   holdout->add_option("--seed", o.seed, "seed of the draw");
   holdout->add_option("--threads", holdout_cmd->threads, "threads of the runtime (and of every timed call)");
   holdout->add_option("--target", holdout_cmd->target, "cpu, cpu:avx512 or cpu:avx2");
   holdout->add_option("--skinny-share", o.skinny_share, "share of skinny shapes (M 1-64, N and K 256-4096)");
   holdout->add_option("--min-dim", o.min_dim, "smallest M, N, K of the other shapes");
   holdout->add_option("--max-dim", o.max_dim, "largest M, N, K of the other shapes");
-  holdout->add_option("--max-macs", o.max_macs, "largest M·N·K drawn");
+  holdout->add_option("--max-macs", o.max_macs, "largest M·N·K drawn (sparse: stored entries × N or K)")
+      ->each([holdout_cmd](const std::string&) { holdout_cmd->max_macs_given = true; });
   holdout->add_option("--retest-top", o.retest_top, "leaders of the first timing timed again (the noise floor)");
   holdout->add_option("--samples", o.timing.samples, "interleaved rounds per variant");
   holdout->add_option("--sample-ms", o.timing.sample_ms, "length of one sample");

@@ -132,6 +132,13 @@ SparseTuneResult<Config> tune_sparse(Runtime& runtime, const Problem& problem, c
       [&](const Config& c) { return runtime.compile(problem, c); }, make_round, cycles, order_seed, progress);
 }
 
+// Scores that keep the configs in their order.
+std::vector<double> in_order(std::size_t n) {
+  std::vector<double> scores(n);
+  for (std::size_t i = 0; i < n; ++i) scores[i] = static_cast<double>(i);
+  return scores;
+}
+
 }  // namespace
 
 SparseTuneResult<CpuSpmmConfig> tune_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
@@ -154,6 +161,29 @@ SparseTuneResult<CpuSddmmConfig> tune_sddmm(Runtime& runtime, const SddmmProblem
       runtime, problem, pattern, "pattern", "sddmm", space, sddmm_scores(problem, space, target), options, records,
       family, [&](const CpuSddmmConfig& c) { return sddmm_cycles(problem, c, target); },
       static_cast<std::uint64_t>(problem.pattern.nnz * 37 + problem.k), progress);
+}
+
+SparseTuneResult<CpuSpmmConfig> measure_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
+                                             const std::vector<CpuSpmmConfig>& configs, TuneOptions options,
+                                             MeasurementStore* records, const std::string& family) {
+  const CpuTarget& target = runtime.target();
+  options.exhaustive = true;
+  return tune_sparse<CpuSpmmConfig, SpmmKernel, CpuSpmmSpec, SpmmOperands>(
+      runtime, problem, a, "a", "spmm", configs, in_order(configs.size()), options, records, family,
+      [&](const CpuSpmmConfig& c) { return spmm_cycles(problem, c, target); },
+      static_cast<std::uint64_t>(problem.pattern.nnz * 31 + problem.n), {});
+}
+
+SparseTuneResult<CpuSddmmConfig> measure_sddmm(Runtime& runtime, const SddmmProblem& problem,
+                                               const SparseMatrix& pattern, const std::vector<CpuSddmmConfig>& configs,
+                                               TuneOptions options, MeasurementStore* records,
+                                               const std::string& family) {
+  const CpuTarget& target = runtime.target();
+  options.exhaustive = true;
+  return tune_sparse<CpuSddmmConfig, SddmmKernel, CpuSddmmSpec, SddmmOperands>(
+      runtime, problem, pattern, "pattern", "sddmm", configs, in_order(configs.size()), options, records, family,
+      [&](const CpuSddmmConfig& c) { return sddmm_cycles(problem, c, target); },
+      static_cast<std::uint64_t>(problem.pattern.nnz * 37 + problem.k), {});
 }
 
 }  // namespace tessera

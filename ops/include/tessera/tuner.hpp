@@ -105,5 +105,13 @@ SparseTuneResult<CpuSddmmConfig> tune_sddmm(Runtime& runtime, const SddmmProblem
                                             const TuneOptions& options, MeasurementStore* records = nullptr,
                                             const std::string& family = "",
                                             const std::function<void(int, int)>& progress = {});
+// The given configs (valid for the problem) timed as the tuners time their top k, in their order.
+SparseTuneResult<CpuSpmmConfig> measure_spmm(Runtime& runtime, const SpmmProblem& problem, const SparseMatrix& a,
+                                             const std::vector<CpuSpmmConfig>& configs, TuneOptions options,
+                                             MeasurementStore* records = nullptr, const std::string& family = "");
+SparseTuneResult<CpuSddmmConfig> measure_sddmm(Runtime& runtime, const SddmmProblem& problem,
+                                               const SparseMatrix& pattern, const std::vector<CpuSddmmConfig>& configs,
+                                               TuneOptions options, MeasurementStore* records = nullptr,
+                                               const std::string& family = "");
 
 }  // namespace tessera
