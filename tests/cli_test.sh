@@ -254,7 +254,7 @@ then ok; else bad "model holdout --op sddmm --records kept nothing"; fi
 drawn=$("$bin" model holdout --op spmm --shapes 50 --list-shapes | grep -v '^#')
 if [[ $(wc -l <<<"$drawn") == 50 ]] && ! grep -qxF -f <(grep -v '^#' "$(dirname "$readme")/bench/suites/spmm.txt" | awk '{print $1, $2}') <<<"$drawn"
 then ok; else bad "model holdout --op spmm --list-shapes: not 50 cases outside the suite: $drawn"; fi
-expect_bad "--op: 'attention': expected gemm, spmm or sddmm" model holdout --op attention
+expect_bad "--op: 'bogus': expected gemm, spmm, sddmm or attention" model holdout --op bogus
 # Calibration: shapes timed here and a model trained on them, kept where the runtime's default model looks first
 # (this host's file in the cache directory), and used there: the verbose log names it.
 if out=$(TESSERA_CACHE_DIR="$tmp/calcache" "$bin" model calibrate --shapes 3 --skinny-share 0 --max-dim 40 \

@@ -19,7 +19,7 @@
 #include "tessera/cost_models.hpp"
 #include "tessera/model_eval.hpp"
 #include "tessera/model_holdout.hpp"
-#include "tessera/sparse_holdout.hpp"
+#include "tessera/op_holdout.hpp"
 
 namespace tessera::cli {
 
@@ -308,8 +308,8 @@ struct HoldoutCommand {
           suites = dir;
           break;
         }
-    if (op == "spmm" || op == "sddmm") return run_sparse();
-    if (op != "gemm") throw InvalidArgument("--op", "'" + op + "': expected gemm, spmm or sddmm");
+    if (op == "spmm" || op == "sddmm" || op == "attention") return run_op();
+    if (op != "gemm") throw InvalidArgument("--op", "'" + op + "': expected gemm, spmm, sddmm or attention");
     std::size_t suite_files = 0;
     if (!suites.empty() && std::filesystem::is_directory(suites)) {
       for (const auto& entry : std::filesystem::directory_iterator(suites)) {
@@ -379,9 +379,10 @@ struct HoldoutCommand {
     return kOk;
   }
 
-  // SpMM or SDDMM: problems drawn outside the op's suite, the runtime's config judged against each whole space.
-  int run_sparse() {
-    SparseHoldoutOptions o;
+  // SpMM, SDDMM or attention: problems drawn outside the op's suite, the runtime's config judged against each
+  // problem's whole space.
+  int run_op() {
+    OpHoldoutOptions o;
     o.op = op;
     o.problems = options.shapes;
     o.seed = options.seed;
@@ -395,6 +396,13 @@ struct HoldoutCommand {
       std::ifstream in(path);
       for (std::string line; std::getline(in, line);) {
         std::istringstream words(line.substr(0, line.find('#')));
+        if (op == "attention") {  // "B H KV SQ SKV D CAUSAL" as the holdout writes a problem
+          long long b = 0, h = 0, kv = 0, sq = 0, skv = 0, d = 0;
+          int causal = 0;
+          if (words >> b >> h >> kv >> sq >> skv >> d >> causal)
+            o.excluded.push_back(fmt::format("{}x{}/{}x{}:{} d{}{}", b, h, kv, sq, skv, d, causal ? " causal" : ""));
+          continue;
+        }
         std::string pattern, dense;
         if (words >> pattern >> dense) o.excluded.push_back(pattern + " " + dense);
       }
@@ -404,17 +412,16 @@ struct HoldoutCommand {
           "# {} {} problems drawn by `tessera model holdout --op {} --seed {}` ({} suite cases "
           "excluded)\n",
           o.problems, op, op, o.seed, o.excluded.size());
-      for (const SparseHoldoutProblem& p : draw_sparse_holdout(o)) std::cout << p.pattern << " " << p.dense << "\n";
+      for (const HoldoutProblem& p : draw_op_holdout(o)) std::cout << p.key() << "\n";
       return kOk;
     }
     Runtime runtime({target, threads});
     const auto records = open_records(records_path);
     const bool tty = !json && ::isatty(STDERR_FILENO);
-    nlohmann::json report =
-        sparse_holdout(runtime, o, records.get(), [&](int done, int total, const std::string& line) {
-          if (!json) std::cout << line << std::endl;
-          if (tty) std::cerr << fmt::format("\r{}/{} problems", done, total) << (done == total ? "\n" : "");
-        });
+    nlohmann::json report = op_holdout(runtime, o, records.get(), [&](int done, int total, const std::string& line) {
+      if (!json) std::cout << line << std::endl;
+      if (tty) std::cerr << fmt::format("\r{}/{} problems", done, total) << (done == total ? "\n" : "");
+    });
     if (json) {
       report["excluded_cases"] = o.excluded.size();
       std::cout << report.dump() << "\n";
@@ -482,7 +489,7 @@ void add_model_command(CLI::App& app, int& result) {
       "holdout",
       "the regret of the runtime's own GEMM choice on random shapes no suite holds, each timed exhaustively");
   HoldoutOptions& o = holdout_cmd->options;
-  holdout->add_option("--op", holdout_cmd->op, "gemm (default), spmm or sddmm");
+  holdout->add_option("--op", holdout_cmd->op, "gemm (default), spmm, sddmm or attention");
   holdout->add_option("--shapes", o.shapes, "shapes (problems) drawn");
   holdout->add_option("--seed", o.seed, "seed of the draw");
   holdout->add_option("--threads", holdout_cmd->threads, "threads of the runtime (and of every timed call)");

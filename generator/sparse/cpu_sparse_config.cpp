@@ -30,35 +30,52 @@ int cpu_spmm_block_rows_for(int block_rows, const CpuTarget& target) {
 }
 
 CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& target) {
+  // From `tessera model holdout --op spmm` (Zen 4, 1 and 2 threads: 180 problems drawn outside the suites, each
+  // timed over its whole space), where the rules before these (N in as few tiles as the registers allow, two
+  // chains, prefetch unless B fits in the L2) lost 12-15% on average to the best variant, these 4-7%:
   CpuSpmmConfig c;
   const int lanes = target.vector_lanes();
   const int rows = p.signature.a.block_rows;
-  // N in as few tiles as the registers allow: a tile re-reads the row's indices and values, B is read once anyway.
-  const int budget = accumulator_budget(target);
-  const int widest = std::max(1, std::min(8, budget / rows));
-  c.nv = static_cast<int>(std::clamp<std::int64_t>(ceil_div(std::max<std::int64_t>(p.n, 1), lanes), 1, widest));
-  // Tiles of equal width: N = 80 on 16 lanes is two tiles of 3 and 2 vectors rather than 4 and 1.
-  const std::int64_t tiles = ceil_div(std::max<std::int64_t>(p.n, 1), std::int64_t{c.nv} * lanes);
-  c.nv = static_cast<int>(ceil_div(ceil_div(std::max<std::int64_t>(p.n, 1), tiles), lanes));
-  // One block row of a BSR block already gives `rows` independent chains.
-  c.chains = rows >= 4 ? 1 : std::max(1, std::min(2, budget / (rows * c.nv)));
-  // Software prefetch of the B rows named `prefetch` entries ahead, from each suite case's variant space timed
-  // interleaved in one process (`tessera tune spmm --exhaustive --samples 7`, Zen 4, 1 and 2 threads):
-  // - none for blocks: a block row's entries name neighbouring B rows, which the hardware prefetcher follows (banded
-  //   in 4x4 blocks, N = 64: 8 ahead ran 12-19% behind none; 16x16 blocks 0-3%);
-  // - none where B fits in half of the L2 (4096 x 32 f32: 16 ahead 9% behind none; but 1024^2 at 30%, N = 64, and
-  //   bf16 4096 x 64 ran 3% behind 8 and 16 ahead);
-  // - none where B's rows are 2 KiB or more apart: every entry's slice of B falls in the same L1 sets, and lines
-  //   fetched ahead evict what the next entries load (1024^2 at 10%, N = 1024: 2 ahead 1-6% behind none; 8 ahead was
-  //   9.1 ms against 7.2 for 2);
-  // - 16 ahead for rows of at most 256 bytes scattered over the matrix (N = 64 f32, uniform and power-law: 8 ahead 1-4%
-  //   behind, the power-law rows 5-11%); 8 where the entries cluster (1024^2 at 30%) or the rows are longer (N = 96 to
-  //   256 f32: 16 ahead 0-22% behind 8, none up to 19%).
+  const int vectors = static_cast<int>(std::max<std::int64_t>(1, ceil_div(std::max<std::int64_t>(p.n, 1), lanes)));
+  // - narrow tiles: a CSR tile of 2-4 vectors (N of at most 4 vectors in one tile), a BSR tile of 1-2 (one for
+  //   blocks of 8 rows or more), the width that pads N least, the wider on a tie. Tiles of 5-8 vectors ran 10-70%
+  //   behind (N = 79: 5 vectors 38%; N = 363: 8 vectors 36%); each pass over a row's entries re-reads only its
+  //   indices and values, which stay in L1.
+  const auto least_padding = [&](std::initializer_list<int> widths) {
+    int best = *widths.begin();
+    for (int w : widths) {
+      const std::int64_t pad = ceil_div(vectors, w) * w - vectors;
+      const std::int64_t best_pad = ceil_div(vectors, best) * best - vectors;
+      if (pad < best_pad || (pad == best_pad && w > best)) best = w;
+    }
+    return best;
+  };
+  if (rows == 1)
+    c.nv = vectors <= 4 ? vectors : least_padding({2, 3, 4});
+  else if (rows < 8)
+    c.nv = vectors <= 2 ? 1 : least_padding({1, 2});
+  else
+    c.nv = 1;
+  c.nv = std::max(1, std::min(c.nv, accumulator_budget(target) / rows));
+  // - one chain: a tile's vectors are independent FMA chains already, and B's loads, not the FMA latency, bound the
+  //   loop; a one-vector CSR tile whose B sits in the L2 keeps four (two or four 3-18% ahead of one).
   const std::int64_t element = dtype_bytes(p.signature.dense.b.dtype), row_bytes = p.n * element;
   const bool b_in_l2 = p.k * row_bytes <= target.l2_bytes / 2;
+  c.chains = rows == 1 && c.nv == 1 && b_in_l2 ? 4 : 1;
+  // - software prefetch of the B rows named `prefetch` entries ahead: 16 for rows of at most 256 bytes scattered
+  //   over a B beyond the L2 (CSR), 8 for longer rows of a B within the L2 (CSR) or beyond it (BSR), none otherwise:
+  //   where the entries cluster (the hardware prefetcher follows neighbouring rows), for short rows within the L2,
+  //   for long rows beyond it (lines fetched ahead evict what the next entries load).
   static_assert(PatternStats::kSquareBlockSides[0] == 4);
   const bool clustered = p.pattern.square_block_fill[0] >= 0.25;
-  c.prefetch = rows >= 4 || b_in_l2 || row_bytes >= 2048 ? 0 : row_bytes <= 256 && !clustered ? 16 : 8;
+  if (rows > 1)
+    c.prefetch = !b_in_l2 && row_bytes > 256 ? 8 : 0;
+  else if (clustered)
+    c.prefetch = 0;
+  else if (b_in_l2)
+    c.prefetch = row_bytes > 256 ? 8 : 0;
+  else
+    c.prefetch = row_bytes <= 256 ? 16 : 0;
   return c;
 }
 

@@ -111,11 +111,14 @@ struct AttentionOperands {
 
 }  // namespace
 
-AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
-                                   MeasurementStore* records, const std::string& family,
+namespace {
+
+// The configs of `space` ranked by `scores` (default first), the top k (or all) timed as the attention tuner times.
+AttentionTuneResult time_attention(Runtime& runtime, const AttentionProblem& problem,
+                                   const std::vector<CpuAttentionConfig>& space, const std::vector<double>& scores,
+                                   const TuneOptions& options, MeasurementStore* records, const std::string& family,
                                    const std::function<void(int, int)>& progress) {
   const CpuTarget& target = runtime.target();
-  const std::vector<CpuAttentionConfig> space = cpu_attention_variants(problem, target);
   MeasurementLog log(records, {.op = "attention",
                                .problem = record_problem(problem),
                                .family = family,
@@ -133,7 +136,7 @@ AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& pro
   };
   AttentionTuneResult result;
   static_cast<VariantTuneResult<CpuAttentionConfig>&>(result) = measure_ranked<CpuAttentionConfig, AttentionKernel>(
-      space, attention_scores(problem, space, target), options, log,
+      space, scores, options, log,
       [&](const CpuAttentionConfig& c) {
         return CpuAttentionSpec{problem.signature, c, target};
       },
@@ -143,6 +146,25 @@ AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& pro
       progress);
   result.problem = problem;
   return result;
+}
+
+}  // namespace
+
+AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
+                                   MeasurementStore* records, const std::string& family,
+                                   const std::function<void(int, int)>& progress) {
+  const std::vector<CpuAttentionConfig> space = cpu_attention_variants(problem, runtime.target());
+  return time_attention(runtime, problem, space, attention_scores(problem, space, runtime.target()), options, records,
+                        family, progress);
+}
+
+AttentionTuneResult measure_attention(Runtime& runtime, const AttentionProblem& problem,
+                                      const std::vector<CpuAttentionConfig>& configs, TuneOptions options,
+                                      MeasurementStore* records, const std::string& family) {
+  options.exhaustive = true;
+  std::vector<double> in_order(configs.size());
+  for (std::size_t i = 0; i < configs.size(); ++i) in_order[i] = static_cast<double>(i);
+  return time_attention(runtime, problem, configs, in_order, options, records, family, {});
 }
 
 }  // namespace tessera

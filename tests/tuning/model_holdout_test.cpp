@@ -1,6 +1,7 @@
 // model holdout: the draw (deterministic, bounded, outside the excluded suites) and a small run's report.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 #include <string>
 #include <tuple>
@@ -8,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include "generator/core/error.hpp"
 #include "tessera/model_holdout.hpp"
+#include "tessera/op_holdout.hpp"
 #include "tessera/sparse.hpp"
-#include "tessera/sparse_holdout.hpp"
 
 namespace tessera {
 namespace {
@@ -74,49 +75,73 @@ TEST(ModelHoldout, ReportsTheRuntimesPickAgainstTheWholeSpace) {
     EXPECT_GE(r[field]["top1_regret_max"].get<double>(), r[field]["top1_regret_mean"].get<double>()) << field;
 }
 
-TEST(SparseHoldout, DrawsAreDeterministicBoundedAndOutsideTheSuites) {
-  SparseHoldoutOptions o;
+TEST(OpHoldout, DrawsAreDeterministicBoundedAndOutsideTheSuites) {
+  OpHoldoutOptions o;
   o.problems = 200;
   o.max_macs = double(1 << 24);
-  const auto first = draw_sparse_holdout(o);
+  const auto first = draw_op_holdout(o);
   ASSERT_EQ(first.size(), 200u);
-  const auto again = draw_sparse_holdout(o);
-  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i].pattern, again[i].pattern);
-  o.excluded = {first[0].pattern + " " + std::to_string(first[0].dense),
-                first[9].pattern + " " + std::to_string(first[9].dense)};
+  const auto again = draw_op_holdout(o);
+  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i].key(), again[i].key());
+  o.excluded = {first[0].key(), first[9].key()};
   std::set<std::string> kinds, seen;
-  for (const SparseHoldoutProblem& p : draw_sparse_holdout(o)) {
-    const std::string key = p.pattern + " " + std::to_string(p.dense);
+  for (const HoldoutProblem& p : draw_op_holdout(o)) {
+    const std::string key = p.key();
     for (const std::string& x : o.excluded) EXPECT_NE(key, x) << "an excluded case";
     EXPECT_TRUE(seen.insert(key).second) << "drawn twice";
-    EXPECT_EQ(p.pattern.substr(0, p.kind.size() + 1), p.kind + ":");
+    EXPECT_EQ(p.text.substr(0, p.kind.size() + 1), p.kind + ":");
     EXPECT_GE(p.dense, 8);
     EXPECT_LE(p.dense, 1024);
     kinds.insert(p.kind);
     // The pattern generator takes every drawn request.
     if (seen.size() <= 3) {
-      EXPECT_GT(generate_pattern(p.pattern).row.size(), 0u) << p.pattern;
+      EXPECT_GT(generate_pattern(p.text).row.size(), 0u) << p.text;
     }
   }
   EXPECT_EQ(kinds, (std::set<std::string>{"uniform", "powerlaw", "banded", "blocks"}));
   o.op = "sddmm";
-  for (const SparseHoldoutProblem& p : draw_sparse_holdout(o)) EXPECT_LE(p.dense, 512);
+  for (const HoldoutProblem& p : draw_op_holdout(o)) EXPECT_LE(p.dense, 512);
   o.op = "gemm";
-  EXPECT_THROW(draw_sparse_holdout(o), InvalidArgument);
+  EXPECT_THROW(draw_op_holdout(o), InvalidArgument);
+}
+
+// Attention draws: prefill and decoding, heads a multiple of the KV heads, work within the bound.
+TEST(OpHoldout, AttentionDrawsAreBoundedAndOutsideTheSuite) {
+  OpHoldoutOptions o;
+  o.op = "attention";
+  o.problems = 200;
+  o.max_macs = double(1 << 28);
+  const auto first = draw_op_holdout(o);
+  o.excluded = {first[3].key()};
+  std::set<std::string> kinds;
+  for (const HoldoutProblem& p : draw_op_holdout(o)) {
+    EXPECT_NE(p.key(), first[3].key());
+    long long b = 0, h = 0, kv = 0, sq = 0, skv = 0;
+    int d = 0;
+    ASSERT_EQ(std::sscanf(p.text.c_str(), "%lldx%lld/%lldx%lld:%lld d%d", &b, &h, &kv, &sq, &skv, &d), 6) << p.text;
+    EXPECT_EQ(h % kv, 0) << p.text;
+    const bool causal = p.text.find("causal") != std::string::npos;
+    EXPECT_LE(2.0 * double(b * h * sq * skv * d) * (causal ? 0.5 : 1.0), o.max_macs) << p.text;
+    if (p.kind == "decode") {
+      EXPECT_LE(sq, 8) << p.text;
+    }
+    kinds.insert(p.kind);
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"prefill", "decode"}));
 }
 
 // A run per op: every regret is against the fastest variant timed beside the pick, so none is negative, and a pick
 // without regret is the best variant.
-TEST(SparseHoldout, ReportsTheRuntimesPickAgainstTheWholeSpace) {
+TEST(OpHoldout, ReportsTheRuntimesPickAgainstTheWholeSpace) {
   Runtime runtime({"cpu", 1});
-  for (const char* op : {"spmm", "sddmm"}) {
-    SparseHoldoutOptions o;
+  for (const char* op : {"spmm", "sddmm", "attention"}) {
+    OpHoldoutOptions o;
     o.op = op;
     o.problems = 1;
-    o.max_macs = 2e5;
+    o.max_macs = std::string(op) == "attention" ? 1e6 : 2e5;
     o.timing.samples = 1;
     o.timing.sample_ms = 0.05;
-    const nlohmann::json r = sparse_holdout(runtime, o, nullptr);
+    const nlohmann::json r = op_holdout(runtime, o, nullptr);
     ASSERT_EQ(r["cases"].size(), 1u) << op;
     for (const auto& c : r["cases"]) {
       for (const char* field : {"regret", "regret_retest", "analytic_regret", "noise_floor"})

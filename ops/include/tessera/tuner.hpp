@@ -91,6 +91,10 @@ struct AttentionTuneResult : VariantTuneResult<CpuAttentionConfig> {
 AttentionTuneResult tune_attention(Runtime& runtime, const AttentionProblem& problem, const TuneOptions& options,
                                    MeasurementStore* records = nullptr, const std::string& family = "",
                                    const std::function<void(int, int)>& progress = {});
+// The given configs (valid for the problem) timed as tune_attention times its top k, in their order.
+AttentionTuneResult measure_attention(Runtime& runtime, const AttentionProblem& problem,
+                                      const std::vector<CpuAttentionConfig>& configs, TuneOptions options,
+                                      MeasurementStore* records = nullptr, const std::string& family = "");
 
 // SpMM and SDDMM: the variants ranked by the analytic model (default_for first), the top_k (or every one) compiled
 // and timed in interleaved rounds on the given pattern with fresh dense operands; records as for attention (ops
