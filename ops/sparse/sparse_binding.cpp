@@ -21,6 +21,15 @@ std::int64_t panel_bytes() {
   return bytes;
 }
 constexpr std::int64_t kPanelReuse = 4;
+// Rows with many entries per panel take panels of B within the L1 instead (three quarters of the 32 KiB L1 data cache
+// of the smallest core here), each task taking its rows through every panel: the B rows of a row's entries then come
+// from the L1, not the L2. Zen 4, `tessera spmm --gen G --n N --repeat 15`, alternated with the L2 rule, 1 / 2
+// threads: 1024^2 at 30%, N = 64 (28 entries a row per panel) 1.23 -> 0.94 / 0.69 -> 0.54 ms; 2048^2 at 30%, N = 256
+// (10 a panel) 16.0 -> 12.0 / 8.3 -> 6.4; 8192x1024 at 20%, N = 64 (19) 6.9 -> 5.4 / 3.9 -> 3.2; 2048^2 at 10%, N = 64
+// (9.3) 1.85 -> 1.55 / 1.00 -> 0.89; 512^2 at 50%, N = 64 (43) unchanged; with fewer a panel it loses (one pass per
+// panel, as the L2 panels, 1024^2 at 10%, N = 128, 4.7 a panel: 0.88 -> 1.04 ms).
+constexpr std::int64_t kL1PanelBytes = 24 * 1024;
+constexpr std::int64_t kL1PanelEntries = 8;
 constexpr std::int64_t kMaxPanels = 64;
 constexpr std::int64_t kEntriesPerPanel = 4;
 // SpMM tiles N into column panels of this many bytes of a B row (two register tiles of 16 lanes) when B exceeds
@@ -173,17 +182,26 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads, Residence where) {
   bool d_alone = dense.d.layout.kind() == LayoutKind::RowMajor;
   if (dense.c.layout.reads_memory() && k.c.data == k.d.data) d_alone = false;
   for (const TensorArg& in : bound.inputs) d_alone = d_alone && in.data != k.d.data;
-  if (host && d_alone && g.a.block_rows < 4 && b_row_bytes > 0 && block_cols * b_row_bytes > panel_bytes() &&
-      g.a.entries >= kPanelReuse * block_cols) {
-    std::int64_t width = std::max<std::int64_t>(1, panel_bytes() / b_row_bytes);
-    width = std::max(width, (block_cols + kMaxPanels - 1) / kMaxPanels);
-    // Every panel passes over all of D (its partial sums loaded and stored): worth it only where the rows hold
-    // several entries per panel. Measured on Zen 4: 4096^2 at 5%, N = 256 (205 entries a row, 8 panels) gains 1.3x;
-    // at 0.5% (20 a row, 8 panels) loses 1.4x; R-MAT 10^5 rows (9.5 a row, 49 panels) loses 4.8x.
+  // Every panel passes over all of D (its partial sums loaded and stored): worth it only where the rows hold
+  // several entries per panel. Measured on Zen 4: 4096^2 at 5%, N = 256 (205 entries a row, 8 panels) gains 1.3x;
+  // at 0.5% (20 a row, 8 panels) loses 1.4x; R-MAT 10^5 rows (9.5 a row, 49 panels) loses 4.8x.
+  const std::int64_t rows = std::max<std::int64_t>(1, g.a.block_row_count());
+  const auto panel_width = [&](std::int64_t budget) {
+    const std::int64_t width = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, b_row_bytes));
+    return std::max(width, (block_cols + kMaxPanels - 1) / kMaxPanels);
+  };
+  const auto enough_entries = [&](std::int64_t width, std::int64_t per_panel) {
     const std::int64_t panels = (block_cols + width - 1) / width;
-    const std::int64_t rows = std::max<std::int64_t>(1, g.a.block_row_count());
-    if (width < block_cols && g.a.entries >= kEntriesPerPanel * panels * rows)
-      bound.panels = bound.plan->column_panels(g.a, width);
+    return width < block_cols && g.a.entries >= per_panel * panels * rows;
+  };
+  if (host && d_alone && g.a.block_rows < 4 && b_row_bytes > 0) {
+    const std::int64_t l1_width = panel_width(kL1PanelBytes), l2_width = panel_width(panel_bytes());
+    if (enough_entries(l1_width, kL1PanelEntries)) {
+      bound.panels = bound.plan->column_panels(g.a, l1_width);
+      bound.panels_per_task = true;
+    } else if (block_cols * b_row_bytes > panel_bytes() && g.a.entries >= kPanelReuse * block_cols &&
+               enough_entries(l2_width, kEntriesPerPanel))
+      bound.panels = bound.plan->column_panels(g.a, l2_width);
   }
   return bound;
 }

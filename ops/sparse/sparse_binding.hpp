@@ -18,6 +18,9 @@ struct SpmmBinding {
   std::vector<float> b_copy;  // B as row-major f32 when it was given in another layout
   // A in column panels (K tiled so that each panel's B rows stay in the L2), run one after another; empty: A whole.
   std::shared_ptr<const std::vector<SparseMatrixData>> panels;
+  // Panels sized for the L1: each task takes its rows through every panel in turn (its D rows stay in cache, one
+  // dispatch for all panels); else each panel is one pass of every task, so that the panel stays in the L2.
+  bool panels_per_task = false;
   // D's columns computed this many at a time (N tiled so that B's column panel stays in the L2), each column panel
   // over every K panel; 0: all at once. The kernel rounds it up to its tile width.
   std::int64_t column_panel = 0;

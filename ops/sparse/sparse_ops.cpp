@@ -72,16 +72,27 @@ void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, cons
       continue;
     }
     const auto& panels = *bound.panels;
+    std::vector<SpmmKernelArgs> panel_args(panels.size(), k);
     for (std::size_t t = 0; t < panels.size(); ++t) {
       const SparseMatrix panel = panels[t].view();
-      k.row_offsets = panel.row_offsets;
-      k.col_indices = panel.col_indices;
-      k.values = panel.values;
-      k.entries = panel.entries;
-      k.accumulate = t > 0;
-      k.finish = t + 1 == panels.size();
-      run_plan(pool, participants, *bound.plan, k, fn);
+      SpmmKernelArgs& a = panel_args[t];
+      a.row_offsets = panel.row_offsets;
+      a.col_indices = panel.col_indices;
+      a.values = panel.values;
+      a.entries = panel.entries;
+      a.accumulate = t > 0;
+      a.finish = t + 1 == panels.size();
     }
+    if (bound.panels_per_task) {
+      const std::vector<std::int64_t>& splits = bound.plan->splits();
+      if (splits.size() < 2) continue;
+      run_tasks(pool, participants, static_cast<std::int64_t>(splits.size()) - 1, 0, [&](std::int64_t t, void*) {
+        for (const SpmmKernelArgs& a : panel_args)
+          fn(&a, splits[static_cast<std::size_t>(t)], splits[static_cast<std::size_t>(t) + 1]);
+      });
+      continue;
+    }
+    for (const SpmmKernelArgs& a : panel_args) run_plan(pool, participants, *bound.plan, a, fn);
   }
   if (b_panel.capacity() > kKeptPanelBytes) std::vector<std::byte>().swap(b_panel);
 }

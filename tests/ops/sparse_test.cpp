@@ -260,6 +260,34 @@ TEST(Spmm, ColumnPanelsOfD) {
   }
 }
 
+// Rows dense enough for panels of B within the L1, each task taking its rows through every panel: the partial sums
+// and the epilogue as without panels, on edge widths of N, 1 and 2 threads, a bf16 B.
+TEST(Spmm, L1PanelsPerTask) {
+  for (const char* e : {"alpha*acc + beta*c", "relu(acc + bias[n]) * scale[m]"})
+    for (int threads : {1, 2})
+      for (std::int64_t n : {64L, 70L}) {
+        SpmmCase t{500, 800, n, 0.3};
+        t.epilogue = e;
+        t.beta = 0.5f;
+        t.threads = threads;
+        check_spmm(t);
+      }
+  SpmmCase t{500, 800, 48, 0.3};
+  t.b_dtype = DType::bf16;
+  check_spmm(t);
+  // The binding takes the L1 panels here (240 entries a row, 26 a panel of 96 B rows), not for sparser rows.
+  for (const auto& [density, l1] : {std::pair{0.3, true}, std::pair{0.02, false}}) {
+    const SparseMatrixData a = SparseMatrixData::csr(random_coo(500, 800, density, 3));
+    std::vector<float> b(800 * 64), d(500 * 64);
+    SpmmArgs args;
+    args.a = a.view();
+    args.b = Tensor::matrix(b.data(), 800, 64);
+    args.d = Tensor::matrix(d.data(), 500, 64);
+    const SpmmBinding bound = bind_spmm(args, 1);
+    EXPECT_EQ(bound.panels != nullptr && bound.panels_per_task, l1) << density;
+  }
+}
+
 // In place (D is C): the partial sums must not go through D, so the call runs unpanelled and still matches.
 TEST(Spmm, InPlaceWithLargeB) {
   const CooMatrix coo = random_coo(400, 2000, 0.05, 5);
