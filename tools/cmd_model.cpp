@@ -291,6 +291,13 @@ void add_training_options(CLI::App& app, TrainingOptions& options) {
   app.add_option("--parallel-trees", options.parallel_trees, "trees averaged per boosting round (bagging)");
 }
 
+// One line of a regret summary (regret_summary's members) in percent.
+void print_regret(const char* name, const nlohmann::json& r) {
+  std::cout << fmt::format("{:<16} mean {:5.2f}%  p90 {:5.2f}%  max {:5.2f}%\n", name,
+                           100 * r["top1_regret_mean"].get<double>(), 100 * r["top1_regret_p90"].get<double>(),
+                           100 * r["top1_regret_max"].get<double>());
+}
+
 // `tessera model holdout`: the runtime's own choice on shapes no suite holds, each timed over its whole space.
 struct HoldoutCommand {
   HoldoutOptions options;
@@ -351,21 +358,16 @@ struct HoldoutCommand {
       std::cout << out.dump() << "\n";
       return kOk;
     }
-    const auto line = [&](const char* name, const nlohmann::json& r) {
-      std::cout << fmt::format("{:<16} mean {:5.2f}%  p90 {:5.2f}%  max {:5.2f}%\n", name,
-                               100 * r["top1_regret_mean"].get<double>(), 100 * r["top1_regret_p90"].get<double>(),
-                               100 * r["top1_regret_max"].get<double>());
-    };
     std::cout << fmt::format("{} shapes (seed {}, {} thread{}, {}), {} suite shapes excluded; regret of the pick:\n",
                              report["shapes"].get<int>(), options.seed, threads, threads > 1 ? "s" : "",
                              report["target"].get<std::string>(), options.excluded.size());
-    line("runtime", report["runtime"]);
-    line("runtime retimed", report["runtime_retest"]);
-    line("default_for", report["default"]);
-    line("analytic", report["analytic"]);
-    line("learned alone", report["learned"]);
-    line("noise floor", report["noise_floor"]);
-    for (const auto& [name, r] : report["compare"].items()) line(name.c_str(), r);
+    print_regret("runtime", report["runtime"]);
+    print_regret("runtime retimed", report["runtime_retest"]);
+    print_regret("default_for", report["default"]);
+    print_regret("analytic", report["analytic"]);
+    print_regret("learned alone", report["learned"]);
+    print_regret("noise floor", report["noise_floor"]);
+    for (const auto& [name, r] : report["compare"].items()) print_regret(name.c_str(), r);
     for (const auto& [name, c] : report["by_condition"].items())
       std::cout << fmt::format("{} shapes timed {}: runtime mean {:.2f}%, default_for {:.2f}%\n",
                                c["shapes"].get<int>(), name == "b_cold" ? "with B cold" : "with B warm",
@@ -427,19 +429,14 @@ struct HoldoutCommand {
       std::cout << report.dump() << "\n";
       return kOk;
     }
-    const auto line = [&](const char* name, const nlohmann::json& r) {
-      std::cout << fmt::format("{:<16} mean {:5.2f}%  p90 {:5.2f}%  max {:5.2f}%\n", name,
-                               100 * r["top1_regret_mean"].get<double>(), 100 * r["top1_regret_p90"].get<double>(),
-                               100 * r["top1_regret_max"].get<double>());
-    };
     std::cout << fmt::format(
         "{} {} problems (seed {}, {} thread{}, {}), {} suite cases excluded; regret of the pick:\n",
         report["problems"].get<int>(), op, o.seed, threads, threads > 1 ? "s" : "", report["target"].get<std::string>(),
         o.excluded.size());
-    line("runtime", report["runtime"]);
-    line("runtime retimed", report["runtime_retest"]);
-    line("analytic", report["analytic"]);
-    line("noise floor", report["noise_floor"]);
+    print_regret("runtime", report["runtime"]);
+    print_regret("runtime retimed", report["runtime_retest"]);
+    print_regret("analytic", report["analytic"]);
+    print_regret("noise floor", report["noise_floor"]);
     std::cout << "by pattern kind:";
     for (const auto& [kind, r] : report["by_kind"].items())
       std::cout << fmt::format(" {} {} (mean {:.2f}%)", kind, r["problems"].get<int>(),

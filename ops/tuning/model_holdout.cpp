@@ -14,17 +14,12 @@
 #include "generator/core/error.hpp"
 #include "generator/gemm/gemm_json.hpp"
 #include "generator/gemm/gemm_variants.hpp"
+#include "ops/tuning/regret_summary.hpp"
 #include "tessera/cost_models.hpp"
 
 namespace tessera {
 
 namespace {
-
-nlohmann::json regret_summary(const std::vector<double>& regret) {
-  return {{"top1_regret_mean", mean(regret)},
-          {"top1_regret_p90", quantile(regret, 0.9)},
-          {"top1_regret_max", quantile(regret, 1.0)}};
-}
 
 // The time of `config` among a tuning's measurements (NaN when it was not measured: left out by a slow compile).
 double time_of(const TuneResult& r, const CpuGemmConfig& config) {

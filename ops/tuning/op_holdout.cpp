@@ -15,17 +15,12 @@
 #include "generator/cost/attention_cost.hpp"
 #include "generator/cost/sparse_cost.hpp"
 #include "generator/sparse/sparse_json.hpp"
+#include "ops/tuning/regret_summary.hpp"
 #include "tessera/sparse.hpp"
 
 namespace tessera {
 
 namespace {
-
-nlohmann::json regret_summary(const std::vector<double>& regret) {
-  return {{"top1_regret_mean", mean(regret)},
-          {"top1_regret_p90", quantile(regret, 0.9)},
-          {"top1_regret_max", quantile(regret, 1.0)}};
-}
 
 void validate(const OpHoldoutOptions& o) {
   if (o.op != "spmm" && o.op != "sddmm" && o.op != "attention")
