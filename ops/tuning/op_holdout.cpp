@@ -51,9 +51,11 @@ struct Judged {
   nlohmann::json pick, best, analytic_pick;
 };
 
-// The whole space timed once (`time(configs, records)`), its leaders and the pick again.
+// The whole space timed once (`time(configs, true)`: recorded), with the pick where it is not a variant of the space;
+// then the leaders and the pick again (`time(configs, false)`).
 template <class Config, class Time, class Cycles>
-Judged judge(const std::vector<Config>& space, const Config& pick, int retest_top, Time time, Cycles cycles) {
+Judged judge(std::vector<Config> space, const Config& pick, int retest_top, Time time, Cycles cycles) {
+  if (std::find(space.begin(), space.end(), pick) == space.end()) space.push_back(pick);
   const auto first = time(space, true);
   std::vector<std::pair<double, Config>> ranked;
   for (const auto& m : first.measured) ranked.emplace_back(m.median_ns, m.config);
