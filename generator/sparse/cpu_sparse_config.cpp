@@ -30,16 +30,17 @@ int cpu_spmm_block_rows_for(int block_rows, const CpuTarget& target) {
 }
 
 CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& target) {
-  // From `tessera model holdout --op spmm` (Zen 4, 1 and 2 threads: 180 problems drawn outside the suites, each
-  // timed over its whole space), where the rules before these (N in as few tiles as the registers allow, two
-  // chains, prefetch unless B fits in the L2) lost 12-15% on average to the best variant, these 4-7%:
+  // Fitted on `tessera model holdout --op spmm` timings (Zen 4: 150 problems drawn outside the suites, 1 and 2
+  // threads, each timed over its whole space): on 60 fresh problems these rules lose 3.8% (1 thread) and 3.0% (2) to
+  // the best variant on average, the rules before them (N in as few tiles as the registers allow, two chains,
+  // prefetch unless B fits in the L2) 20% and 19%:
   CpuSpmmConfig c;
   const int lanes = target.vector_lanes();
   const int rows = p.signature.a.block_rows;
   const int vectors = static_cast<int>(std::max<std::int64_t>(1, ceil_div(std::max<std::int64_t>(p.n, 1), lanes)));
   // - narrow tiles: a CSR tile of 2-4 vectors (N of at most 4 vectors in one tile), a BSR tile of 1-2 (one for
-  //   blocks of 8 rows or more), the width that pads N least, the wider on a tie. Tiles of 5-8 vectors ran 10-70%
-  //   behind (N = 79: 5 vectors 38%; N = 363: 8 vectors 36%); each pass over a row's entries re-reads only its
+  //   blocks of 8 rows or more), the width that pads N least, the wider on a tie. Tiles of 5-8 vectors often ran 10-50%
+  //   behind (N = 79: 5 vectors 38%; N = 360: 8 vectors 30%); each pass over a row's entries re-reads only its
   //   indices and values, which stay in L1.
   const auto least_padding = [&](std::initializer_list<int> widths) {
     int best = *widths.begin();
@@ -57,15 +58,16 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   else
     c.nv = 1;
   c.nv = std::max(1, std::min(c.nv, accumulator_budget(target) / rows));
-  // - one chain: a tile's vectors are independent FMA chains already, and B's loads, not the FMA latency, bound the
-  //   loop; a one-vector CSR tile whose B sits in the L2 keeps four (two or four 3-18% ahead of one).
+  // - one chain: a tile's vectors are independent FMA chains already (two chains lost 4-17 points more than one on
+  //   tiles of 2-4 vectors); a one-vector CSR tile whose B sits in the L2 keeps four (4.5% behind the best on average
+  //   there, one chain 6%, two 10%).
   const std::int64_t element = dtype_bytes(p.signature.dense.b.dtype), row_bytes = p.n * element;
   const bool b_in_l2 = p.k * row_bytes <= target.l2_bytes / 2;
   c.chains = rows == 1 && c.nv == 1 && b_in_l2 ? 4 : 1;
   // - software prefetch of the B rows named `prefetch` entries ahead: 16 for rows of at most 256 bytes scattered
-  //   over a B beyond the L2 (CSR), 8 for longer rows of a B within the L2 (CSR) or beyond it (BSR), none otherwise:
-  //   where the entries cluster (the hardware prefetcher follows neighbouring rows), for short rows within the L2,
-  //   for long rows beyond it (lines fetched ahead evict what the next entries load).
+  //   over a B beyond the L2 (CSR), 8 for longer rows of a B within the L2 (CSR) or beyond it (BSR), none otherwise
+  //   (clustered entries, short rows within the L2, long CSR rows beyond it): each the best of its category's
+  //   timings; 8 ahead for long CSR rows beyond the L2, the rule before, lost 17% there on average, none 6%.
   static_assert(PatternStats::kSquareBlockSides[0] == 4);
   const bool clustered = p.pattern.square_block_fill[0] >= 0.25;
   if (rows > 1)

@@ -24,7 +24,7 @@ constexpr std::int64_t kPanelReuse = 4;
 // Rows with many entries per panel take panels of B within the L1 instead (three quarters of the 32 KiB L1 data cache
 // of the smallest core here), each task taking its rows through every panel: the B rows of a row's entries then come
 // from the L1, not the L2. Zen 4, `tessera spmm --gen G --n N --repeat 15`, alternated with the L2 rule, 1 / 2
-// threads: 1024^2 at 30%, N = 64 (28 entries a row per panel) 1.23 -> 0.94 / 0.69 -> 0.54 ms; 2048^2 at 30%, N = 256
+// threads: 1024^2 at 30%, N = 64 (28 entries a row per panel) 1.23 -> 0.94 / 0.72 -> 0.54 ms; 2048^2 at 30%, N = 256
 // (10 a panel) 16.0 -> 12.0 / 8.3 -> 6.4; 8192x1024 at 20%, N = 64 (19) 6.9 -> 5.4 / 3.9 -> 3.2; 2048^2 at 10%, N = 64
 // (9.3) 1.85 -> 1.55 / 1.00 -> 0.89; 512^2 at 50%, N = 64 (43) unchanged; with fewer a panel it loses (one pass per
 // panel, as the L2 panels, 1024^2 at 10%, N = 128, 4.7 a panel: 0.88 -> 1.04 ms).
