@@ -69,7 +69,7 @@ std::int64_t CudaGemmConfig::workspace_bytes(const GemmProblem& p, const CudaTar
   if (stream_k > 0) {
     // The pieces' partial sums, then a 4-byte flag per output tile (16-byte aligned).
     const StreamKPlan plan = stream_k_plan(p, *this, target);
-    return stream_k_flags_offset(p, *this, target) + plan.tiles * 4;
+    return stream_k_flags_offset(p, *this, target) + plan.shared_tiles * 4;
   }
   if (split_k <= 1) return 0;
   return std::int64_t{split_k} * p.batch * p.m * p.n * 4;
@@ -88,8 +88,13 @@ StreamKPlan stream_k_plan(const GemmProblem& p, const CudaGemmConfig& c, const C
   plan.tiles = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count();
   // A K of 0 still gives each tile one (empty) step, whose epilogue writes D.
   plan.k_tiles = std::max<std::int64_t>(1, ceil_div(p.k, c.block_k));
-  plan.total = plan.tiles * plan.k_tiles;
-  plan.blocks = std::min<std::int64_t>(plan.total, std::int64_t{t.sm_count} * std::max(1, c.stream_k));
+  const std::int64_t grid = std::int64_t{t.sm_count} * std::max(1, c.stream_k);
+  // The hybrid: the waves before the last stream_k_waves go whole to the blocks.
+  const std::int64_t whole =
+      c.stream_k_waves > 0 ? std::max<std::int64_t>(0, ceil_div(plan.tiles, grid) - c.stream_k_waves) * grid : 0;
+  plan.shared_tiles = plan.tiles - whole;
+  plan.total = plan.shared_tiles * plan.k_tiles;
+  plan.blocks = whole > 0 ? grid : std::min(plan.total, grid);
   if (plan.blocks == 0) return plan;
   plan.iterations = static_cast<double>(plan.total) / static_cast<double>(plan.blocks);
   // Block b walks [b·total/blocks, (b+1)·total/blocks): at least floor(total/blocks) steps, so a tile of k_tiles
@@ -155,12 +160,13 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
           t.swizzle = TileGrid{p.m, p.n, bm, bn, p.batch}.rows() >= 8 ? 8 : 1;
           if (const double seconds = cuda_analytic_seconds(p, t, target); seconds < best) best = seconds, chosen = t;
           if (split > 1 || last_wave_idle(p, t, target) <= 0.1) continue;
-          for (int stream = 1; stream <= std::min(2, resident_blocks(s, t, target)); ++stream) {
-            CudaGemmConfig streamed = t;
-            streamed.stream_k = stream;
-            if (const double seconds = cuda_analytic_seconds(p, streamed, target); seconds < best)
-              best = seconds, chosen = streamed;
-          }
+          for (int stream = 1; stream <= std::min(2, resident_blocks(s, t, target)); ++stream)
+            for (int waves : {0, 1, 2}) {
+              CudaGemmConfig streamed = t;
+              streamed.stream_k = stream, streamed.stream_k_waves = waves;
+              if (const double seconds = cuda_analytic_seconds(p, streamed, target); seconds < best)
+                best = seconds, chosen = streamed;
+            }
         }
     c = chosen;
   } else {
@@ -196,18 +202,19 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
   // Hopper stores D's tiles by TMA where its rows allow (row-major, 16-byte aligned).
   c.tma_store = c.math == CudaMath::Wgmma && s.d.layout.kind() == LayoutKind::RowMajor && c.align_c * out_elem == 16;
   // Where the last wave would leave more than a tenth of the SMs idle, the model picks among this grid, the same
-  // without split-K, and stream-K with one or two blocks per SM (the tail it removes against its pieces' round trip
-  // through L2).
+  // without split-K, and stream-K with one or two blocks per SM, over every tile or only the last one or two waves'
+  // (the tail it removes against its pieces' round trip through L2).
   if (c.math == CudaMath::TensorOp && last_wave_idle(p, c, target) > 0.1) {
     std::vector<CudaGemmConfig> candidates{c};
     CudaGemmConfig unsplit = c;
     unsplit.split_k = 1;
     candidates.push_back(unsplit);
-    for (int stream = 1; stream <= std::min(2, resident_blocks(s, c, target)); ++stream) {
-      CudaGemmConfig streamed = unsplit;
-      streamed.stream_k = stream;
-      candidates.push_back(streamed);
-    }
+    for (int stream = 1; stream <= std::min(2, resident_blocks(s, c, target)); ++stream)
+      for (int waves : {0, 1, 2}) {
+        CudaGemmConfig streamed = unsplit;
+        streamed.stream_k = stream, streamed.stream_k_waves = waves;
+        candidates.push_back(streamed);
+      }
     double best = INFINITY;
     for (const CudaGemmConfig& candidate : candidates)
       if (const double seconds = cuda_analytic_seconds(p, candidate, target); seconds < best)
@@ -250,6 +257,8 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
       c.align_c = value;
     else if (key == "stream_k")
       c.stream_k = value;
+    else if (key == "stream_k_waves")
+      c.stream_k_waves = value;
     else if (key == "tma_store")
       c.tma_store = value != 0;
     else if (key == "simt")
@@ -257,11 +266,13 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
     else if (key == "wgmma")
       c.math = value ? CudaMath::Wgmma : CudaMath::TensorOp;
     else
-      throw InvalidArgument("config",
-                            "unknown key '" + key +
-                                "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, stream_k, swizzle, "
-                                "align_a, align_b, align_c, simt, wgmma, tma_store)");
+      throw InvalidArgument(
+          "config", "unknown key '" + key +
+                        "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, stream_k, stream_k_waves, "
+                        "swizzle, "
+                        "align_a, align_b, align_c, simt, wgmma, tma_store)");
   }
+  if (c.stream_k == 0 && !given("stream_k_waves")) c.stream_k_waves = 0;
   return c;
 }
 
@@ -279,6 +290,7 @@ nlohmann::json to_json(const CudaGemmConfig& config) {
                    {"align_b", config.align_b},
                    {"align_c", config.align_c}};
   if (config.stream_k > 0) j["stream_k"] = config.stream_k;  // absent when off: older specs keep their hashes
+  if (config.stream_k_waves > 0) j["stream_k_waves"] = config.stream_k_waves;
   if (config.tma_store) j["tma_store"] = true;
   return j;
 }
@@ -302,6 +314,7 @@ CudaGemmConfig from_json<CudaGemmConfig>(const nlohmann::json& j) {
   c.align_b = integer_at<int>(j, "align_b");
   c.align_c = integer_at<int>(j, "align_c");
   if (j.contains("stream_k")) c.stream_k = integer_at<int>(j, "stream_k");
+  if (j.contains("stream_k_waves")) c.stream_k_waves = integer_at<int>(j, "stream_k_waves");
   if (j.contains("tma_store")) {
     if (!j.at("tma_store").is_boolean()) throw InvalidArgument("config.tma_store", "must be true or false");
     c.tma_store = j.at("tma_store").get<bool>();
@@ -411,6 +424,9 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
   if (c.split_k < 1 || c.split_k > 64) fail(fmt::format("split_k ({}) must be in 1..64", c.split_k));
   if (c.stream_k < 0 || c.stream_k > 4) fail(fmt::format("stream_k ({}) must be in 0..4", c.stream_k));
   if (c.stream_k > 0 && c.split_k > 1) fail("stream_k and split_k exclude each other (stream-K splits K itself)");
+  if (c.stream_k_waves < 0 || c.stream_k_waves > 2)
+    fail(fmt::format("stream_k_waves ({}) must be in 0..2", c.stream_k_waves));
+  if (c.stream_k_waves > 0 && c.stream_k == 0) fail("stream_k_waves needs stream_k (it shares stream-K's waves)");
   if (c.stream_k > 0 && c.math == CudaMath::Simt) fail("stream_k needs a tensor-core kernel (tensorop or wgmma)");
   if (c.tma_store) {
     if (c.math != CudaMath::Wgmma) fail("tma_store needs the wgmma kernel");

@@ -31,6 +31,10 @@ struct CudaGemmConfig {
   // stored as usual; of a tile shared by several, the blocks before the last store their pieces to the workspace and
   // the last adds them before its epilogue.
   int stream_k = 0;
+  // Stream-K's hybrid with data-parallel tiles (CUTLASS's "DP + SK"): 0, every tile shares the iterations; 1 or 2,
+  // only the tiles of the grid's last partial wave (and the full wave before it) do, the waves before run one tile
+  // per block, with no pieces or flags. Each block does its share of the stream-K tiles first, then its whole tiles.
+  int stream_k_waves = 0;
   // wgmma kernel, row-major D with 16-byte rows: each warp's finished rows leave through shared memory by TMA stores
   // (boxes of 16 rows x 128 bytes, 128-byte swizzled) instead of the threads' vector stores.
   bool tma_store = false;
@@ -60,9 +64,10 @@ struct CudaGemmConfig {
 };
 
 // How a stream-K grid shares a problem's iterations: `blocks` blocks, each with `iterations` (tile, k-tile) steps
-// of `total` (give or take one), tiles of `k_tiles` steps each; a tile is shared by at most `pieces` blocks.
+// of `total` (give or take one) over the first `shared_tiles` of the `tiles`, tiles of `k_tiles` steps each; a
+// tile is shared by at most `pieces` blocks. The other tiles (stream_k_waves > 0) go whole to the blocks in turn.
 struct StreamKPlan {
-  std::int64_t blocks = 0, total = 0, k_tiles = 0, tiles = 0, pieces = 0;
+  std::int64_t blocks = 0, total = 0, k_tiles = 0, tiles = 0, shared_tiles = 0, pieces = 0;
   double iterations = 0;
 };
 StreamKPlan stream_k_plan(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);

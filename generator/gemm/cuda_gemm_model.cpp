@@ -77,14 +77,16 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   double k_tiles = tiles_of(tiles_of(k, c.block_k), c.split_k);
   // Stream-K: SMs × stream_k blocks of an equal share of the iterations, each crossing into about
   // share / k-tiles-per-tile + 1 tiles (a pipeline fill and an epilogue each); a tile shared by several blocks has
-  // its pieces written out and added by the block that finishes it.
+  // its pieces written out and added by the block that finishes it. The hybrid's whole tiles add their k-tiles and
+  // one fill and epilogue each.
   double pieces_per_block = 1, shared_tiles = 0;
   if (c.stream_k > 0) {
     const StreamKPlan plan = stream_k_plan(p, c, t);
     blocks = static_cast<double>(plan.blocks);
-    k_tiles = plan.iterations;
-    pieces_per_block = plan.iterations / static_cast<double>(plan.k_tiles) + 1.0;
-    shared_tiles = std::min(tiles, blocks);
+    const double whole = static_cast<double>(plan.tiles - plan.shared_tiles) / blocks;
+    k_tiles = plan.iterations + whole * static_cast<double>(plan.k_tiles);
+    pieces_per_block = plan.iterations / static_cast<double>(plan.k_tiles) + 1.0 + whole;
+    shared_tiles = std::min(static_cast<double>(plan.shared_tiles), blocks);
   }
   const double depth = k_tiles * c.block_k;
 
@@ -152,7 +154,8 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
     // end, each at most at its SM's 64 bytes a clock.
     const StreamKPlan plan = stream_k_plan(p, c, t);
     const double tile_bytes = c.block_m * c.block_n * 4.0;
-    const double before = std::min(blocks - 1, static_cast<double>(plan.k_tiles) / plan.iterations);
+    const double before =
+        std::min(static_cast<double>(plan.pieces - 1), static_cast<double>(plan.k_tiles) / plan.iterations);
     const double finishers = std::min(shared_tiles, blocks);
     reduction = std::max(finishers * before * tile_bytes / r.l2_bytes_per_s, before * tile_bytes / (64.0 * r.clock_hz));
   }

@@ -34,7 +34,8 @@ CudaGemmSpec from_json<CudaGemmSpec>(const nlohmann::json& j) {
 std::string CudaGemmSpec::name() const {
   const auto& c = config;
   const std::string split = (c.split_k > 1    ? fmt::format("_sk{}", c.split_k)
-                             : c.stream_k > 0 ? fmt::format("_stk{}", c.stream_k)
+                             : c.stream_k > 0 ? fmt::format("_stk{}", c.stream_k) +
+                                                    (c.stream_k_waves > 0 ? fmt::format("h{}", c.stream_k_waves) : "")
                                               : "") +
                             (c.tma_store ? "_tmas" : "");
   return fmt::format("gemm_{}_{}_{}{}x{}x{}_w{}x{}_s{}{}_{}_sm{}{}_{}", types_tag(signature), layouts_tag(signature),

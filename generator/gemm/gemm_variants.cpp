@@ -207,13 +207,15 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
             c.swizzle = swizzle;
             if (split > 1 && p.k < 4 * split * c.block_k) continue;  // too shallow to share
             if (valid(s, c, target)) add_unique(out, c);
-            // Stream-K in place of split-K: one or two blocks per SM sharing the iterations.
+            // Stream-K in place of split-K: one or two blocks per SM sharing the iterations of every tile or of the
+            // last wave or two.
             if (split == 1 && c.math == CudaMath::TensorOp)
-              for (int stream : {1, 2}) {
-                CudaGemmConfig streamed = c;
-                streamed.stream_k = stream;
-                if (valid(s, streamed, target)) add_unique(out, streamed);
-              }
+              for (int stream : {1, 2})
+                for (int waves : {0, 1, 2}) {
+                  CudaGemmConfig streamed = c;
+                  streamed.stream_k = stream, streamed.stream_k_waves = waves;
+                  if (valid(s, streamed, target)) add_unique(out, streamed);
+                }
           }
   // Hopper's warp-specialised kernel: one or two consumer warpgroups, 64- to 256-wide warpgroup tiles, 2..8 stages,
   // K split up to 8 ways where it is deep enough, or stream-K.
@@ -228,11 +230,12 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
               c.stages = stages, c.swizzle = swizzle, c.split_k = split, c.stream_k = 0;
               if (split > 1 && p.k < 4 * split * c.block_k) continue;
               if (valid(s, c, target)) add_unique(out, c);
-              if (split == 1) {
-                CudaGemmConfig streamed = c;
-                streamed.stream_k = 1;
-                if (valid(s, streamed, target)) add_unique(out, streamed);
-              }
+              if (split == 1)
+                for (int waves : {0, 1}) {
+                  CudaGemmConfig streamed = c;
+                  streamed.stream_k = 1, streamed.stream_k_waves = waves;
+                  if (valid(s, streamed, target)) add_unique(out, streamed);
+                }
             }
   return out;
 }

@@ -82,17 +82,18 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
   launch.grid_x = static_cast<unsigned>(tiles);
   launch.grid_z = static_cast<unsigned>(p.batch * c.split_k);
   params.sk_blocks = params.sk_k_tiles = 0;
-  params.sk_total = 0;
+  params.sk_total = params.sk_shared_tiles = 0;
   if (c.stream_k > 0) {
     const StreamKPlan plan = stream_k_plan(p, c, spec.target);
     if (plan.total > limit) throw InvalidArgument("d", "too many (tile, k-tile) iterations for a stream-K grid");
     params.sk_blocks = static_cast<int>(plan.blocks);
     params.sk_k_tiles = static_cast<int>(plan.k_tiles);
     params.sk_total = plan.total;
+    params.sk_shared_tiles = plan.shared_tiles;
     launch.grid_x = static_cast<unsigned>(plan.blocks);
     launch.grid_z = plan.blocks > 0 ? 1u : 0u;
     launch.flags_offset = stream_k_flags_offset(p, c, spec.target);
-    launch.flags_bytes = plan.tiles * 4;
+    launch.flags_bytes = plan.shared_tiles * 4;
   }
   if (c.math == CudaMath::Wgmma) {
     // A (M x K) and B (K x N) as rank-3 tensors, contiguous dimension first, then the other, then the batch; a

@@ -1,4 +1,5 @@
 // The CUDA vocabulary without compiling anything: targets, configs and the rules validate() enforces, specs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "generator/core/error.hpp"
@@ -118,6 +119,19 @@ TEST(CudaGemmConfig, DefaultsFillTheMachine) {
   // The pieces' partial sums, then a flag per tile.
   EXPECT_EQ(c.workspace_bytes(problem(1000, 1000, 1000, DType::f16), t),
             plan.pieces * 1000 * 1000 * 4 + plan.tiles * 4);
+  // The hybrid: 4096² in 128×128 tiles is 9 full waves of 108 and 52 tiles over; the last wave (and the one before)
+  // share the iterations, the other tiles run whole; flags only for the shared tiles.
+  for (const auto& [waves, shared] : {std::pair{1, 52}, {2, 160}}) {
+    const GemmProblem big = problem(4096, 4096, 4096, DType::f16);
+    const CudaGemmConfig h = CudaGemmConfig::default_for(big, t).with_overrides(
+        fmt::format("block_m=128,block_n=128,warp_m=64,warp_n=64,stream_k=1,stream_k_waves={}", waves));
+    const StreamKPlan hp = stream_k_plan(big, h, t);
+    EXPECT_EQ(hp.tiles, 1024);
+    EXPECT_EQ(hp.shared_tiles, shared);
+    EXPECT_EQ(hp.total, shared * 64);
+    EXPECT_EQ(hp.blocks, 108);
+    EXPECT_EQ(h.workspace_bytes(big, t), stream_k_flags_offset(big, h, t) + shared * 4);
+  }
 }
 
 TEST(CudaGemmConfig, ValidateNamesTheRuleItBreaks) {
@@ -135,6 +149,8 @@ TEST(CudaGemmConfig, ValidateNamesTheRuleItBreaks) {
   expect_rule(f16, tc.with_overrides("split_k=0"), sm80, "split_k (0) must be in 1..64");
   expect_rule(f16, tc.with_overrides("stream_k=5"), sm80, "stream_k (5) must be in 0..4");
   expect_rule(f16, tc.with_overrides("stream_k=1,split_k=2"), sm80, "stream_k and split_k exclude each other");
+  expect_rule(f16, tc.with_overrides("stream_k=1,stream_k_waves=3"), sm80, "stream_k_waves (3) must be in 0..2");
+  expect_rule(f16, tc.with_overrides("stream_k=0,stream_k_waves=1"), sm80, "stream_k_waves needs stream_k");
   expect_rule(f16, tc.with_overrides("swizzle=3"), sm80, "swizzle (3)");
   expect_rule(f16, tc.with_overrides("simt=1"), sm80, "f16 inputs need tensorop math");
   expect_rule(f32, tc, sm80, "f32 inputs need simt math");

@@ -429,6 +429,37 @@ TEST(EmulatedGemm, StreamKSeededHandOverBugsAreCaught) {
   }
 }
 
+// Stream-K's hybrid with data-parallel tiles: 12 tiles of 64 x 64 over 8 k-tiles on 5 SMs (three waves); with the
+// last wave, or the last two, shared (2 or 7 tiles over 5 blocks: pieces cross tiles) and the rest whole, exact in
+// grid and reverse order, on the mma.sync and the wgmma kernels; whole tiles given to the wrong blocks are caught.
+TEST(EmulatedGemm, StreamKHybridSharesTheLastWavesAndRunsTheRestWhole) {
+  const std::vector<TemplateBug> bugs{
+      {"(control: the template as it is)", "", ""},
+      {"every block's whole tiles from the first", "tile = p.sk_shared_tiles + block;", "tile = p.sk_shared_tiles;"},
+      {"the last whole tile left out", "tile < per_batch * p.batch;", "tile + 1 < per_batch * p.batch;"},
+  };
+  for (const auto& [arch, input, base] :
+       {std::tuple{"sm_80", DType::f16, "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=1,stream_k=1"},
+        std::tuple{"sm_90a", DType::bf16,
+                   "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1"}})
+    for (const int waves : {1, 2}) {
+      MutatedGemm gemm(row_col_spec(arch, input), Shape{200, 136, 512, 1}, 11);
+      gemm.target().sm_count = 5;
+      const CudaGemmConfig config = CudaGemmConfig::default_for(gemm.binding().problem, gemm.target())
+                                        .with_overrides(fmt::format("{},stream_k_waves={}", base, waves));
+      gemm.set_config(config);
+      const StreamKPlan plan = stream_k_plan(gemm.binding().problem, config, gemm.target());
+      ASSERT_EQ(plan.tiles, 12);
+      ASSERT_EQ(plan.shared_tiles, waves == 1 ? 2 : 7);
+      ASSERT_EQ(plan.blocks, 5);
+      ASSERT_NE(plan.total % plan.blocks, 0) << "pieces must cross tiles";
+      for (const TemplateBug& bug : bugs) {
+        SCOPED_TRACE(fmt::format("{} kernel, stream_k_waves {}, {}", arch, waves, bug.what));
+        gemm.expect_caught("tessera/block/stream_k.cuh", bug);
+      }
+    }
+}
+
 // The wgmma kernel's TMA stores of D (store_warp_rows_by_tma): exact as it is, with f32 and bf16 outputs, edges past
 // M and N, stream-K's pieces added; each seeded bug caught (wrong results, the race check, or the emulator's report
 // of a box overwritten or left in flight).

@@ -5,7 +5,8 @@
 // the count and its epilogue adds the pieces as it reads its own sums back from shared memory. No second kernel. A
 // block walks its range backwards: the piece it stores for a later block is its first work, and the tile it
 // finishes (the one its range starts in) its last, by when the blocks before it have stored theirs; so a block only
-// waits on blocks numbered before it.
+// waits on blocks numbered before it. In the hybrid with data-parallel tiles, only the first sk_shared_tiles tiles are
+// shared so; after its share of them, block b runs the tiles sk_shared_tiles + b, + b + blocks, ... whole.
 #pragma once
 
 #include "tessera/arch.cuh"
@@ -27,8 +28,8 @@ struct StreamKPiece {
   bool finishes;
 };
 
-// Calls piece_fn(piece) for each piece of this block's range, last first, with a barrier after each (the next
-// piece's copies reuse the shared memory the last one's epilogue read).
+// Calls piece_fn(piece) for each piece of this block's range, last first, then for each of its whole tiles, with a
+// barrier after each (the next piece's copies reuse the shared memory the last one's epilogue read).
 template <int kBM, int kBN, int kSwizzle, class PieceFn>
 TESSERA_DEVICE void stream_k_for_each_piece(const GemmParams& p, PieceFn piece_fn) {
   const i64 blocks = gridDim.x, total = p.sk_total, k_tiles = p.sk_k_tiles, block = blockIdx.x;
@@ -48,6 +49,15 @@ TESSERA_DEVICE void stream_k_for_each_piece(const GemmParams& p, PieceFn piece_f
     piece_fn(piece);
     __syncthreads();
     end = tile_begin + piece.first;
+  }
+  for (i64 tile = p.sk_shared_tiles + block; tile < per_batch * p.batch; tile += blocks) {
+    StreamKPiece piece;
+    piece.tile = tile;
+    piece.first = 0, piece.last = static_cast<int>(k_tiles), piece.before = 0, piece.finishes = true;
+    raster_tile<kSwizzle>(static_cast<int>(tile % per_batch), tiles_m, tiles_n, piece.tile_m, piece.tile_n);
+    piece.batch = static_cast<int>(tile / per_batch);
+    piece_fn(piece);
+    __syncthreads();
   }
 }
 
