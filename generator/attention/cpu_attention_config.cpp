@@ -14,6 +14,10 @@ namespace tessera {
 namespace {
 // Query rows per head up to which the default reads keys in place (decoding and short continuations).
 constexpr std::int64_t kInPlaceRows = 8;
+// Stacked rows (query heads × positions of a KV head) up to which a stacked block reads its keys in place, and up to
+// which a packed one stays stacked.
+constexpr std::int64_t kInPlaceStackedRows = 24;
+constexpr std::int64_t kStackedPackedRows = 64;
 }  // namespace
 
 std::int64_t CpuAttentionConfig::packed_head_dim_qk(const AttentionSignature& s) const {
@@ -62,31 +66,49 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   std::int64_t rows = longest_q;
   if (longest_q <= kStackedPositions && problem.kv_heads > 0 && problem.heads > problem.kv_heads)
     rows = problem.heads / problem.kv_heads * longest_q;
-  const bool stacked = rows > longest_q;
-  if (stacked && rows > kInPlaceRows)
-    c.block_q = static_cast<int>(std::min<std::int64_t>(round_up(rows, c.mr), round_down(512, c.mr)));
-  // A stacked block of more rows still reads its keys in place: each key is read from memory once for the block and
-  // from L1 by its other row tiles. Tiles of at most 4 rows, the fewest padded rows (Zen 4, one thread, d 128:
-  // 2×64/8 heads, 4 and 8 queries against 4096 keys, causal, 13.2 and 25.5 ms in place, 22.3 and 31.3 packed,
-  // 14.2 and 28.4 in tiles of 8 rows; 32 heads of 6 queries × 8192 keys: 18.2 ms in tiles of 3, 20.5 of 6).
-  if ((rows <= kInPlaceRows || stacked) && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
-    c.in_place = true;
-    c.mr = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4)));
-    for (int mr : {3, 2})
-      if (round_up(rows, mr) < round_up(rows, c.mr)) c.mr = mr;
-    c.block_q = static_cast<int>(std::min<std::int64_t>(round_up(rows, c.mr), round_down(512, c.mr)));
-    // A V row whole per tile where the registers allow it: each row is then read once, in order.
-    // Else the fewest padded vectors (the widest such tile): 4 of 8 vectors over 2 slivers, not 6 over 2 (12).
-    const int row_vectors = static_cast<int>(ceil_div(s.head_dim_v, target.vector_lanes()));
-    const int widest = std::min({8, row_vectors, (target.vector_registers() - 1) / (c.mr + 1)});
-    c.nv = widest;
-    for (int nv = widest; nv >= 1; --nv)
-      if (round_up(row_vectors, nv) < round_up(row_vectors, c.nv)) c.nv = nv;
-    c.block_kv = static_cast<int>(round_up(256, c.nr(target)));
-    // Into L2 on the cores measured to prefer it: Zen 4 (the AVX-512 core that splits each 512-bit FMA in halves) and
-    // Intel's (the AMX Xeon, one thread, 32 heads × 4096 keys d128: f32 24.7 -> 8.5 ms, bf16 12.4 -> 3.7; GQA 32/8 ×
-    // 32768 bf16 52.7 -> 23.6); NTA on Zen 5 (the tuner times both everywhere).
-    c.prefetch_l2 = target.intel || (target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle == 1);
+  bool stacked = rows > longest_q;
+  if (stacked && rows > kInPlaceStackedRows) {
+    // A tall stacked block is compute-bound: packed tiles of 4 rows, V's vectors unpadded, beat reading keys in place;
+    // past kStackedPackedRows the heads unstacked, each in blocks of its own, beat one block. (Zen 4, the attention
+    // holdout's decoding cases on 1 and 2 threads: 32 and 40 rows packed 21% and 19% faster than in place; 112, 130
+    // and 176 rows fastest in blocks of 8-64 rows, 43-61% faster than one block; 20 rows and fewer fastest in place.
+    // The AMX Xeon, fresh seeds: every pick this changed is faster, 0-5% from the best but for 26 heads of 5 queries on
+    // one KV head, 31-55%.)
+    c.mr = 4;
+    c.nv = static_cast<int>(std::clamp<std::int64_t>(ceil_div(s.head_dim_v, target.vector_lanes()), 1, c.nv));
+    if (rows > kStackedPackedRows) {
+      stacked = false;
+      rows = longest_q;
+      c.block_q = static_cast<int>(std::clamp<std::int64_t>(round_up(longest_q, c.mr), c.mr, kStackedPackedRows));
+    } else {
+      c.block_q = static_cast<int>(round_up(rows, c.mr));
+    }
+  } else {
+    if (stacked && rows > kInPlaceRows)
+      c.block_q = static_cast<int>(std::min<std::int64_t>(round_up(rows, c.mr), round_down(512, c.mr)));
+    // A stacked block of more rows still reads its keys in place: each key is read from memory once for the block and
+    // from L1 by its other row tiles. Tiles of at most 4 rows, the fewest padded rows (Zen 4, one thread, d 128:
+    // 2×64/8 heads, 4 and 8 queries against 4096 keys, causal, 13.2 and 25.5 ms in place, 22.3 and 31.3 packed,
+    // 14.2 and 28.4 in tiles of 8 rows; 32 heads of 6 queries × 8192 keys: 18.2 ms in tiles of 3, 20.5 of 6).
+    if ((rows <= kInPlaceRows || stacked) && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
+      c.in_place = true;
+      c.mr = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4)));
+      for (int mr : {3, 2})
+        if (round_up(rows, mr) < round_up(rows, c.mr)) c.mr = mr;
+      c.block_q = static_cast<int>(std::min<std::int64_t>(round_up(rows, c.mr), round_down(512, c.mr)));
+      // A V row whole per tile where the registers allow it: each row is then read once, in order.
+      // Else the fewest padded vectors (the widest such tile): 4 of 8 vectors over 2 slivers, not 6 over 2 (12).
+      const int row_vectors = static_cast<int>(ceil_div(s.head_dim_v, target.vector_lanes()));
+      const int widest = std::min({8, row_vectors, (target.vector_registers() - 1) / (c.mr + 1)});
+      c.nv = widest;
+      for (int nv = widest; nv >= 1; --nv)
+        if (round_up(row_vectors, nv) < round_up(row_vectors, c.nv)) c.nv = nv;
+      c.block_kv = static_cast<int>(round_up(256, c.nr(target)));
+      // Into L2 on the cores measured to prefer it: Zen 4 (the AVX-512 core that splits each 512-bit FMA in halves) and
+      // Intel's (the AMX Xeon, one thread, 32 heads × 4096 keys d128: f32 24.7 -> 8.5 ms, bf16 12.4 -> 3.7; GQA 32/8 ×
+      // 32768 bf16 52.7 -> 23.6); NTA on Zen 5 (the tuner times both everywhere).
+      c.prefetch_l2 = target.intel || (target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle == 1);
+    }
   }
   CpuAttentionConfig tiles = c;
   tiles.amx = kAmxTiles;
