@@ -51,7 +51,7 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
     }
     return best;
   };
-  //   Cores with two 512-bit FMA units (the AMX Xeon: 120 held-out problems on 1 and 2 threads, judged on fresh ones)
+  //   Cores with two 512-bit FMA units (the AMX Xeon: 90 held-out problems on 1 and 2 threads, judged on fresh ones)
   //   want BSR tiles a vector wider: N whole up to 3 vectors for blocks of fewer than 8 rows, else 2-3 (4×4 blocks
   //   2.9% behind the best on average against 6.2% for the Zen 4 rule; 8×8 blocks 6.3% against 22.8%).
   const bool two_units = target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle >= 2;
