@@ -254,6 +254,12 @@ then ok; else bad "model holdout --op sddmm --records kept nothing"; fi
 drawn=$("$bin" model holdout --op spmm --shapes 50 --list-shapes | grep -v '^#')
 if [[ $(wc -l <<<"$drawn") == 50 ]] && ! grep -qxF -f <(grep -v '^#' "$(dirname "$readme")/bench/suites/spmm.txt" | awk '{print $1, $2}') <<<"$drawn"
 then ok; else bad "model holdout --op spmm --list-shapes: not 50 cases outside the suite: $drawn"; fi
+# A suite's cases are never drawn: with a suite holding the first case drawn above, the same seed draws 50 without it.
+mkdir -p "$tmp/spmm_suite" && head -1 <<<"$drawn" >"$tmp/spmm_suite/spmm.txt"
+again=$("$bin" model holdout --op spmm --shapes 50 --list-shapes --exclude-suites "$tmp/spmm_suite")
+if [[ $(grep -vc '^#' <<<"$again") == 50 && $again == *"(1 suite cases excluded)"* ]] &&
+  ! grep -qxF "$(head -1 <<<"$drawn")" <<<"$again"; then ok; else
+  bad "model holdout --op spmm --exclude-suites: the suite's case drawn again: $again"; fi
 expect_bad "--op: 'bogus': expected gemm, spmm, sddmm or attention" model holdout --op bogus
 # Calibration: shapes timed here and a model trained on them, kept where the runtime's default model looks first
 # (this host's file in the cache directory), and used there: the verbose log names it.
