@@ -40,26 +40,37 @@ printf 'leak:libLLVM\nleak:libstdc++\n' >"$out/lsan.supp"
 export LSAN_OPTIONS=suppressions=$out/lsan.supp
 start=$(date +%s)
 failed=0
+# Each run's exit status is kept beside its log: a run can fail with no report a grep would find (a signal, a
+# sanitizer's own fatal error, an abort in a static destructor), and then its log's end is what says why.
+run() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1
+  echo $? >"$log.status"
+}
 if [[ $kind == address ]]; then
   for shard in 0 1; do
-    GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard "$out/bin/tessera_tests" --gtest_brief=1 >"$out/shard$shard.log" 2>&1 &
+    GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard run "$out/shard$shard.log" "$out/bin/tessera_tests" --gtest_brief=1 &
   done
-  for shard in 0 1; do
-    wait -n || failed=1
-  done
-  GTEST_TOTAL_SHARDS=16 GTEST_SHARD_INDEX=0 "$out/bin/tessera_emulator_tests" --gtest_brief=1 \
-    --gtest_filter='Cuda/EmulatedMatrix.*' >"$out/emulator_matrix.log" 2>&1 || failed=1
-  "$out/bin/tessera_emulator_tests" --gtest_brief=1 \
-    --gtest_filter='Emulator.*:FlashAttentionCuda.EmulatorMatchesTheReference:SparseCuda.*InTheEmulator' \
-    >"$out/emulator.log" 2>&1 || failed=1
+  wait
+  GTEST_TOTAL_SHARDS=16 GTEST_SHARD_INDEX=0 run "$out/emulator_matrix.log" "$out/bin/tessera_emulator_tests" \
+    --gtest_brief=1 --gtest_filter='Cuda/EmulatedMatrix.*'
+  run "$out/emulator.log" "$out/bin/tessera_emulator_tests" --gtest_brief=1 \
+    --gtest_filter='Emulator.*:FlashAttentionCuda.EmulatorMatchesTheReference:SparseCuda.*InTheEmulator'
   logs=("$out/shard0.log" "$out/shard1.log" "$out/emulator_matrix.log" "$out/emulator.log")
 else
   filter='ThreadPool.*:KernelCache.*:RuntimeCache.*:DiskCache.*:TuningRecords.*:GemmNumerics.ThreadCountDoesNotChangeResults'
   filter+=':Spmm.ThreadsAndIsas:Attention.BothIsasAndThreadCounts'
-  "$out/bin/tessera_tests" --gtest_brief=1 --gtest_filter="$filter" >"$out/run.log" 2>&1 || failed=1
+  run "$out/run.log" "$out/bin/tessera_tests" --gtest_brief=1 --gtest_filter="$filter"
   logs=("$out/run.log")
 fi
 for log in "${logs[@]}"; do
+  status=$(cat "$log.status" 2>/dev/null || echo "none")
+  if [[ $status != 0 ]]; then
+    failed=1
+    echo "FAIL: $(basename "$log" .log) exited with status $status; the end of its log:"
+    tail -n 25 "$log"
+  fi
   if grep -q -E "ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|WARNING: ThreadSanitizer" "$log"; then
     failed=1
     echo "FAIL: sanitizer report in $log:"
