@@ -14,7 +14,8 @@ constexpr double kEntryOverhead = 2;  // index load, scale, value broadcast
 constexpr double kRowOverhead = 12;   // offsets, loop set-up, masks
 constexpr double kL3BytesPerCycle = 24;
 constexpr double kDramBytesPerCycle = 8;
-constexpr double kMissLatency = 60;  // cycles a gathered row waits without a prefetch (L3)
+constexpr double kMissLatency = 60;         // cycles a gathered row waits without a prefetch (L3)
+constexpr double kCopyCyclesPerByte = 0.1;  // packing a panel of B: a read and a write from the L3
 
 // Vector loads a core issues per cycle: two of 256 bits, one of 512 on the cores measured here.
 double loads_per_cycle(const CpuTarget& t) { return t.vector_lanes() == 16 ? 1.0 : 2.0; }
@@ -74,18 +75,24 @@ double spmm_cycles(const SpmmProblem& p, const CpuSpmmConfig& c, const CpuTarget
 
 double sddmm_cycles(const SddmmProblem& p, const CpuSddmmConfig& c, const CpuTarget& t) {
   const int lanes = t.vector_lanes();
-  const double k_vectors = std::max<double>(1, static_cast<double>(ceil_div(std::max<std::int64_t>(p.k, 1), lanes)));
+  // K in panels: passes over the pattern, each a dot of the panel's length against a B of the panel's width, after
+  // packing that slice of B (a copy of B in all).
+  const std::int64_t k = c.k_panel > 0 ? std::min<std::int64_t>(c.k_panel, p.k) : p.k;
+  const double passes = static_cast<double>(ceil_div(std::max<std::int64_t>(p.k, 1), std::max<std::int64_t>(k, 1)));
+  const double k_vectors = std::max<double>(1, static_cast<double>(ceil_div(std::max<std::int64_t>(k, 1), lanes)));
   const double groups = static_cast<double>(p.pattern.nnz) / c.cols + static_cast<double>(p.pattern.rows);
   const double fma = c.cols / static_cast<double>(t.vector_fmas_per_cycle);
   const double loads = (c.cols + 1) / loads_per_cycle(t);
   const double latency = kFmaLatency / c.unroll;
   double per_step = std::max({fma, loads, latency});
-  const double b_bytes = static_cast<double>(p.n) * static_cast<double>(p.k) * 4;
+  const double b_bytes = static_cast<double>(p.n) * static_cast<double>(k) * 4;
   per_step += c.cols * lanes * 4 * gather_cycles_per_byte(b_bytes, t);
   if (c.prefetch == 0 && b_bytes > static_cast<double>(t.l2_bytes) / 2) per_step += kMissLatency / k_vectors;
   // The lane sums: a shuffle-add tree of about 2·cols steps, and the group's epilogue and stores.
   const double reduce = 2.0 * c.cols + 6;
-  return groups * (k_vectors * per_step + reduce) + static_cast<double>(p.pattern.rows) * kRowOverhead;
+  const double packing = passes > 1 ? static_cast<double>(p.n) * static_cast<double>(p.k) * 4 * kCopyCyclesPerByte : 0;
+  return passes * (groups * (k_vectors * per_step + reduce) + static_cast<double>(p.pattern.rows) * kRowOverhead) +
+         packing;
 }
 
 std::vector<double> spmm_scores(const SpmmProblem& p, const std::vector<CpuSpmmConfig>& configs, const CpuTarget& t) {

@@ -22,7 +22,7 @@ static_assert(offsetof(SpmmKernelArgs, b) == 56 && offsetof(SpmmKernelArgs, inpu
               offsetof(SpmmKernelArgs, accumulate) == 168 && offsetof(SpmmKernelArgs, n_begin) == 176 &&
               sizeof(SpmmKernelArgs) == 192);
 static_assert(offsetof(SddmmKernelArgs, a) == 56 && offsetof(SddmmKernelArgs, out) == 120 &&
-              sizeof(SddmmKernelArgs) == 144);
+              offsetof(SddmmKernelArgs, accumulate) == 140 && sizeof(SddmmKernelArgs) == 152);
 
 // The fields both argument structs start with.
 enum PatternField : unsigned { kM, kN, kK, kEntries, kOffsets, kIndices, kValues };
@@ -304,7 +304,15 @@ class CpuSpmmEmitter : SparseKernelEmitter {
 // Cache lines of a prefetched B row at most (a longer row's later lines follow the hardware prefetcher).
 constexpr int kPrefetchLines = 4;
 
-enum SddmmField : unsigned { kSddmmA = kValues + 1, kSddmmB, kSddmmOut, kSddmmInputs, kSddmmAlpha };
+enum SddmmField : unsigned {
+  kSddmmA = kValues + 1,
+  kSddmmB,
+  kSddmmOut,
+  kSddmmInputs,
+  kSddmmAlpha,
+  kSddmmAccumulate,
+  kSddmmFinish
+};
 
 class CpuSddmmEmitter : SparseKernelEmitter {
  public:
@@ -314,7 +322,7 @@ class CpuSddmmEmitter : SparseKernelEmitter {
         sig_(spec.signature.dense),
         cfg_(spec.config) {
     std::vector<llvm::Type*> fields{i64_, i64_, i64_, i64_, ptr_, ptr_, ptr_};
-    fields.insert(fields.end(), {tensor_ty_, tensor_ty_, ptr_, ptr_, f32_});
+    fields.insert(fields.end(), {tensor_ty_, tensor_ty_, ptr_, ptr_, f32_, b_.getInt32Ty(), b_.getInt32Ty()});
     args_ty_ = llvm::StructType::create(ctx, fields, "tessera.SddmmKernelArgs");
   }
 
@@ -329,6 +337,10 @@ class CpuSddmmEmitter : SparseKernelEmitter {
     for (std::size_t i = 0; i < sig_.inputs.size(); ++i)
       inputs_.push_back(load_tensor(b_.CreateGEP(tensor_ty_, inputs, i64c(static_cast<std::int64_t>(i)))));
     alpha_ = b_.CreateVectorSplat(lanes_, field(kSddmmAlpha, f32_));
+    if (cfg_.k_panel > 0) {
+      accumulate_ = b_.CreateICmpNE(field(kSddmmAccumulate, b_.getInt32Ty()), b_.getInt32(0));
+      finish_ = b_.CreateICmpNE(field(kSddmmFinish, b_.getInt32Ty()), b_.getInt32(0));
+    }
     const int cols = cfg_.cols;
     emit_for(
         b_, fn->getArg(1), fn->getArg(2), i64c(1),
@@ -376,6 +388,21 @@ class CpuSddmmEmitter : SparseKernelEmitter {
     acc = dot_k_loop(acc, {a_row}, b_rows, k_, cfg_.unroll);
     llvm::Value* sums = dot_lane_sums(acc, 1, cols)[0];
     llvm::Value* mask = lane_mask(lanes_, count);
+    if (cfg_.k_panel == 0) {
+      store_masked(epilogue(row, p, mask, sums), gep(out_, p), mask);
+      return;
+    }
+    // A later K panel adds to the partial sums the earlier ones left in out; only the last applies the epilogue.
+    sums = emit_select_values(
+        b_, accumulate_, [&] { return LoopValues{b_.CreateFAdd(sums, load_masked(gep(out_, p), mask))}; },
+        [&] { return LoopValues{sums}; }, "partial")[0];
+    emit_if_else(
+        b_, finish_, [&] { store_masked(epilogue(row, p, mask, sums), gep(out_, p), mask); },
+        [&] { store_masked(sums, gep(out_, p), mask); }, "finish");
+  }
+
+  // The epilogue of the dot products `sums` of entries [p, p + lanes of mask) of pattern row `row`.
+  llvm::Value* epilogue(llvm::Value* row, llvm::Value* p, llvm::Value* mask, llvm::Value* sums) {
     llvm::Value* columns = nullptr;  // the entries' column indices, loaded when the epilogue reads a [n] tensor
     const Expr row_e = var("row", ExprType::Int), col_e = var("col", ExprType::Int), batch_e = int_constant(0);
     const auto fields_of = [&](const std::string& prefix) -> const TensorFields& {
@@ -406,7 +433,7 @@ class CpuSddmmEmitter : SparseKernelEmitter {
         return b_.CreateVectorSplat(lanes_, b_.CreateLoad(f32_, gep(t.data, offset)));
       return b_.CreateMaskedGather(vec_, gep(t.data, offset), llvm::Align(4), mask, llvm::Constant::getNullValue(vec_));
     };
-    store_masked(emit_expr(b_, sig_.epilogue.tree(), vec_, leaf), gep(out_, p), mask);
+    return emit_expr(b_, sig_.epilogue.tree(), vec_, leaf);
   }
 
   const CpuSddmmSpec& spec_;
@@ -415,6 +442,7 @@ class CpuSddmmEmitter : SparseKernelEmitter {
   TensorFields a_{}, bt_{};
   llvm::Value* out_ = nullptr;
   llvm::Value* alpha_ = nullptr;
+  llvm::Value *accumulate_ = nullptr, *finish_ = nullptr;
   std::vector<TensorFields> inputs_;
 };
 

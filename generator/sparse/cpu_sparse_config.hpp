@@ -5,7 +5,9 @@
 // `chains` independent sets of accumulators so that consecutive entries do not wait on one FMA chain, and prefetches
 // the B rows named `prefetch` entries ahead. SDDMM takes a pattern row's entries `cols` at a time as a dot tile (the
 // A row against `cols` B rows gathered by column, vectorised along K, `unroll` vectors per step), prefetching the B
-// rows of the entries `prefetch` ahead.
+// rows of the entries `prefetch` ahead. Where B is larger than the L2, K can be taken `k_panel` elements at a time:
+// B's K-slice packed into rows of its own (so that it stays in the L2 while every row of the pattern reads it) and the
+// partial sums kept in the output between passes.
 #pragma once
 
 #include <string>
@@ -31,6 +33,7 @@ struct CpuSddmmConfig {
   int cols = 4;       // pattern entries per dot tile (at most the vector's lanes, and 8)
   int unroll = 2;     // K vectors per step of the dot tile
   int prefetch = 16;  // entries ahead whose B rows are prefetched (0: none)
+  int k_panel = 0;    // K elements a pass over the pattern (a multiple of the vector's lanes); 0: K whole
 
   static CpuSddmmConfig default_for(const SddmmProblem& problem, const CpuTarget& target);
   CpuSddmmConfig with_overrides(const std::string& text) const;

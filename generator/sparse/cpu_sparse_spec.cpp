@@ -52,7 +52,8 @@ CpuSddmmSpec from_json<CpuSddmmSpec>(const nlohmann::json& j) {
 }
 
 std::string CpuSddmmSpec::name() const {
-  return fmt::format("sddmm_{}_c{}u{}_{}_{}", signature.pattern.tag(), config.cols, config.unroll, isa_tag(target),
+  return fmt::format("sddmm_{}_c{}u{}{}_{}_{}", signature.pattern.tag(), config.cols, config.unroll,
+                     config.k_panel > 0 ? fmt::format("k{}", config.k_panel) : "", isa_tag(target),
                      hash().hex().substr(0, 8));
 }
 

@@ -39,6 +39,10 @@ struct SddmmKernelArgs {
   void* out = nullptr;           // one value per entry, in the pattern's order
   const TensorArg* inputs = nullptr;
   float alpha = 1;
+  // A call over one K panel (a, b and k aimed at the slice): the dot products start from the partial sums in out
+  // (accumulate) and either end in the epilogue (finish) or are stored raw for the next panel. Read only by kernels
+  // whose config has a k_panel; a whole call has accumulate = 0, finish = 1.
+  std::int32_t accumulate = 0, finish = 1;
 };
 
 // Computes the entries of the pattern rows [row_begin, row_end).

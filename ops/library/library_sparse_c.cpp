@@ -189,6 +189,7 @@ typedef struct {{
   void* out;
   const {0}_tensor* inputs;
   float alpha;
+  int32_t accumulate, finish;
 }} sddmm_kernel_args;
 typedef void (*sddmm_kernel_fn)(const sddmm_kernel_args*, int64_t row_begin, int64_t row_end);
 /* The kernels' row ranges: tasks of equal work, each run by the op's kernel. */
@@ -213,17 +214,7 @@ static void run_rows(const void* context, void* ws, int64_t begin, int64_t end) 
       job->sddmm((const sddmm_kernel_args*)job->args, first, last);
   }}
 }}
-
-)C",
-                              lib, c_upper(lib));
-  if (spmm)
-    c += fmt::format(R"C(typedef struct {{
-  spmm_kernel_fn fn;
-  const char* symbol;
-  int isa;
-  int64_t hint_n, tile_n; /* the N its config was chosen for; columns per register tile */
-}} spmm_variant;
-/* B's columns [n0, n0 + width) copied into rows of `width` elements, 256 rows a task. */
+/* A row-major matrix's columns [n0, n0 + width) copied into rows of `width` elements, 256 rows a task. */
 typedef struct {{
   const char* source;
   char* packed;
@@ -236,6 +227,16 @@ static void pack_rows(const void* context, void* ws, int64_t begin, int64_t end)
     memcpy(job->packed + r * job->width * job->element, job->source + (r * job->rs + job->n0) * job->element,
            (size_t)(job->width * job->element));
 }}
+
+)C",
+                              lib, c_upper(lib));
+  if (spmm)
+    c += fmt::format(R"C(typedef struct {{
+  spmm_kernel_fn fn;
+  const char* symbol;
+  int isa;
+  int64_t hint_n, tile_n; /* the N its config was chosen for; columns per register tile */
+}} spmm_variant;
 
 static const spmm_variant* spmm_pick(const spmm_variant* vs, int count, int64_t n) {{
   const spmm_variant* best = NULL;
@@ -312,6 +313,7 @@ static int spmm_run(const spmm_variant* v, const {0}_spmm_args* x, int bits, int
   sddmm_kernel_fn fn;
   const char* symbol;
   int isa;
+  int64_t k_panel; /* K elements a pass (0: K whole) */
 }} sddmm_variant;
 static const sddmm_variant* sddmm_pick(const sddmm_variant* vs, int count) {{
   const sddmm_variant* best = NULL;
@@ -336,10 +338,36 @@ static int sddmm_run(const sddmm_variant* v, const {0}_sddmm_args* x, int bits, 
   a.out = x->out;
   a.inputs = x->inputs;
   a.alpha = x->alpha;
+  a.accumulate = 0, a.finish = 1;
   const int threads = call_threads(x->threads);
   const row_job job = {{NULL, v->fn, &a, a.row_offsets, bits, a.m, row_tasks(a.m, threads)}};
+  const int participants = job.tasks < threads ? (int)job.tasks : threads;
   last_error[0] = 0;
-  return run_job(v->symbol, run_rows, &job, a.m > 0 ? job.tasks : 0, job.tasks < threads ? (int)job.tasks : threads);
+  if (v->k_panel <= 0 || a.k <= v->k_panel || a.m == 0 || a.n == 0)
+    return run_job(v->symbol, run_rows, &job, a.m > 0 ? job.tasks : 0, participants);
+  /* K in panels, as tessera's runtime runs this config: each pass's slice of B packed into rows of its own, A's read
+   * in place, the partial sums kept in out between passes. */
+  const int64_t k = a.k;
+  const float* a_data = (const float*)x->a.data;
+  const int64_t b_rs = a.b.rs;
+  char* packed = (char*)malloc((size_t)(a.n * v->k_panel * 4));
+  if (!packed) {{
+    snprintf(last_error, sizeof last_error, "%s: no memory for a %lld-byte panel of B", v->symbol,
+             (long long)(a.n * v->k_panel * 4));
+    return {1}_ENOMEM;
+  }}
+  int status = {1}_OK;
+  for (int64_t k0 = 0; k0 < k && status == {1}_OK; k0 += v->k_panel) {{
+    a.k = k - k0 < v->k_panel ? k - k0 : v->k_panel;
+    a.a.data = a_data + k0;
+    const pack_job pack = {{(const char*)x->b.data, packed, a.n, b_rs, k0, a.k, 4}};
+    status = run_job(v->symbol, pack_rows, &pack, (a.n + 255) / 256, threads);
+    a.b.data = packed, a.b.rs = a.k;
+    a.accumulate = k0 > 0, a.finish = k0 + v->k_panel >= k;
+    if (status == {1}_OK) status = run_job(v->symbol, run_rows, &job, a.m > 0 ? job.tasks : 0, participants);
+  }}
+  free(packed);
+  return status;
 }}
 
 )C",
@@ -361,7 +389,8 @@ std::string sparse_driver_kernel(const std::string& lib, const ResolvedKernel& r
                        std::max<std::int64_t>(1, v.chosen_for.n),
                        std::int64_t{spmm->config.nv} * spmm->target.vector_lanes());
     else
-      c += fmt::format("    {{{0}, \"{0}\", {1}}},\n", v.symbol(), isa);
+      c += fmt::format("    {{{0}, \"{0}\", {1}, {2}}},\n", v.symbol(), isa,
+                       std::get<CpuSddmmSpec>(v.spec).config.k_panel);
   }
   c += "};\n\n";
   std::string checks = fmt::format(

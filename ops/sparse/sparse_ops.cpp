@@ -52,6 +52,9 @@ TensorArg pack_column_panel(ThreadPool& pool, int participants, const TensorArg&
   return packed;
 }
 
+// A packed panel of B is kept for the caller's next call, unless it is larger than this.
+constexpr std::size_t kKeptPanelBytes = std::size_t{64} << 20;
+
 // SpMM over D's column panels one after another (or all columns at once), each over A whole or over A's column
 // panels one after another (partial sums kept in D between them).
 void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, const CpuSpmmSpec& spec, SpmmKernelFn fn) {
@@ -59,8 +62,6 @@ void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, cons
   const std::int64_t tile = std::int64_t{spec.config.nv} * spec.target.vector_lanes();
   const std::int64_t width =
       bound.column_panel > 0 ? ceil_div(bound.column_panel, tile) * tile : std::max<std::int64_t>(k.n, 1);
-  // Kept for the caller's next call (a panel is K·1 KiB), unless it is large.
-  constexpr std::size_t kKeptPanelBytes = std::size_t{64} << 20;
   thread_local std::vector<std::byte> b_panel;
   const std::size_t element = bound.problem.signature.dense.b.dtype == DType::bf16 ? 2 : 4;
   for (std::int64_t n0 = 0; n0 < k.n; n0 += width) {
@@ -93,6 +94,33 @@ void run_spmm(ThreadPool& pool, int participants, const SpmmBinding& bound, cons
       continue;
     }
     for (const SpmmKernelArgs& a : panel_args) run_plan(pool, participants, *bound.plan, a, fn);
+  }
+  if (b_panel.capacity() > kKeptPanelBytes) std::vector<std::byte>().swap(b_panel);
+}
+
+// SDDMM over K whole, or over K panels one after another: each pass's slice of B packed into rows of its own (B's
+// rows are a power of two apart in the common case, and a slice read in place would fall into a few of the L2's sets)
+// and its slice of A read in place, the partial sums kept in out between passes.
+void run_sddmm(ThreadPool& pool, int participants, const SddmmBinding& bound, const CpuSddmmSpec& spec,
+               SddmmKernelFn fn) {
+  SddmmKernelArgs k = bound.kernel_args();
+  const std::int64_t panel = spec.config.k_panel;
+  if (panel == 0 || k.k <= panel) {
+    k.accumulate = 0;
+    k.finish = 1;
+    run_plan(pool, participants, *bound.plan, k, fn);
+    return;
+  }
+  thread_local std::vector<std::byte> b_panel;
+  constexpr std::size_t element = 4;  // the binding widened A and B to f32
+  for (std::int64_t k0 = 0; k0 < bound.args.k; k0 += panel) {
+    k.k = std::min(panel, bound.args.k - k0);
+    k.a.data = static_cast<const float*>(bound.args.a.data) + k0;
+    k.b = pack_column_panel(pool, participants, bound.args.b, k.n, k0, k.k, element, b_panel);
+    k.b.data = static_cast<const float*>(k.b.data) + k0;
+    k.accumulate = k0 > 0;
+    k.finish = k0 + panel >= bound.args.k;
+    run_plan(pool, participants, *bound.plan, k, fn);
   }
   if (b_panel.capacity() > kKeptPanelBytes) std::vector<std::byte>().swap(b_panel);
 }
@@ -144,8 +172,7 @@ void SddmmKernel::run(const SddmmArgs& args) const {
   auto& impl = *static_cast<Runtime::Impl*>(runtime_.get());
   const SddmmBinding bound = bind_sddmm(args, impl.participants(args.threads));
   check_signature(compiled_->spec.signature, bound.problem.signature);
-  const SddmmKernelArgs k = bound.kernel_args();
-  run_plan(impl.pool, impl.participants(args.threads), *bound.plan, k, compiled_->fn);
+  run_sddmm(impl.pool, impl.participants(args.threads), bound, compiled_->spec, compiled_->fn);
 }
 
 SpmmProblem describe_spmm(const SpmmArgs& args) { return bind_spmm(args, 1).problem; }
@@ -255,8 +282,7 @@ void Runtime::sddmm(const SddmmArgs& args) {
                           config, [&] { return tune_sddmm(*this, bound.problem, args.pattern, options); });
   }
   const SddmmKernel kernel = compile(bound.problem, config);
-  const SddmmKernelArgs k = bound.kernel_args();
-  run_plan(impl_->pool, impl_->participants(args.threads), *bound.plan, k, kernel.compiled_->fn);
+  run_sddmm(impl_->pool, impl_->participants(args.threads), bound, kernel.compiled_->spec, kernel.compiled_->fn);
 }
 
 std::string spmm_llvm_ir(const CpuSpmmSpec& spec, int ir_opt_level) {

@@ -253,8 +253,8 @@ static void check_sddmm(int variant, int64_t m, int64_t n, int64_t k, int percen
   x.inputs = inputs;
   const int status = tlib_masked_scores_run_variant(variant, &x);
   if (status != TLIB_OK) {
-    printf("FAIL %s %lldx%lldx%lld threads %d: status %d: %s\n", tlib_masked_scores_variant_name(variant),
-           (long long)m, (long long)n, (long long)k, threads, status, tlib_last_error());
+    printf("FAIL %s %lldx%lldx%lld threads %d: status %d: %s\n", tlib_masked_scores_variant_name(variant), (long long)m,
+           (long long)n, (long long)k, threads, status, tlib_last_error());
     ++failures;
   } else {
     for (int64_t i = 0; i < m; ++i)
@@ -374,8 +374,8 @@ static int check_attention(int bf16, int variant, int64_t batch, int64_t heads, 
                 no = rows_q * heads * dv;
   float *q = malloc(sizeof(float) * (size_t)(nq + 1)), *k = malloc(sizeof(float) * (size_t)(nk + 1)),
         *v = malloc(sizeof(float) * (size_t)(nv + 1)), *o = malloc(sizeof(float) * (size_t)(no + 1));
-  uint16_t *q16 = malloc(2 * (size_t)(nq + 1)), *k16 = malloc(2 * (size_t)(nk + 1)), *v16 = malloc(2 * (size_t)(nv + 1)),
-           *o16 = malloc(2 * (size_t)(no + 1));
+  uint16_t *q16 = malloc(2 * (size_t)(nq + 1)), *k16 = malloc(2 * (size_t)(nk + 1)),
+           *v16 = malloc(2 * (size_t)(nv + 1)), *o16 = malloc(2 * (size_t)(no + 1));
   float* lse = malloc(sizeof(float) * (size_t)(rows_q * heads + 1));
   float* arrays[3] = {q, k, v};
   uint16_t* arrays16[3] = {q16, k16, v16};
@@ -395,8 +395,7 @@ static int check_attention(int bf16, int variant, int64_t batch, int64_t heads, 
   memset(&x, 0, sizeof x);
   x.batch = batch, x.heads = heads, x.kv_heads = kv_heads, x.seq_q = seq_q, x.seq_kv = seq_kv, x.threads = threads;
   if (layout == 2) x.offsets_q = offsets_q, x.offsets_kv = offsets_kv;
-#define STRIDES(H, S, D) \
-  {bshd ? (S) * (H) * (D) : (H) * (S) * (D), bshd ? (D) : (S) * (D), bshd ? (H) * (D) : (D), 1}
+#define STRIDES(H, S, D) {bshd ? (S) * (H) * (D) : (H) * (S) * (D), bshd ? (D) : (S) * (D), bshd ? (H) * (D) : (D), 1}
   x.q = (tlib_tensor4){bf16 ? (const void*)q16 : q, STRIDES(heads, seq_q, d)};
   x.k = (tlib_tensor4){bf16 ? (const void*)k16 : k, STRIDES(kv_heads, seq_kv, d)};
   x.v = (tlib_tensor4){bf16 ? (const void*)v16 : v, STRIDES(kv_heads, seq_kv, dv)};
@@ -425,12 +424,15 @@ static int check_attention(int bf16, int variant, int64_t batch, int64_t heads, 
         for (int64_t i = 0; i < sq && !bad; ++i) {
           const int64_t g = h / (heads / kv_heads);
           /* element e of row r of head hh in a tensor of `rows` rows per item (BHSD) or packed */
-#define AT(T, hh, r, e, D) \
-  (layout == 2 ? ((T##_first + (r)) * T##_heads + (hh)) * (D) + (e) \
-   : bshd ? ((b * T##_len + (r)) * T##_heads + (hh)) * (D) + (e) : ((b * T##_heads + (hh)) * T##_len + (r)) * (D) + (e))
+#define AT(T, hh, r, e, D)                                            \
+  (layout == 2 ? ((T##_first + (r)) * T##_heads + (hh)) * (D) + (e)   \
+   : bshd      ? ((b * T##_len + (r)) * T##_heads + (hh)) * (D) + (e) \
+               : ((b * T##_heads + (hh)) * T##_len + (r)) * (D) + (e))
           const int64_t q_first = offsets_q[b], q_heads = heads, q_len = seq_q;
           const int64_t k_first = offsets_kv[b], k_heads = kv_heads, k_len = seq_kv;
-          const int64_t visible = !bf16 ? (i + skv - sq + 1 < 0 ? 0 : i + skv - sq + 1 > skv ? skv : i + skv - sq + 1)
+          const int64_t visible = !bf16 ? (i + skv - sq + 1 < 0     ? 0
+                                           : i + skv - sq + 1 > skv ? skv
+                                                                    : i + skv - sq + 1)
                                         : skv;
           double top = -INFINITY;
           for (int64_t j = 0; j < visible; ++j) {
@@ -449,11 +451,11 @@ static int check_attention(int bf16, int variant, int64_t batch, int64_t heads, 
             const int64_t at = AT(q, h, i, e, dv);
             const double got = bf16 ? (double)from_bf16_bits(o16[at]) : (double)o[at];
             if (!(fabs(got - want) <= (bf16 ? 2e-2 : 1e-4))) {
-              printf("FAIL %s %lldx%lld/%lldx%lld:%lld layout %d threads %d: o[b %lld, h %lld, i %lld, %lld] = %g, "
-                     "expected %g\n",
-                     name, (long long)batch, (long long)heads, (long long)kv_heads, (long long)seq_q,
-                     (long long)seq_kv, layout, threads, (long long)b, (long long)h, (long long)i, (long long)e, got,
-                     want);
+              printf(
+                  "FAIL %s %lldx%lld/%lldx%lld:%lld layout %d threads %d: o[b %lld, h %lld, i %lld, %lld] = %g, "
+                  "expected %g\n",
+                  name, (long long)batch, (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq_kv,
+                  layout, threads, (long long)b, (long long)h, (long long)i, (long long)e, got, want);
               bad = 1;
             }
           }
@@ -519,7 +521,8 @@ int main(void) {
       }
     }
   /* SpMM and SDDMM: every variant this CPU runs, on edges (partial blocks, empty rows, N = 1, no entries), on a B
-   * large enough for column panels (300x700x200 at 30%), on one and two threads. */
+   * large enough for column panels (300x700x200 at 30%), on a K longer than SDDMM's K panels (K = 300), on one and
+   * two threads. */
   for (int bsr = 0; bsr < 2; ++bsr) {
     const int count = bsr ? tlib_block_residual_variant_count() : tlib_pruned_linear_variant_count();
     for (int v = 0; v < count; ++v) {
@@ -543,8 +546,8 @@ int main(void) {
       continue;
     }
     for (int threads = 1; threads <= 2; ++threads) {
-      const int64_t shapes[][4] = {{61, 45, 37, 25}, {200, 300, 64, 5}, {7, 3, 1, 50}, {5, 5, 8, 0}};
-      for (int s = 0; s < 4; ++s) {
+      const int64_t shapes[][4] = {{61, 45, 37, 25}, {200, 300, 64, 5}, {7, 3, 1, 50}, {5, 5, 8, 0}, {40, 60, 300, 20}};
+      for (int s = 0; s < 5; ++s) {
         check_sddmm(v, shapes[s][0], shapes[s][1], shapes[s][2], (int)shapes[s][3], threads);
         ++checked;
       }
@@ -562,11 +565,11 @@ int main(void) {
         continue;
       }
       for (int threads = 1; threads <= 2; ++threads) {
-        const int64_t cases[][6] = {{2, 4, 2, 37, 50, 0}, {2, 4, 2, 37, 50, 1}, {3, 4, 2, 20, 40, 2},
+        const int64_t cases[][6] = {{2, 4, 2, 37, 50, 0},  {2, 4, 2, 37, 50, 1}, {3, 4, 2, 20, 40, 2},
                                     {1, 8, 2, 1, 1500, 0}, {2, 8, 2, 3, 700, 1}, {1, 4, 4, 1, 300, 2}};
         for (int c = 0; c < 6; ++c) {
-          if (check_attention(bf16, v, cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4], (int)cases[c][5],
-                              threads))
+          if (check_attention(bf16, v, cases[c][0], cases[c][1], cases[c][2], cases[c][3], cases[c][4],
+                              (int)cases[c][5], threads))
             ++checked;
           else
             ++skipped;

@@ -454,6 +454,39 @@ TEST(Sddmm, FormatsLayoutsThreadsIsas) {
   }
 }
 
+// K taken in panels (partial sums kept in out between passes, the epilogue on the last): panels that divide K and
+// that leave a tail, epilogues reading s, tensors and alpha, one and two threads, both vector widths; and the
+// default takes K in panels where B is beyond the L2.
+TEST(Sddmm, KPanels) {
+  std::vector<std::string> targets{"cpu:avx2"};
+  if (host_has_avx512()) targets.push_back("cpu:avx512");
+  for (const std::string& target : targets)
+    for (int panel : {16, 32})
+      for (std::int64_t k : {33, 64, 100})
+        for (const char* e : {"acc", "acc * s", "alpha*acc + bias[n] + scale[m]", "exp(acc - s)"})
+          for (int threads : {1, 2}) {
+            SddmmCase t{37, 51, k, 0.3, e};
+            t.target = target;
+            t.threads = threads;
+            CpuSddmmConfig c;
+            c.k_panel = panel;
+            SCOPED_TRACE(fmt::format("k_panel {}", panel));
+            check_sddmm(t, &c);
+          }
+  SddmmCase big{0, 0, 256, 0};
+  big.pattern = "uniform:2000,8192,0.002,5";
+  big.epilogue = "acc * s";
+  check_sddmm(big);
+
+  CpuTarget target = CpuTarget::parse("cpu:avx2");
+  target.l2_bytes = 1 << 20;
+  SddmmProblem p;
+  p.m = 4096, p.n = 4096, p.k = 256;
+  EXPECT_EQ(CpuSddmmConfig::default_for(p, target).k_panel, 64) << "B is 4 MiB, a 64-wide panel of it 1 MiB";
+  p.k = 64;
+  EXPECT_EQ(CpuSddmmConfig::default_for(p, target).k_panel, 0) << "B is 1 MiB, in the L2 whole";
+}
+
 // The tuners time the analytic model's top variants (default_for first) on the given pattern, and a runtime with a
 // tuning budget runs the fastest, still matching the reference (with an epilogue reading C and tensors).
 TEST(SparseTuner, TimesVariantsAndTheRuntimeUsesTheBest) {
@@ -972,6 +1005,13 @@ TEST(SparseSpecs, JsonRoundTripAndNames) {
   EXPECT_THROW(validate(p.signature, CpuSpmmConfig{9, 1, 0}, CpuTarget::host()), ConfigError);
   EXPECT_THROW(validate(p.signature, CpuSpmmConfig{8, 4, 0}, CpuTarget::host()), ConfigError);  // 4x4 rows x 8 x 4
   EXPECT_THROW(validate(q.signature, CpuSddmmConfig{9, 1}, CpuTarget::host()), ConfigError);
+  const CpuTarget avx2 = CpuTarget::parse("cpu:avx2");
+  EXPECT_THROW(validate(q.signature, CpuSddmmConfig{4, 2, 16, 12}, avx2), ConfigError);  // not a multiple of 8
+  EXPECT_THROW(validate(q.signature, CpuSddmmConfig{4, 2, 16, 8192}, avx2), ConfigError);
+  const CpuSddmmSpec panels{q.signature, CpuSddmmConfig{4, 2, 16, 64}, avx2};
+  EXPECT_EQ(from_json<CpuSddmmSpec>(to_json(panels)).hash(), panels.hash());
+  EXPECT_NE(panels.hash(), (CpuSddmmSpec{q.signature, CpuSddmmConfig{4, 2, 16, 0}, avx2}.hash()));
+  EXPECT_NE(panels.name().find("k64"), std::string::npos) << panels.name();
 }
 
 // Every software prefetch of B addresses B's own elements: a bf16 B in 2-byte steps. (Addressed as f32, a bf16 B's
