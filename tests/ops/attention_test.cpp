@@ -573,7 +573,9 @@ TEST(Attention, AmxTilesMatchTheReference) {
                                                {127, 1000, 128, 128, 4, 2, true, ""},
                                                {300, 100, 32, 32, 2, 2, true, ""},
                                                {65, 300, 96, 72, 3, 1, false, "30*tanh(s/30)"},
-                                               {100, 257, 40, 64, 2, 2, false, "j < i - 50 ? -inf : s"}}) {
+                                               {100, 257, 40, 64, 2, 2, false, "j < i - 50 ? -inf : s"},
+                                               {3, 1000, 128, 128, 12, 3, true, ""},
+                                               {5, 300, 64, 64, 8, 2, false, ""}}) {
     Case c;
     c.seq_q = shape.sq, c.seq_kv = shape.skv, c.d = shape.d, c.dv = shape.dv, c.heads = shape.heads;
     c.kv_heads = shape.kv_heads, c.causal = shape.causal, c.bshd = shape.sq % 2 == 1, c.range = 2;
@@ -585,7 +587,7 @@ TEST(Attention, AmxTilesMatchTheReference) {
     const AttentionReference ref = reference_attention(args);
     const AttentionProblem problem = rt.describe(args);
     for (const auto& [mr, nv, block_q, block_kv] :
-         std::vector<std::array<int, 4>>{{32, 2, 64, 256}, {16, 2, 32, 64}, {32, 1, 32, 128}}) {
+         std::vector<std::array<int, 4>>{{32, 2, 64, 256}, {16, 2, 32, 64}, {32, 1, 32, 128}, {16, 2, 16, 256}}) {
       CpuAttentionConfig config;
       config.mr = mr, config.nv = nv, config.block_q = block_q, config.block_kv = block_kv;
       std::vector<std::uint16_t> emulated;
@@ -620,6 +622,19 @@ TEST(Attention, AmxTilesMatchTheReference) {
       }
     }
   }
+  // Stacked grouped-query decoding of 8-24 rows: on AMX tiles by default where the host has them, one tile of 16 rows
+  // for 12 (four query heads of three positions), of 32 for 20.
+  if (native)
+    for (const auto& [sq, heads, kv_heads, mr] : std::vector<std::array<int, 4>>{{3, 32, 8, 16}, {5, 32, 8, 32}}) {
+      AttentionProblem decode;
+      decode.heads = heads, decode.kv_heads = kv_heads, decode.seq_q = sq, decode.seq_kv = 4096;
+      decode.signature.head_dim_qk = decode.signature.head_dim_v = 128;
+      decode.signature.dtype = DType::bf16;
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(decode, rt.target());
+      EXPECT_EQ(config.amx, CpuAttentionConfig::kAmxTiles) << to_json(config).dump();
+      EXPECT_EQ(config.mr, mr) << to_json(config).dump();
+      EXPECT_TRUE(stacks_query_heads(decode, config.block_q)) << to_json(config).dump();
+    }
   // Varlen with an empty sequence, causal.
   Varlen t({0, 40, 40, 140}, {0, 70, 70, 170}, 4, 2, 3);
   Bf16Copy q(t.q), k(t.k), v(t.v), o(t.o);
