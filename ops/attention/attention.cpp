@@ -74,7 +74,7 @@ void narrow_keys(const void* context, AttentionBlockArgs& call) {
 std::int64_t AttentionKernel::memory_bytes(const AttentionProblem& problem, int threads) const {
   std::vector<std::int64_t> offsets_q, offsets_kv;
   return workspace_bytes() * std::max(1, threads) +
-         attention_buffer_bytes(sizes_of(problem, offsets_q, offsets_kv), blocking_of(compiled_->spec));
+         attention_buffer_bytes(sizes_of(problem, offsets_q, offsets_kv), blocking_of(compiled_->spec), threads);
 }
 
 void AttentionKernel::run(const AttentionArgs& args) const {

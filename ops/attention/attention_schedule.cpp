@@ -203,13 +203,13 @@ AttentionBlockArgs stacked_block_args(const AttentionCall& c, std::int64_t b, st
 }
 
 std::int64_t key_chunk_length(const AttentionCall& c, const AttentionBlocking& k, std::int64_t blocks, int threads) {
-  if (!k.in_place || blocks <= 0) return 0;
+  if (blocks <= 0) return 0;
   std::int64_t longest = 0;
   for (std::int64_t b = 0; b < c.batch; ++b) longest = std::max(longest, c.kv_len(b));
   std::int64_t chunk = longest;
   if (blocks < 2 * std::int64_t{threads}) chunk = ceil_div(longest, ceil_div(2 * std::int64_t{threads}, blocks));
   const std::int64_t row_bytes = std::max(c.k.seq * c.k.element_bytes, c.v.seq * c.v.element_bytes);
-  if (row_bytes >= kPageBytes) chunk = std::min(chunk, kTlbReachBytes / (2 * row_bytes));
+  if (k.in_place && row_bytes >= kPageBytes) chunk = std::min(chunk, kTlbReachBytes / (2 * row_bytes));
   chunk = round_up(std::max<std::int64_t>(chunk, 1), k.block_kv);
   return chunk >= longest ? 0 : chunk;
 }
@@ -256,16 +256,18 @@ void merge_key_chunks(const AttentionBlockArgs& call, std::int64_t chunks, const
   }
 }
 
-std::int64_t attention_buffer_bytes(const AttentionCall& c, const AttentionBlocking& k) {
+std::int64_t attention_buffer_bytes(const AttentionCall& c, const AttentionBlocking& k, int threads) {
   std::int64_t bytes = 0;
   if (packs_keys_first(c, k)) bytes += 4 * packed_floats(c, k);
-  // Split keys (decoding): each chunk's output and LSE rows, at most one chunk per key block.
-  if (k.in_place) {
-    const bool stacked = stacks(c, k.block_q);
+  // Split keys: each chunk's output and LSE rows.
+  const bool stacked = stacks(c, k.block_q);
+  std::int64_t tasks = 0;
+  for (std::int64_t b = 0; b < c.batch; ++b) tasks += blocks_of_item(c, b, k.block_q, stacked);
+  const std::int64_t chunk = key_chunk_length(c, k, tasks, std::max(1, threads));
+  if (chunk > 0)
     for (std::int64_t b = 0; b < c.batch; ++b)
-      bytes += 4 * blocks_of_item(c, b, k.block_q, stacked) * ceil_div(c.kv_len(b), k.block_kv) * k.block_q *
-               (c.head_dim_v + 1);
-  }
+      bytes += 4 * blocks_of_item(c, b, k.block_q, stacked) * std::max<std::int64_t>(1, ceil_div(c.kv_len(b), chunk)) *
+               k.block_q * (c.head_dim_v + 1);
   return bytes;
 }
 

@@ -81,9 +81,10 @@ AttentionBlockArgs block_args(const AttentionCall& call, std::int64_t b, std::in
 // rows of one block, so that the group reads its keys once.
 AttentionBlockArgs stacked_block_args(const AttentionCall& call, std::int64_t b, std::int64_t g);
 
-// Keys per chunk (a multiple of block_kv), or 0 for no split: only in-place (decoding) configs split, into enough
-// chunks to give `threads` threads two tasks each, and into chunks whose K and V rows stay within the TLB's reach
-// when a key's row is a page or more away from the next (heads interleaved).
+// Keys per chunk (a multiple of block_kv), or 0 for no split: calls of fewer blocks than two a thread (decoding, one
+// stacked block of multi-query attention) split into enough chunks to give `threads` threads two tasks each, and
+// in-place reads into chunks whose K and V rows stay within the TLB's reach when a key's row is a page or more away
+// from the next (heads interleaved).
 std::int64_t key_chunk_length(const AttentionCall& call, const AttentionBlocking& blocking, std::int64_t blocks,
                               int threads);
 // Points a block's call at its chunk's scratch: O rows of `dv` floats (f32 whatever the signature's type) from
@@ -96,9 +97,9 @@ void merge_key_chunks(const AttentionBlockArgs& call, std::int64_t chunks, const
                       std::int64_t o_chunk_floats, const float* lse_parts, std::int64_t lse_chunk_floats,
                       std::int64_t dv, bool o_bf16);
 
-// Bytes of the buffers run_attention allocates, at most (packed keys, split chunks' outputs), beside the threads'
-// scratch.
-std::int64_t attention_buffer_bytes(const AttentionCall& call, const AttentionBlocking& blocking);
+// Bytes of the buffers run_attention allocates on `threads` threads, at most (packed keys, split chunks' outputs),
+// beside the threads' scratch.
+std::int64_t attention_buffer_bytes(const AttentionCall& call, const AttentionBlocking& blocking, int threads);
 
 // Runs the call. 0, or 1 when a buffer could not be allocated (then nothing was written).
 int run_attention(const AttentionCall& call, const AttentionBlocking& blocking, const AttentionKernels& kernels,

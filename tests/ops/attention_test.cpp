@@ -414,7 +414,9 @@ TEST(Attention, SplitKeysMergeToTheUnsplitResult) {
                                             {1, 8, 8, 1, 2100, true, false, "s"},
                                             {1, 8, 2, 3, 1500, false, true, "j < i - 700 ? -inf : s"},
                                             {1, 2, 2, 5, 1300, false, true, "s"},
-                                            {1, 2, 1, 2, 1200, false, false, "j >= 0 ? -inf : s"}})
+                                            {1, 2, 1, 2, 1200, false, false, "j >= 0 ? -inf : s"},
+                                            {1, 32, 1, 1, 3000, false, false, "s"},
+                                            {1, 32, 1, 2, 2000, true, true, "s"}})
     for (bool lse : {true, false}) {
       Case c;
       c.batch = sc.batch, c.heads = sc.heads, c.kv_heads = sc.kv_heads, c.seq_q = sc.seq_q, c.seq_kv = sc.seq_kv;
@@ -434,7 +436,8 @@ TEST(Attention, SplitKeysMergeToTheUnsplitResult) {
     }
   // Variable lengths: an empty key sequence, one shorter than a chunk, one of several chunks.
   expect_matches(runtime(), Varlen({0, 1, 2, 3}, {0, 0, 100, 2600}, 4, 1, 3).args, "varlen split");
-  // What splits: packed configs never; enough blocks for the threads and contiguous rows not; rows a page apart do.
+  // What splits: enough blocks for the threads and contiguous rows not; rows a page apart do when read in place; a
+  // packed config only for the threads (one stacked block of multi-query attention).
   Case many;
   many.heads = many.kv_heads = 8, many.seq_q = 1, many.seq_kv = 5000, many.d = many.dv = 128;
   for (bool bshd : {false, true}) {
@@ -445,7 +448,8 @@ TEST(Attention, SplitKeysMergeToTheUnsplitResult) {
     const auto blocking = [&] { return blocking_of({bound.problem.signature, config, runtime().target()}); };
     EXPECT_EQ(key_chunk_length(bound.call(), blocking(), 8, 2) > 0, bshd) << describe(many);
     config.in_place = false;
-    EXPECT_EQ(key_chunk_length(bound.call(), blocking(), 1, 2), 0) << "a packed config split";
+    EXPECT_EQ(key_chunk_length(bound.call(), blocking(), 8, 2), 0) << "a packed config split for the TLB";
+    EXPECT_GT(key_chunk_length(bound.call(), blocking(), 1, 2), 0) << "one packed block on two threads not split";
   }
 }
 
@@ -521,10 +525,15 @@ TEST(Attention, Bf16TensorsWithF32Softmax) {
       AttentionArgs args = t->args;
       args.q = q.view, args.k = k.view, args.v = v.view, args.o = o.view;
       expect_matches(runtime(target), args, std::string(target) + " bf16 " + describe(c));
-      // Decoding reads bf16 K and V in place (vdpbf16ps dot tiles where the target has avx512_bf16, else widened).
+      // Decoding reads bf16 K and V in place (vdpbf16ps dot tiles where the target has avx512_bf16, else widened),
+      // but for stacked blocks of 8 rows or more where the target has AMX tiles.
       const AttentionProblem problem = runtime(target).describe(args);
       const auto variants = cpu_attention_variants(problem, runtime(target).target());
-      EXPECT_EQ(variants.front().in_place, sq <= 8) << describe(c);
+      const bool amx_stacked = runtime(target).target().amx && heads != kv_heads && heads / kv_heads * sq >= 8;
+      EXPECT_EQ(variants.front().in_place, sq <= 8 && !amx_stacked) << describe(c);
+      if (sq <= 8) {
+        EXPECT_EQ(variants.front().amx == CpuAttentionConfig::kAmxTiles, amx_stacked) << describe(c);
+      }
       const AttentionReference ref = reference_attention(args);
       // Every variant (of two cases): in place (decoding), packed (vdpbf16ps products on pairs where the target has
       // avx512_bf16, widened otherwise).
