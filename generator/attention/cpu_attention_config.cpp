@@ -81,6 +81,9 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
     if (rows > kStackedPackedRows) {
       stacked = false;
       rows = longest_q;
+      // Tiles of 6 rows where they pad less than 4 (5 and 6 queries a head; the AMX Xeon, 26 heads of 5 queries on
+      // one KV head × 3373 keys, d 64: 1.36 -> 0.95 ms on one thread, 0.68 -> 0.62 on two).
+      if (round_up(longest_q, 6) < round_up(longest_q, c.mr)) c.mr = 6;
       c.block_q = static_cast<int>(std::clamp<std::int64_t>(round_up(longest_q, c.mr), c.mr, kStackedPackedRows));
     } else {
       c.block_q = static_cast<int>(round_up(rows, c.mr));

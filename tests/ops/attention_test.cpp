@@ -495,6 +495,21 @@ TEST(Attention, AnalyticModelRanksTheObviousCases) {
   EXPECT_LT(attention_cycles(prefill, big, target), attention_cycles(prefill, small, target));
 }
 
+// Decoding groups too tall to stack (more than 64 rows a KV head) run a block per query head, in tiles of 6 rows where
+// they pad less than tiles of 4 (5 and 6 queries), and match the reference.
+TEST(Attention, TallGroupsUnstackInTilesThatPadLeast) {
+  for (const auto& [sq, mr] : std::vector<std::array<int, 2>>{{5, 6}, {6, 6}, {7, 4}, {3, 4}}) {
+    Case c;
+    c.heads = 26, c.kv_heads = 1, c.seq_q = sq, c.seq_kv = 700, c.causal = sq % 2 == 1, c.d = c.dv = 64;
+    auto t = make(c);
+    const AttentionProblem problem = runtime().describe(t->args);
+    const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, CpuTarget::named("cpu:avx512"));
+    EXPECT_EQ(config.mr, mr) << describe(c);
+    EXPECT_FALSE(stacks_query_heads(problem, config.block_q)) << describe(c);
+    expect_matches(runtime(), t->args, describe(c));
+  }
+}
+
 // bf16 Q, K, V and O (f32 softmax and accumulation): each tensor's values rounded to bf16 in a copy with the same
 // strides; the reference reads the same bf16 values and allows O's rounding to 8 bits.
 struct Bf16Copy {
