@@ -618,15 +618,37 @@ class CpuAttentionEmitter : AmxTiles {
         [&] { emit_softmax_row_body(r, i, kb, chunks_end, limit, false); }, "softmax");
   }
 
+  // Over the chunks [0, end) of a score row, `lanes_` scores each (end a multiple of lanes_): two accumulators, the
+  // even chunks' and the odd ones', so that the loop-carried max or sum waits on half as many of its own results.
+  LoopValues reduce_chunks(llvm::Value* end, llvm::Value* init,
+                           const std::function<llvm::Value*(llvm::Value* c, llvm::Value* carried)>& step,
+                           const char* name) {
+    llvm::Value* pairs_end = b_.CreateMul(b_.CreateSDiv(end, i64c(2 * lanes_)), i64c(2 * lanes_));
+    const LoopValues both = emit_for(
+        b_, i64c(0), pairs_end, i64c(2 * lanes_), {init, init},
+        [&](llvm::Value* c, const LoopValues& carried) {
+          llvm::Value* even = step(c, carried[0]);
+          return LoopValues{even, step(b_.CreateAdd(c, i64c(lanes_)), carried[1])};
+        },
+        name);
+    return emit_select_values(
+        b_, b_.CreateICmpSLT(pairs_end, end),
+        [&] {
+          return LoopValues{step(pairs_end, both[0]), both[1]};
+        },
+        [&] { return both; }, "chunks.odd");
+  }
+
   void emit_softmax_row_body(llvm::Value* r, llvm::Value* i, llvm::Value* kb, llvm::Value* chunks_end,
                              llvm::Value* limit, bool unmasked) {
     llvm::Value* row = gep(scores_, b_.CreateMul(r, i64c(cfg_.block_kv)));
     llvm::Value* neg_inf = splat(fconst(-INFINITY));
     llvm::Value* log2e = fconst(std::numbers::log2e);
     llvm::Value* exponent_scale = b_.CreateFMul(scale_, log2e);  // t = dot·scale·log2 e
-    const LoopValues maxima = emit_for(
-        b_, i64c(0), chunks_end, i64c(lanes_), {neg_inf},
-        [&](llvm::Value* c, const LoopValues& carried) {
+    const auto larger = [&](llvm::Value* a, llvm::Value* s) { return b_.CreateSelect(b_.CreateFCmpOGT(a, s), a, s); };
+    const LoopValues maxima = reduce_chunks(
+        chunks_end, neg_inf,
+        [&](llvm::Value* c, llvm::Value* carried) {
           llvm::Value* s = load_vec(row, c);
           if (!unmasked) {
             llvm::Value* j = b_.CreateAdd(splat(b_.CreateAdd(kb, c)), lane_indices(lanes_));
@@ -642,10 +664,10 @@ class CpuAttentionEmitter : AmxTiles {
             store_vec(s, row, c);
           }
           // vmaxps: a NaN score reaches the output through its own weight whatever the max does with it.
-          return LoopValues{b_.CreateSelect(b_.CreateFCmpOGT(carried[0], s), carried[0], s)};
+          return larger(carried, s);
         },
         "softmax.max");
-    llvm::Value* block_max = max_across_lanes(maxima[0]);
+    llvm::Value* block_max = max_across_lanes(larger(maxima[0], maxima[1]));
     if (unmasked) block_max = b_.CreateFMul(block_max, exponent_scale);
     llvm::Value* old_max = load_f32(row_max_, r);
     llvm::Value* new_max = b_.CreateIntrinsic(llvm::Intrinsic::maxnum, {f32_}, {old_max, block_max});
@@ -654,9 +676,9 @@ class CpuAttentionEmitter : AmxTiles {
     llvm::Value* vbase = splat(base);
     // Grouped products multiply P rounded to bf16: its exponents need no more than bf16's 8 bits.
     const int weight_bits = grouped_ ? 8 : 24;
-    const LoopValues sums = emit_for(
-        b_, i64c(0), chunks_end, i64c(lanes_), {llvm::Constant::getNullValue(vec_)},
-        [&](llvm::Value* c, const LoopValues& carried) {
+    const LoopValues sums = reduce_chunks(
+        chunks_end, llvm::Constant::getNullValue(vec_),
+        [&](llvm::Value* c, llvm::Value* carried) {
           llvm::Value* t = load_vec(row, c);
           llvm::Value* p;
           if (unmasked) {
@@ -673,7 +695,7 @@ class CpuAttentionEmitter : AmxTiles {
                 to_bf16_by_instruction(p),
                 b_.CreateGEP(b_.getInt16Ty(), p16_, b_.CreateAdd(b_.CreateMul(r, i64c(cfg_.block_kv)), c)),
                 llvm::Align(2));
-          return LoopValues{b_.CreateFAdd(carried[0], p)};
+          return b_.CreateFAdd(carried, p);
         },
         "softmax.exp");
     if (amx_)  // tile products read P's keys in rows of 32: those past the block's chunks are zeros
@@ -689,7 +711,7 @@ class CpuAttentionEmitter : AmxTiles {
           "softmax.tail");
     llvm::Value* rescale = b_.CreateSelect(b_.CreateFCmpOEQ(old_max, fconst(-INFINITY)), fconst(0),
                                            emit_exp2(b_, b_.CreateFSub(old_max, base)));
-    auto* sum = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(fconst(-0.0), sums[0]));
+    auto* sum = llvm::cast<llvm::Instruction>(b_.CreateFAddReduce(fconst(-0.0), b_.CreateFAdd(sums[0], sums[1])));
     sum->setHasAllowReassoc(true);
     store_f32(b_.CreateIntrinsic(llvm::Intrinsic::fma, {f32_}, {load_f32(row_sum_, r), rescale, sum}), row_sum_, r);
     store_f32(new_max, row_max_, r);
