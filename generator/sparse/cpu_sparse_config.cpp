@@ -22,10 +22,21 @@ constexpr int kMaxKPanel = 4096;
 // SDDMM's K panel: where B is larger than the L2, the widest power-of-two slice of K (32 elements at least) whose B
 // rows fit in it; 0 where B fits whole or no slice does. Xeon (2 MiB L2, 1 thread): 4096^2 at 1% with K = 256 ran
 // 4.95 ms whole, and as K = 64 on a contiguous B 0.76 ms a pass; 8192^2 with K = 128, 10.4 ms whole, 3.1 ms a pass.
+// Entries of the pattern per B row from which K panels may pay for their packing.
+constexpr std::int64_t kPanelEntriesPerBRow = 16;
+
 int sddmm_k_panel_for(const SddmmProblem& p, const CpuTarget& target) {
   const auto b_bytes = [&](std::int64_t k) { return static_cast<double>(p.n) * static_cast<double>(k) * 4; };
   const auto l2 = static_cast<double>(target.l2_bytes);
   if (b_bytes(p.k) <= l2) return 0;
+  // Each pass packs all of B's slice: that pays only where a B row serves 16 entries or more (the AMX Xeon, 4096^2
+  // uniform, K = 256, one thread: 8 entries a B row 1.07 ms whole, 1.19 in panels of 64; 16: 1.87 and 1.60; 2: 0.38
+  // and 0.88; a pattern of 599 x 8044 with 0.6 a B row ran 4.9x slower in panels).
+  if (p.pattern.nnz < kPanelEntriesPerBRow * p.n) return 0;
+  // Nor where the entries cluster: neighbouring rows then name the same few B rows, already cached (banded, 9787^2
+  // at 0.2%, K = 443: 3.8x slower in panels of 32).
+  static_assert(PatternStats::kSquareBlockSides[0] == 4);
+  if (p.pattern.square_block_fill[0] >= 0.25) return 0;
   int panel = std::max(32, target.vector_lanes());
   if (panel >= p.k || b_bytes(panel) > l2) return 0;
   while (2 * panel < p.k && 2 * panel <= kMaxKPanel && b_bytes(2 * panel) <= l2) panel *= 2;
@@ -148,6 +159,11 @@ CpuSddmmConfig CpuSddmmConfig::default_for(const SddmmProblem& p, const CpuTarge
   // Nor where B fits in half of the L2 (4096 x 32: 11% faster without).
   const bool b_in_l2 = p.n * k * 4 <= target.l2_bytes / 2;
   c.prefetch = long_rows || clustered || b_in_l2 ? 0 : 16;
+  // Intel's cores measured otherwise: there the prefetch pays over rows of 1 KiB or more, and over a B within half the
+  // L2 where its rows are longer than two lines (the AMX Xeon's held-out timings, seeds 1-4, 211 problems: the
+  // fastest prefetched in 11 of 14 of the former, 7-23% ahead, and in 27 of 40 uniform ones of the latter; 4096^2 at
+  // 1%, K = 64: 0.71 -> 0.62 ms on one thread; rows of 128 bytes, 4096 x 32, 0.28 without and 0.34 with).
+  if (target.intel) c.prefetch = clustered || (b_in_l2 && k * 4 <= 128) ? 0 : 16;
   return c;
 }
 

@@ -474,7 +474,8 @@ TEST(Sddmm, KPanels) {
             check_sddmm(t, &c);
           }
   SddmmCase big{0, 0, 256, 0};
-  big.pattern = "uniform:2000,8192,0.002,5";
+  big.pattern = "uniform:8192,2048,0.01,5";  // B 2048 x 512: 4 MiB; 80 entries a B row
+  big.k = 512;
   big.epilogue = "acc * s";
   check_sddmm(big);
 
@@ -482,7 +483,11 @@ TEST(Sddmm, KPanels) {
   target.l2_bytes = 1 << 20;
   SddmmProblem p;
   p.m = 4096, p.n = 4096, p.k = 256;
+  p.pattern.nnz = 4096 * 41;
   EXPECT_EQ(CpuSddmmConfig::default_for(p, target).k_panel, 64) << "B is 4 MiB, a 64-wide panel of it 1 MiB";
+  p.pattern.nnz = 4096 * 4;
+  EXPECT_EQ(CpuSddmmConfig::default_for(p, target).k_panel, 0) << "4 entries a B row: packing B costs more";
+  p.pattern.nnz = 4096 * 41;
   p.k = 64;
   EXPECT_EQ(CpuSddmmConfig::default_for(p, target).k_panel, 0) << "B is 1 MiB, in the L2 whole";
 }
