@@ -15,19 +15,22 @@ namespace emulator {
 
 // --- mbarriers and TMA (sm_90) ---
 
-MBarrier& mbarrier_at(unsigned offset, const char* what) {
+// The mbarrier at `offset` of t_block, as agent `viewer` uses it (the running thread, maybe of another block).
+MBarrier& mbarrier_at(unsigned offset, const char* what, int viewer) {
   Block& b = *t_block;
+  const std::string where = &b == t_fiber ? "" : " of " + block_name(b);
   for (MBarrier& m : b.mbarriers)
     if (m.offset == offset) {
-      if (!b.hb.ordered(m.initialised_by, m.init_stamp, b.current))
-        fail(
-            fmt::format("{} the mbarrier at offset {} before its initialisation by thread {} is visible to it "
-                        "(a __syncthreads after mbarrier.init?)",
-                        what, offset, m.initialised_by));
+      if (!b.hb->ordered(m.initialised_by, m.init_stamp, viewer))
+        fail(fmt::format(
+            "{} the mbarrier at offset {}{} before its initialisation by {} is visible to it "
+            "(a __syncthreads{} after mbarrier.init?)",
+            what, offset, where, agent_name(*t_fiber, m.initialised_by), where.empty() ? "" : " or cluster barrier"));
       return m;
     }
-  fail(fmt::format("{} shared offset {}, where no mbarrier was initialised", what, offset));
+  fail(fmt::format("{} shared offset {}{}, where no mbarrier was initialised", what, offset, where));
 }
+MBarrier& mbarrier_at(unsigned offset, const char* what) { return mbarrier_at(offset, what, t_block->agent()); }
 
 // Completes the current phase once its arrivals and transaction bytes are all in: it publishes what they released,
 // its parity flips, and its waiters run again.
@@ -56,24 +59,26 @@ void api_mbarrier_init(unsigned offset, unsigned count) {
   MBarrier m;
   m.offset = offset;
   m.expected = m.pending = static_cast<int>(count);
-  m.initialised_by = b.current;
-  m.init_stamp = b.hb.clock(b.current);
-  m.arrived.assign(static_cast<std::size_t>(b.hb.agents()), 0);
+  m.initialised_by = b.agent();
+  m.init_stamp = b.hb->clock(b.agent());
+  m.arrived.assign(static_cast<std::size_t>(b.hb->agents()), 0);
   b.mbarriers.push_back(std::move(m));
   b.mbarrier_word[offset / 4] = b.mbarrier_word[offset / 4 + 1] = 1;
 }
 
-void api_mbarrier_arrive(unsigned offset, unsigned tx_bytes) {
+void arrive_on(unsigned offset, unsigned tx_bytes, int viewer) {
   Block& b = *t_block;
-  MBarrier& m = mbarrier_at(offset, "arrives on");
+  MBarrier& m = mbarrier_at(offset, "arrives on", viewer);
   if (m.pending == 0)
-    fail(fmt::format("arrives on the mbarrier at offset {} more often than its count {} in one phase", offset,
-                     m.expected));
+    fail(fmt::format("arrives on the mbarrier at offset {}{} more often than its count {} in one phase", offset,
+                     &b == t_fiber ? "" : " of " + block_name(b), m.expected));
   m.tx += tx_bytes;
-  b.hb.release(b.current, m.arrived);
+  b.hb->release(viewer, m.arrived);
   --m.pending;
   complete_phase_if_done(m);
 }
+
+void api_mbarrier_arrive(unsigned offset, unsigned tx_bytes) { arrive_on(offset, tx_bytes, t_block->agent()); }
 
 void api_mbarrier_expect_tx(unsigned offset, unsigned tx_bytes) {
   mbarrier_at(offset, "expects bytes on").tx += tx_bytes;
@@ -84,7 +89,7 @@ int api_mbarrier_try_wait(unsigned offset, unsigned parity) {
   Block& b = *t_block;
   MBarrier& m = mbarrier_at(offset, "waits on");
   if ((parity & 1u) != m.phase) {
-    b.hb.acquire(b.current, m.completed[parity & 1u]);
+    b.hb->acquire(b.agent(), m.completed[parity & 1u]);
     return 1;
   }
   // Not yet: on the GPU the wait gives up after a while; here the thread sleeps until the next phase completes, so
@@ -156,17 +161,19 @@ void for_each_box_element(const TmaBox& b, const int* coords, Fn fn) {
       }
 }
 
-void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mbarrier) {
+// A box into t_block's shared memory on behalf of agent `viewer` (the issuing thread, maybe of another block), its
+// bytes completing on t_block's mbarrier at offset `mbarrier`, written by that mbarrier's unit.
+void load_box(unsigned dst, const void* map, const int* coords, unsigned mbarrier, int viewer) {
   Block& b = *t_block;
   const TmaBox box = tma_box(map, dst, "load");
-  MBarrier& m = mbarrier_at(mbarrier, "completes a TMA load on");
+  MBarrier& m = mbarrier_at(mbarrier, "completes a TMA load on", viewer);
   check_shared(dst, box.bytes, "TMA write");
   check_in_flight(dst, box.bytes, "TMA writes");
   check_not_mbarrier(dst, box.bytes, "TMA writes");
   check_not_pinned(dst, box.bytes, "a TMA load writes");
   check_async_visible(dst, box.bytes, "a TMA load writes");
-  const int unit = static_cast<int>(b.threads.size()) + static_cast<int>(&m - b.mbarriers.data());
-  track_as(b.current, unit, dst, box.bytes, true);
+  const int unit = b.unit(static_cast<int>(&m - b.mbarriers.data()));
+  track_as(viewer, unit, dst, box.bytes, true);
   const unsigned element = box.t.element_bytes;
   for_each_box_element(box, coords, [&](unsigned offset, const char* global) {
     if (global) {
@@ -177,8 +184,12 @@ void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mba
     }
   });
   m.tx -= box.bytes;
-  b.hb.release(unit, m.arrived);
+  b.hb->release(unit, m.arrived);
   complete_phase_if_done(m);
+}
+
+void api_tma_load(unsigned dst, const void* map, const int* coords, unsigned mbarrier) {
+  load_box(dst, map, coords, mbarrier, t_block->agent());
 }
 
 // A TMA store is carried out at the issue: the box read from shared memory as the issuing thread sees it (other
@@ -259,7 +270,7 @@ void api_wgmma_wait(int pending) {
         --b.wgmma_in_flight;
         for (unsigned w : r.op->words) --b.wgmma_pins[w];
       }
-      b.hb.acquire(b.current, r.op->read);  // the MMA is complete for the whole warpgroup, its reads included
+      b.hb->acquire(b.agent(), r.op->read);  // the MMA is complete for the whole warpgroup, its reads included
     }
     t.wgmma_groups.erase(t.wgmma_groups.begin());
   }
@@ -340,7 +351,7 @@ void run_wgmma(Block& b, int group) {
       B[static_cast<std::size_t>(c * 16 + k)] = load(first.desc_b, c, k, (first.transpose & 2) != 0);
   b.collective = false;
   if (!b.error.empty()) return;
-  b.hb.release(provider, op->read);
+  b.hb->release(b.agent(provider), op->read);
   std::sort(op->words.begin(), op->words.end());
   op->words.erase(std::unique(op->words.begin(), op->words.end()), op->words.end());
   for (unsigned w : op->words) ++b.wgmma_pins[w];

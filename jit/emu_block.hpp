@@ -1,6 +1,7 @@
 // The SIMT emulator's internal state (jit/simt_emulator.cpp runs blocks; jit/emu_async.cpp carries out the sm_90
 // asynchronous instructions): a block's threads, shared memory and its shadow, mbarriers and warpgroup MMAs in
-// flight, and the checks every access goes through. Not part of tessera's API.
+// flight, and the checks every access goes through; the blocks of a thread-block cluster run side by side on one
+// worker, sharing one happens-before. Not part of tessera's API.
 #pragma once
 
 #include <atomic>
@@ -30,7 +31,7 @@ constexpr std::size_t kStackBytes = 128 << 10;
 constexpr std::size_t kGuardBytes = 4096;
 constexpr unsigned kRedZone = 256;  // bytes poisoned on each side of the shared arena
 
-enum class State : unsigned char { Runnable, Barrier, Warp, MBarrier, NamedBarrier, Done };
+enum class State : unsigned char { Runnable, Barrier, Warp, MBarrier, NamedBarrier, ClusterBarrier, Done };
 constexpr int kMaxMBarriers = 64;  // per block: each has an async agent for the copies completing on it
 enum class WarpOp : unsigned char { None, SyncWarp, Ldmatrix, Mma, Shuffle, Wgmma };
 
@@ -139,6 +140,11 @@ constexpr int kNamedBarriers = 16;
 
 struct Block {
   const EmuLaunch* launch = nullptr;
+  // The cluster this block runs in (itself alone without clusters), its rank there, and where its agents start in
+  // the cluster's happens-before (threads, then one TMA unit per mbarrier).
+  std::vector<Block>* cluster = nullptr;
+  unsigned rank = 0;
+  int agent_base = 0;
   GridWorkers* workers = nullptr;
   const EmuOptions* options = nullptr;
   Entry entry = nullptr;
@@ -147,7 +153,7 @@ struct Block {
   std::vector<char> arena;  // red zone | shared memory | red zone
   std::vector<Shadow> shadow;
   std::vector<std::uint16_t> in_flight;     // per 4-byte word: cp.async copies not yet landed
-  HappensBefore hb;                         // agents: the threads, then one TMA unit per mbarrier
+  HappensBefore* hb = nullptr;              // the cluster's
   std::vector<MBarrier> mbarriers;          // in order of initialisation; the i-th's copies are agent threads + i
   std::vector<std::uint8_t> mbarrier_word;  // per 4-byte word: part of a live mbarrier
   std::vector<std::uint16_t> wgmma_pins;    // per 4-byte word: warpgroup MMAs in flight that read it
@@ -164,13 +170,45 @@ struct Block {
 
   char* shared() { return arena.data() + kRedZone; }
   Thread& me() { return threads[static_cast<std::size_t>(current)]; }
+  // Agents in the cluster's happens-before: thread `tid` of this block, the running thread, the TMA unit of the
+  // i-th mbarrier.
+  int agent(int tid) const { return agent_base + tid; }
+  int agent() const { return agent_base + current; }
+  int unit(int i) const { return agent_base + static_cast<int>(threads.size()) + i; }
+  // The thread of this block that is agent `a`, or -1 (a unit, or an agent of another block).
+  int thread_of(int a) const {
+    const int t = a - agent_base;
+    return t >= 0 && t < static_cast<int>(threads.size()) ? t : -1;
+  }
+  bool exited() const {
+    for (const Thread& t : threads)
+      if (t.state != State::Done) return false;
+    return true;
+  }
   int warp_of(int tid) const { return tid / 32; }
 };
 
-// The block the calling worker thread is running.
+// The block whose fiber the calling worker thread is running (t_fiber), and the block whose shared memory an access
+// goes to (t_block): the same, but while a thread reaches into another block of its cluster.
 extern thread_local Block* t_block;
+extern thread_local Block* t_fiber;
 
+// Points t_block at another block of the cluster while an access reaches into it.
+class OnBlock {
+ public:
+  explicit OnBlock(Block& b) : saved_(t_block) { t_block = &b; }
+  ~OnBlock() { t_block = saved_; }
+  OnBlock(const OnBlock&) = delete;
+  OnBlock& operator=(const OnBlock&) = delete;
+
+ private:
+  Block* saved_;
+};
+
+std::string block_name(const Block& b);  // "block (x, y, z)"
 std::string thread_name(const Block& b, int tid);
+// An agent of b's cluster, named as seen from b.
+std::string agent_name(const Block& b, int agent);
 // Back to the scheduler (the thread's state says why).
 void yield();
 // Records the first bug and leaves the fiber for good (throws outside a fiber).
@@ -204,6 +242,16 @@ void api_tma_store_commit();
 void api_tma_store_wait();
 void api_fence_proxy_async();
 void api_named_barrier(int id, int threads, int wait);
+// Thread-block clusters (jit/emu_cluster.cpp).
+void api_cluster_sync(int line);
+void api_mbarrier_arrive_cluster(unsigned offset, unsigned rank);
+void api_tma_load_multicast(unsigned dst, const void* map, const int* coords, unsigned mbarrier, unsigned mask);
+// Releases the cluster barrier once every thread of the cluster waits at it; reports one that some exited before.
+bool resolve_cluster_barrier(std::vector<Block>& cluster);
+// The parts of the sm_90 instructions the cluster ones share: a TMA box into the shared memory of t_block, an arrive
+// on one of its mbarriers, each on behalf of agent `viewer` (the issuing thread, maybe of another block).
+void load_box(unsigned dst, const void* map, const int* coords, unsigned mbarrier, int viewer);
+void arrive_on(unsigned offset, unsigned tx_bytes, int viewer);
 void api_wgmma_registers(int kind, int n, float* d, const unsigned* a, unsigned long long b, int accumulate,
                          int transpose);
 // TMA (the async proxy) may touch shared bytes a thread wrote (the generic proxy) only after that thread's

@@ -79,11 +79,18 @@ HostKernelLibrary compile_host_kernel_in(const fs::path& root, const std::string
 
 std::string with_emulator_entries(const std::string& source) {
   static const std::regex kernel(
-      R"(extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\()");
+      R"(extern\s+"C"\s+__global__\s+void\s+(?:__cluster_dims__\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*)?)"
+      R"((?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\()");
   std::string out = source + "\n// Emulator entries: the parameter block as bytes (tessera/emu/prelude.cuh).\n";
-  for (auto it = std::sregex_iterator(source.begin(), source.end(), kernel); it != std::sregex_iterator(); ++it)
-    out += fmt::format("extern \"C\" void {0}{1}(const void* params) {{ tessera_emu_invoke({0}, params); }}\n",
-                       (*it)[1].str(), kEmulatorEntrySuffix);
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), kernel); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[4].str();
+    out += fmt::format("extern \"C\" void {0}{1}(const void* params) {{ tessera_emu_invoke({0}, params); }}\n", name,
+                       kEmulatorEntrySuffix);
+    if ((*it)[1].matched)
+      out += fmt::format(
+          "extern \"C\" __attribute__((visibility(\"default\"))) const unsigned {}{}[3] = {{{}, {}, {}}};\n", name,
+          kEmulatorClusterSuffix, (*it)[1].str(), (*it)[2].str(), (*it)[3].str());
+  }
   return out;
 }
 

@@ -19,5 +19,7 @@ HostKernelLibrary compile_host_kernel(const std::string& source, const std::stri
 // The symbol suffix of the entry the host compiler adds for each extern "C" __global__ kernel of a source:
 // `void <kernel><suffix>(const void* params)` calls the kernel with the parameter block the bytes hold.
 inline constexpr const char* kEmulatorEntrySuffix = "__emu_entry";
+// A kernel declared with __cluster_dims__(x, y, z) also gets "<kernel>__emu_cluster", the three extents.
+inline constexpr const char* kEmulatorClusterSuffix = "__emu_cluster";
 
 }  // namespace tessera

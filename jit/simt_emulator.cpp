@@ -32,6 +32,7 @@ namespace tessera {
 namespace emulator {
 
 thread_local Block* t_block = nullptr;
+thread_local Block* t_fiber = nullptr;
 
 // AddressSanitizer must be told when execution moves to another stack (fiber or scheduler), or it takes the fiber
 // stacks for overflows of the thread's own. `fake` is ASan's fake stack of the side being left (null when a fiber
@@ -80,9 +81,11 @@ class Stacks {
   char* memory_;
 };
 
-std::string thread_name(const Block& b, int tid) {
-  return fmt::format("thread {} of block ({}, {}, {})", tid, b.block_idx.x, b.block_idx.y, b.block_idx.z);
+std::string block_name(const Block& b) {
+  return fmt::format("block ({}, {}, {})", b.block_idx.x, b.block_idx.y, b.block_idx.z);
 }
+
+std::string thread_name(const Block& b, int tid) { return fmt::format("thread {} of {}", tid, block_name(b)); }
 
 // "0-15, 17, 20-31"
 std::string ranges(const std::vector<int>& ids) {
@@ -97,7 +100,7 @@ std::string ranges(const std::vector<int>& ids) {
 }
 
 void yield() {
-  Thread& t = t_block->me();
+  Thread& t = t_fiber->me();
   void* fake = nullptr;
   leaving_for_scheduler(t.state == State::Done ? nullptr : &fake);
   const ctx::transfer_t back = ctx::jump_fcontext(t.scheduler, nullptr);
@@ -110,7 +113,7 @@ void yield() {
 // `what` is taken by value (the callers' temporaries become it) and emptied, like the message: the frames left
 // behind must own no heap memory.
 [[noreturn]] void fail(std::string what) {
-  Block& b = *t_block;
+  Block& b = *t_fiber;
   std::string message = fmt::format("kernel {}: {}: {}", b.launch->kernel, thread_name(b, b.current), what);
   std::string().swap(what);
   if (!b.in_fiber) throw EmulationError(message);
@@ -128,37 +131,43 @@ void check_shared(unsigned offset, unsigned bytes, const char* what) {
                      offset, size));
 }
 
+// An agent of b's cluster, named as seen from b: "thread 5", "thread 5 of block (1, 0, 0)", or the TMA unit.
 std::string agent_name(const Block& b, int agent) {
-  const int threads = static_cast<int>(b.threads.size());
-  if (agent < threads) return fmt::format("thread {}", agent);
-  return fmt::format("the TMA copies completing on the mbarrier at offset {}",
-                     b.mbarriers[static_cast<std::size_t>(agent - threads)].offset);
+  const int span = static_cast<int>(b.threads.size()) + kMaxMBarriers;
+  const Block& owner = (*b.cluster)[static_cast<std::size_t>(agent / span)];
+  const std::string of = &owner == &b ? "" : " of " + block_name(owner);
+  if (const int t = owner.thread_of(agent); t >= 0) return fmt::format("thread {}{}", t, of);
+  const std::size_t unit = static_cast<std::size_t>(agent - owner.unit(0));
+  return fmt::format("the TMA copies completing on the mbarrier at offset {}{}",
+                     unit < owner.mbarriers.size() ? owner.mbarriers[unit].offset : 0u, of);
 }
 
-// Race check and bookkeeping for an access to shared bytes [offset, offset + bytes): made by `agent` (stamped with
-// its clock), ordered after what `viewer` has seen (the agent itself, or the thread that issued a copy).
+// Race check and bookkeeping for an access to shared bytes [offset, offset + bytes) of t_block: made by `agent`
+// (stamped with its clock), ordered after what `viewer` has seen (the agent itself, or the thread that issued a
+// copy, maybe in another block of the cluster). Agents are the cluster's.
 void track_as(int viewer, int agent, unsigned offset, unsigned bytes, bool write) {
   Block& b = *t_block;
   if (!b.options->detect_races) return;
-  const std::uint32_t stamp = b.hb.clock(agent);
+  const std::uint32_t stamp = b.hb->clock(agent);
   for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w) {
     Shadow& s = b.shadow[w];
     const auto race = [&](int other, const char* other_did) {
       // The failing thread is named by fail(); a copy it issued is named here.
       const std::string subject = agent == viewer ? "it " : "a copy it issued to ";
-      fail(fmt::format("shared-memory race at offset {}: {}{} bytes that {} {} without an ordering barrier", w * 4,
-                       subject, write ? "writes" : "reads", agent_name(b, other), other_did));
+      fail(fmt::format("shared-memory race at offset {}{}: {}{} bytes that {} {} without an ordering barrier", w * 4,
+                       &b == t_fiber ? "" : " of " + block_name(b), subject, write ? "writes" : "reads",
+                       agent_name(b, other), other_did));
     };
     const auto unordered = [&](int other, std::uint32_t other_stamp) {
-      return other >= 0 && other != agent && !b.hb.ordered(other, other_stamp, viewer);
+      return other >= 0 && other != agent && !b.hb->ordered(other, other_stamp, viewer);
     };
     if (unordered(s.writer, s.writer_stamp)) race(s.writer, "wrote");
     if (write) {
       if (unordered(s.reader, s.reader_stamp)) race(s.reader, "read");
       if (unordered(s.reader2, s.reader2_stamp)) race(s.reader2, "read");
       s.writer = agent, s.writer_stamp = stamp, s.reader = s.reader2 = -1;
-      if (agent < static_cast<int>(b.threads.size()))
-        s.writer_fences = b.threads[static_cast<std::size_t>(agent)].proxy_fences;
+      if (const int t = b.thread_of(agent); t >= 0)
+        s.writer_fences = b.threads[static_cast<std::size_t>(t)].proxy_fences;
     } else if (s.reader < 0 || s.reader == agent || !unordered(s.reader, s.reader_stamp)) {
       s.reader = agent, s.reader_stamp = stamp;
     } else {
@@ -167,20 +176,22 @@ void track_as(int viewer, int agent, unsigned offset, unsigned bytes, bool write
   }
 }
 
-void track(int tid, unsigned offset, unsigned bytes, bool write) { track_as(tid, tid, offset, bytes, write); }
+void track(int tid, unsigned offset, unsigned bytes, bool write) {
+  const int agent = t_block->agent(tid);
+  track_as(agent, agent, offset, bytes, write);
+}
 
 void check_async_visible(unsigned offset, unsigned bytes, const char* what) {
   const Block& b = *t_block;
   if (!b.options->detect_races) return;
-  const int threads = static_cast<int>(b.threads.size());
   for (unsigned w = offset / 4; w < (offset + bytes + 3) / 4; ++w) {
     const Shadow& s = b.shadow[w];
-    if (s.writer >= 0 && s.writer < threads &&
-        b.threads[static_cast<std::size_t>(s.writer)].proxy_fences == s.writer_fences)
+    const int writer = s.writer >= 0 ? b.thread_of(s.writer) : -1;
+    if (writer >= 0 && b.threads[static_cast<std::size_t>(writer)].proxy_fences == s.writer_fences)
       fail(
           fmt::format("{} shared bytes at offset {} that thread {} wrote with no fence.proxy.async since (its "
                       "generic-proxy write is not ordered with the copy engine's access)",
-                      what, w * 4, s.writer));
+                      what, w * 4, writer));
   }
 }
 
@@ -308,7 +319,7 @@ void count_accesses(Block& b) {
 
 // --- the Api functions the kernel calls ---
 
-const tessera_emu::ThreadIndex* api_index() { return &t_block->me().index; }
+const tessera_emu::ThreadIndex* api_index() { return &t_fiber->me().index; }
 
 void api_syncthreads(int line) {
   Thread& t = t_block->me();
@@ -331,12 +342,12 @@ void api_named_barrier(int id, int threads, int wait) {
   if (nb.arrived == 0) nb.expected = threads;
   if (nb.expected != threads)
     fail(fmt::format("named barrier {}: arrives for {} threads in a round that expects {}", id, threads, nb.expected));
-  b.hb.release(b.current, nb.released);
+  b.hb->release(b.agent(), nb.released);
   ++nb.arrived;
   if (wait) nb.waiters.push_back(b.current);
   if (nb.arrived == nb.expected) {
     for (int w : nb.waiters) {
-      b.hb.acquire(w, nb.released);
+      b.hb->acquire(b.agent(w), nb.released);
       b.threads[static_cast<std::size_t>(w)].state = State::Runnable;
     }
     nb = NamedBarrier{};
@@ -537,7 +548,10 @@ tessera_emu::Api g_api{api_index,
                        api_tma_store_wait,
                        api_fence_proxy_async,
                        api_named_barrier,
-                       api_wgmma_registers};
+                       api_wgmma_registers,
+                       api_cluster_sync,
+                       api_mbarrier_arrive_cluster,
+                       api_tma_load_multicast};
 
 // --- warp collectives, carried out by the scheduler once every lane has arrived ---
 
@@ -742,8 +756,8 @@ bool resolve_warps(Block& b) {
     if (op == WarpOp::SyncWarp) {
       std::vector<int> group;
       for (int l = 0; l < 32; ++l)
-        if (mask >> l & 1u) group.push_back(w * 32 + l);
-      b.hb.join(group);
+        if (mask >> l & 1u) group.push_back(b.agent(w * 32 + l));
+      b.hb->join(group);
     }
     for (int l = 0; l < 32; ++l)
       if (mask >> l & 1u) lanes[l].state = State::Runnable, lanes[l].op = WarpOp::None;
@@ -754,11 +768,13 @@ bool resolve_warps(Block& b) {
 
 // What the threads that are neither at __syncthreads nor done wait for: warp collectives, or mbarrier phases.
 std::vector<std::string> stuck_elsewhere(const Block& b, const std::vector<int>& elsewhere) {
-  std::vector<int> in_warp;
+  std::vector<int> in_warp, at_cluster;
   std::map<unsigned, std::vector<int>> on_mbarrier, on_named;
   for (int i : elsewhere) {
     const Thread& t = b.threads[static_cast<std::size_t>(i)];
-    if (t.state == State::MBarrier)
+    if (t.state == State::ClusterBarrier)
+      at_cluster.push_back(i);
+    else if (t.state == State::MBarrier)
       on_mbarrier[t.wait_offset].push_back(i);
     else if (t.state == State::NamedBarrier)
       on_named[t.wait_offset].push_back(i);
@@ -773,6 +789,7 @@ std::vector<std::string> stuck_elsewhere(const Block& b, const std::vector<int>&
   }
   if (!in_warp.empty())
     parts.push_back(fmt::format("threads {} wait in warp collectives that cannot complete", ranges(in_warp)));
+  if (!at_cluster.empty()) parts.push_back(fmt::format("threads {} wait at the cluster barrier", ranges(at_cluster)));
   for (const auto& [offset, ids] : on_mbarrier)
     for (const MBarrier& m : b.mbarriers)
       if (m.offset == offset)
@@ -803,8 +820,8 @@ bool resolve_barrier(Block& b, bool stuck) {
     std::vector<std::string> parts;
     if (!waiting.empty()) parts.push_back(fmt::format("threads {} wait at __syncthreads", ranges(waiting)));
     for (std::string& part : stuck_elsewhere(b, elsewhere)) parts.push_back(std::move(part));
-    throw EmulationError(fmt::format("kernel {}: block ({}, {}, {}): deadlock: {}", b.launch->kernel, b.block_idx.x,
-                                     b.block_idx.y, b.block_idx.z, fmt::join(parts, "; ")));
+    throw EmulationError(
+        fmt::format("kernel {}: {}: deadlock: {}", b.launch->kernel, block_name(b), fmt::join(parts, "; ")));
   }
   if (!exited.empty())
     throw EmulationError(fmt::format(
@@ -817,7 +834,7 @@ bool resolve_barrier(Block& b, bool stuck) {
                     "different barriers (lines {} and {})",
                     b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z, lines[0], lines[1]));
   count_accesses(b);
-  b.hb.barrier();
+  b.hb->barrier(b.agent(0), static_cast<int>(b.threads.size()));
   for (Thread& t : b.threads) t.state = State::Runnable;
   return true;
 }
@@ -843,58 +860,123 @@ void fiber_entry(ctx::transfer_t transfer) {
   yield();
 }
 
-void run_block(Block& b, const Stacks& stacks) {
+// A block's threads as fresh fibers on stacks [first_stack, first_stack + threads), its shared memory and
+// bookkeeping reset.
+void start_block(Block& b, const Stacks& stacks, unsigned first_stack) {
   const unsigned n = b.launch->block;
   b.threads.assign(n, Thread{});
   std::fill(b.arena.begin(), b.arena.end(), static_cast<char>(0xa5));
   std::fill(b.shadow.begin(), b.shadow.end(), Shadow{});
   std::fill(b.in_flight.begin(), b.in_flight.end(), 0);
-  b.hb.reset(static_cast<int>(n), kMaxMBarriers);
   b.mbarriers.clear();
   std::fill(b.mbarrier_word.begin(), b.mbarrier_word.end(), 0);
   std::fill(b.wgmma_pins.begin(), b.wgmma_pins.end(), 0);
   b.wgmma_in_flight = 0;
   std::fill(b.store_pins.begin(), b.store_pins.end(), 0);
   b.stores_in_flight = 0;
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  if (b.options->schedule == EmuSchedule::Reverse) std::reverse(order.begin(), order.end());
+  b.named = {};
+  const auto size = static_cast<unsigned>(b.cluster->size());
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = b.threads[i];
-    t.index = {{i, 0, 0}, b.block_idx, {n, 1, 1}, {b.launch->grid_x, b.launch->grid_y, b.launch->grid_z}};
-    fresh_stack(static_cast<char*>(stacks.top(i)) - kStackBytes, kStackBytes);
-    t.context = ctx::make_fcontext(stacks.top(i), kStackBytes, fiber_entry);
+    t.index = {{i, 0, 0}, b.block_idx, {n, 1, 1}, {b.launch->grid_x, b.launch->grid_y, b.launch->grid_z}, b.rank, size};
+    fresh_stack(static_cast<char*>(stacks.top(first_stack + i)) - kStackBytes, kStackBytes);
+    t.context = ctx::make_fcontext(stacks.top(first_stack + i), kStackBytes, fiber_entry);
   }
-  for (;;) {
-    if (b.options->schedule == EmuSchedule::Shuffle) std::shuffle(order.begin(), order.end(), b.rng);
-    bool ran = false;
-    for (int i : order) {
-      Thread& t = b.threads[static_cast<std::size_t>(i)];
-      if (t.state != State::Runnable) continue;
-      b.current = i;
-      b.in_fiber = true;
-      void* fake = nullptr;
-      leaving_for(&fake, static_cast<const char*>(stacks.top(static_cast<unsigned>(i))) - kStackBytes, kStackBytes);
-      const ctx::transfer_t back = ctx::jump_fcontext(t.context, nullptr);
-      arrived(fake);
-      b.in_fiber = false;
-      t.context = back.fctx;
-      ran = true;
-      if (!b.error.empty()) throw EmulationError(b.error);
-    }
-    if (std::all_of(b.threads.begin(), b.threads.end(), [](const Thread& t) { return t.state == State::Done; })) break;
-    const bool released = resolve_warps(b);
+}
+
+// Resumes each runnable thread of b once; returns whether any ran.
+bool run_threads(Block& b, const Stacks& stacks, unsigned first_stack, std::vector<int>& order) {
+  if (b.options->schedule == EmuSchedule::Shuffle) std::shuffle(order.begin(), order.end(), b.rng);
+  bool ran = false;
+  for (int i : order) {
+    Thread& t = b.threads[static_cast<std::size_t>(i)];
+    if (t.state != State::Runnable) continue;
+    b.current = i;
+    b.in_fiber = true;
+    t_block = t_fiber = &b;
+    void* fake = nullptr;
+    const auto stack = first_stack + static_cast<unsigned>(i);
+    leaving_for(&fake, static_cast<const char*>(stacks.top(stack)) - kStackBytes, kStackBytes);
+    const ctx::transfer_t back = ctx::jump_fcontext(t.context, nullptr);
+    arrived(fake);
+    t_block = t_fiber = &b;  // a thread that failed while reaching into another block left t_block there
+    b.in_fiber = false;
+    t.context = back.fctx;
+    ran = true;
     if (!b.error.empty()) throw EmulationError(b.error);
-    if (!released && !resolve_barrier(b, !ran) && !ran)
-      throw EmulationError(fmt::format("kernel {}: block ({}, {}, {}) made no progress", b.launch->kernel,
-                                       b.block_idx.x, b.block_idx.y, b.block_idx.z));
   }
-  count_accesses(b);
-  for (unsigned i = 0; i < kRedZone; ++i)
-    if (b.arena[i] != static_cast<char>(0xa5) ||
-        b.arena[kRedZone + b.launch->shared_bytes + i] != static_cast<char>(0xa5))
-      throw EmulationError(fmt::format("kernel {}: block ({}, {}, {}): the shared-memory red zone was overwritten",
-                                       b.launch->kernel, b.block_idx.x, b.block_idx.y, b.block_idx.z));
+  return ran;
+}
+
+// Runs the blocks of one cluster (one block without clusters) to completion, side by side: a block's thread may
+// wait on another's (an mbarrier a peer's copies or arrivals complete, the cluster barrier).
+void run_cluster(std::vector<Block>& cluster, HappensBefore& hb, const Stacks& stacks) {
+  const unsigned n = cluster.front().launch->block;
+  hb.reset(static_cast<int>(cluster.size()), static_cast<int>(n) + kMaxMBarriers);
+  for (unsigned r = 0; r < cluster.size(); ++r) start_block(cluster[r], stacks, r * n);
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (cluster.front().options->schedule == EmuSchedule::Reverse) std::reverse(order.begin(), order.end());
+  // Forward: the blocks in lockstep, each runnable thread once a round. Reverse: the last rank first, each block as
+  // far as it can go before the next (a block runs ahead of its peers, as one may on the GPU: what it leaves them
+  // — an exit, a stage refilled — shows).
+  const bool ahead = cluster.front().options->schedule == EmuSchedule::Reverse;
+  const auto resolve = [&](Block& b) {
+    t_block = t_fiber = &b;
+    bool released = resolve_warps(b);
+    if (!b.error.empty()) throw EmulationError(b.error);
+    return released || resolve_barrier(b, false);
+  };
+  for (;;) {
+    bool ran = false, released = false;
+    if (ahead) {
+      for (unsigned r = static_cast<unsigned>(cluster.size()); r-- > 0;)
+        for (bool moved = true; moved;) {
+          moved = run_threads(cluster[r], stacks, r * n, order);
+          moved = resolve(cluster[r]) || moved;
+          ran = ran || moved;
+        }
+    } else {
+      for (unsigned r = 0; r < cluster.size(); ++r) ran = run_threads(cluster[r], stacks, r * n, order) || ran;
+    }
+    if (std::all_of(cluster.begin(), cluster.end(), [](const Block& b) { return b.exited(); })) break;
+    if (!ahead) {
+      for (Block& b : cluster) {
+        t_block = t_fiber = &b;
+        released = resolve_warps(b) || released;
+        if (!b.error.empty()) throw EmulationError(b.error);
+      }
+      if (!released)
+        for (Block& b : cluster) {
+          t_block = t_fiber = &b;
+          released = resolve_barrier(b, false) || released;
+        }
+    }
+    if (!released && cluster.size() > 1) released = resolve_cluster_barrier(cluster);
+    if (released || ran) continue;
+    // Nothing can move: each block still running says what its threads wait on (with clusters, maybe a peer).
+    std::vector<std::string> reports;
+    for (Block& b : cluster) {
+      if (b.exited()) continue;
+      t_block = t_fiber = &b;
+      try {
+        resolve_barrier(b, true);
+        reports.push_back(fmt::format("kernel {}: {} made no progress", b.launch->kernel, block_name(b)));
+      } catch (const EmulationError& e) {
+        reports.emplace_back(e.what());
+      }
+    }
+    throw EmulationError(fmt::format("{}", fmt::join(reports, "; and ")));
+  }
+  for (Block& b : cluster) {
+    t_block = t_fiber = &b;
+    count_accesses(b);
+    for (unsigned i = 0; i < kRedZone; ++i)
+      if (b.arena[i] != static_cast<char>(0xa5) ||
+          b.arena[kRedZone + b.launch->shared_bytes + i] != static_cast<char>(0xa5))
+        throw EmulationError(
+            fmt::format("kernel {}: {}: the shared-memory red zone was overwritten", b.launch->kernel, block_name(b)));
+  }
 }
 
 std::mutex g_modules_mutex;
@@ -933,10 +1015,25 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
     throw InvalidArgument("block", fmt::format("{} threads: must be a multiple of 32 up to 1024", launch.block));
   const auto entry = reinterpret_cast<Entry>(dlsym(handle_, (launch.kernel + kEmulatorEntrySuffix).c_str()));
   if (!entry) throw InvalidArgument("kernel", "no kernel named " + launch.kernel + " in " + path_);
+  // A kernel declared with __cluster_dims__ runs in clusters of consecutive blocks along x, as the driver launches
+  // it: the grid must hold whole clusters.
+  unsigned cluster = 1;
+  if (const auto* dims =
+          static_cast<const unsigned*>(dlsym(handle_, (launch.kernel + kEmulatorClusterSuffix).c_str()))) {
+    if (dims[1] != 1 || dims[2] != 1 || dims[0] == 0 || dims[0] > 8)
+      throw InvalidArgument("kernel", fmt::format("{}: cluster dims ({}, {}, {}): the emulator runs clusters of 1 to 8 "
+                                                  "blocks along x",
+                                                  launch.kernel, dims[0], dims[1], dims[2]));
+    cluster = dims[0];
+  }
+  if (launch.grid_x % cluster)
+    throw InvalidArgument(
+        "grid", fmt::format("grid x of {} is not a whole number of clusters of {} blocks", launch.grid_x, cluster));
   const std::uint64_t blocks = std::uint64_t{launch.grid_x} * launch.grid_y * launch.grid_z;
   if (blocks == 0) return;
+  const std::uint64_t clusters = blocks / cluster;
   unsigned workers = options.workers > 0 ? static_cast<unsigned>(options.workers) : std::thread::hardware_concurrency();
-  workers = static_cast<unsigned>(std::clamp<std::uint64_t>(blocks, 1, std::max(1u, workers)));
+  workers = static_cast<unsigned>(std::clamp<std::uint64_t>(clusters, 1, std::max(1u, workers)));
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex error_mutex;
@@ -950,35 +1047,46 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
       ~Leave() { --workers.running; }
     } leave{grid_workers};
     try {
-      const Stacks stacks(launch.block);
-      Block b;
-      b.launch = &launch;
-      b.workers = &grid_workers;
-      b.options = &options;
-      b.entry = entry;
-      b.arena.resize(launch.shared_bytes + 2 * kRedZone);
-      b.shadow.resize((launch.shared_bytes + 3) / 4 + 1);
-      b.in_flight.resize((launch.shared_bytes + 3) / 4 + 1);
-      b.mbarrier_word.resize((launch.shared_bytes + 3) / 4 + 2);
-      b.wgmma_pins.resize((launch.shared_bytes + 3) / 4 + 1);
-      b.store_pins.resize((launch.shared_bytes + 3) / 4 + 1);
-      b.rng.seed(options.seed * 0x9e3779b97f4a7c15ULL + worker);
-      t_block = &b;
-      for (std::uint64_t id = next++; id < blocks && !stop; id = next++) {
+      const Stacks stacks(launch.block * cluster);
+      HappensBefore hb;
+      std::vector<Block> blocks_of_cluster(cluster);
+      for (unsigned r = 0; r < cluster; ++r) {
+        Block& b = blocks_of_cluster[r];
+        b.launch = &launch;
+        b.cluster = &blocks_of_cluster;
+        b.rank = r;
+        b.agent_base = static_cast<int>(r * (launch.block + kMaxMBarriers));
+        b.hb = &hb;
+        b.workers = &grid_workers;
+        b.options = &options;
+        b.entry = entry;
+        b.arena.resize(launch.shared_bytes + 2 * kRedZone);
+        b.shadow.resize((launch.shared_bytes + 3) / 4 + 1);
+        b.in_flight.resize((launch.shared_bytes + 3) / 4 + 1);
+        b.mbarrier_word.resize((launch.shared_bytes + 3) / 4 + 2);
+        b.wgmma_pins.resize((launch.shared_bytes + 3) / 4 + 1);
+        b.store_pins.resize((launch.shared_bytes + 3) / 4 + 1);
+        b.rng.seed(options.seed * 0x9e3779b97f4a7c15ULL + worker * 8 + r);
+      }
+      for (std::uint64_t id = next++; id < clusters && !stop; id = next++) {
         // Reverse schedules also walk the grid backwards.
-        const std::uint64_t linear = options.schedule == EmuSchedule::Reverse ? blocks - 1 - id : id;
-        b.block_idx = {static_cast<unsigned>(linear % launch.grid_x),
-                       static_cast<unsigned>(linear / launch.grid_x % launch.grid_y),
-                       static_cast<unsigned>(linear / (std::uint64_t{launch.grid_x} * launch.grid_y))};
-        run_block(b, stacks);
+        const std::uint64_t first = (options.schedule == EmuSchedule::Reverse ? clusters - 1 - id : id) * cluster;
+        for (unsigned r = 0; r < cluster; ++r) {
+          const std::uint64_t linear = first + r;
+          blocks_of_cluster[r].block_idx = {
+              static_cast<unsigned>(linear % launch.grid_x),
+              static_cast<unsigned>(linear / launch.grid_x % launch.grid_y),
+              static_cast<unsigned>(linear / (std::uint64_t{launch.grid_x} * launch.grid_y))};
+        }
+        run_cluster(blocks_of_cluster, hb, stacks);
       }
       if (options.profile) {
         std::lock_guard lock(g_profile_mutex);
-        add_profile(*options.profile, b.profile);
+        for (const Block& b : blocks_of_cluster) add_profile(*options.profile, b.profile);
       }
-      t_block = nullptr;
+      t_block = t_fiber = nullptr;
     } catch (...) {
-      t_block = nullptr;
+      t_block = t_fiber = nullptr;
       stop = true;
       std::lock_guard lock(error_mutex);
       if (!first_error) first_error = std::current_exception();
@@ -990,7 +1098,7 @@ void EmuModule::launch(const EmuLaunch& launch, const EmuOptions& options) const
   grid_workers.add_worker = [&] {
     std::lock_guard lock(threads_mutex);
     if (grid_workers.waiting.load() < grid_workers.running.load()) return true;  // another waiter added one
-    if (stop || next.load() >= blocks || threads.size() + 1 >= kMostWorkers) return false;
+    if (stop || next.load() >= clusters || threads.size() + 1 >= kMostWorkers) return false;
     ++grid_workers.running;
     threads.emplace_back(work, static_cast<unsigned>(threads.size() + 1));
     return true;

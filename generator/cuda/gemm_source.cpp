@@ -92,20 +92,24 @@ CudaSource emit_cuda(const CudaGemmSpec& spec) {
       "  static constexpr int BM = {}, BN = {}, BK = {}, WM = {}, WN = {};\n"
       "  static constexpr int Stages = {}, SplitK = {}, Swizzle = {};\n"
       "  static constexpr int AlignA = {}, AlignB = {}, AlignC = {};\n"
-      "  static constexpr bool AKMajor = {}, BKMajor = {}, DRowMajor = {}, TmaStore = {};\n}};\n\n",
+      "  static constexpr bool AKMajor = {}, BKMajor = {}, DRowMajor = {}, TmaStore = {};\n"
+      "  static constexpr int ClusterM = {}, ClusterN = {};\n}};\n\n",
       c.block_m, c.block_n, c.block_k, c.warp_m, c.warp_n, c.stages, c.split_k, c.swizzle, c.align_a, c.align_b,
       c.align_c, s.a.layout.kind() == LayoutKind::RowMajor, s.b.layout.kind() == LayoutKind::ColMajor,
-      s.d.layout.kind() == LayoutKind::RowMajor, c.tma_store);
+      s.d.layout.kind() == LayoutKind::RowMajor, c.tma_store, c.cluster_m, c.cluster_n);
   code += fmt::format(
       "// {}\nstruct Epilogue {{\n  TESSERA_DEVICE static float apply(float acc, tessera::i64 m, tessera::i64 n, "
       "tessera::i64 b, const tessera::GemmParams& p) {{\n    (void)acc, (void)m, (void)n, (void)b, (void)p;\n"
       "    return {};\n  }}\n}};\n\n}}  // namespace\n\n",
       s.epilogue.text(), cuda_epilogue_body(s));
   // The wgmma kernel names its TMA descriptors inside the parameter, which must therefore stay in parameter space.
+  // A clustered kernel carries its cluster shape (consecutive blocks along x), so a plain launch runs it in clusters.
+  const int cluster = c.cluster_m * c.cluster_n;
   code += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const {}tessera::GemmParams p) {{\n"
+      "extern \"C\" __global__ void {}__launch_bounds__({}, 1) {}(const {}tessera::GemmParams p) {{\n"
       "  tessera::{}<Traits, Epilogue>(p);\n}}\n",
-      out.threads, out.kernel, wgmma ? "__grid_constant__ " : "",
+      cluster > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", cluster) : "", out.threads, out.kernel,
+      wgmma ? "__grid_constant__ " : "",
       simt    ? "gemm_simt"
       : wgmma ? (c.stream_k > 0 ? "gemm_wgmma_stream_k" : "gemm_wgmma")
               : (c.stream_k > 0 ? "gemm_tensorop_stream_k" : "gemm_tensorop"));

@@ -31,6 +31,15 @@ int natural_alignment(std::int64_t extent, int elem_bytes) {
     if (bytes >= elem_bytes && extent % (bytes / elem_bytes) == 0) return bytes / elem_bytes;
   return 1;
 }
+
+// Whether each tile a cluster shares splits into its parts (validate's rule): K-major, whole 8-row atoms a part;
+// M/N-major, whole 64-wide slices.
+bool multicast_parts_fit(const GemmSignature& s, const CudaGemmConfig& c) {
+  for (const auto& [rows, parts, k_major] : {std::tuple{c.block_m, c.cluster_n, k_contiguous(s.a.layout, true)},
+                                             std::tuple{c.block_n, c.cluster_m, k_contiguous(s.b.layout, false)}})
+    if (parts > 1 && (k_major ? rows % (8 * parts) : (rows / 64) % parts)) return false;
+  return true;
+}
 }  // namespace
 
 std::string_view cuda_math_name(CudaMath math) {
@@ -108,9 +117,15 @@ std::int64_t stream_k_flags_offset(const GemmProblem& p, const CudaGemmConfig& c
   return (stream_k_plan(p, c, t).pieces * p.batch * p.m * p.n * 4 + 15) / 16 * 16;
 }
 
+std::int64_t cuda_grid_blocks(const GemmProblem& p, const CudaGemmConfig& c) {
+  const std::int64_t tiles_m = ceil_div(p.m, c.block_m), tiles_n = ceil_div(p.n, c.block_n);
+  return ceil_div(tiles_m, c.cluster_m) * c.cluster_m * ceil_div(tiles_n, c.cluster_n) * c.cluster_n * p.batch *
+         c.split_k;
+}
+
 double last_wave_idle(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
   if (c.stream_k > 0) return 0;
-  const std::int64_t blocks = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count() * c.split_k;
+  const std::int64_t blocks = cuda_grid_blocks(p, c);
   if (blocks == 0) return 0;
   const std::int64_t slots = std::int64_t{t.sm_count} * resident_blocks(p.signature, c, t);
   const std::int64_t last = blocks - (ceil_div(blocks, slots) - 1) * slots;
@@ -159,6 +174,16 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
           while (t.stages > 2 && t.shared_bytes(s) > target.max_shared_per_block) --t.stages;
           t.swizzle = TileGrid{p.m, p.n, bm, bn, p.batch}.rows() >= 8 ? 8 : 1;
           if (const double seconds = cuda_analytic_seconds(p, t, target); seconds < best) best = seconds, chosen = t;
+          // Clusters of two along M or N (or 2 x 2), whose multicast halves the L2 reads of the shared operand, where
+          // their grid (padded to whole clusters) leaves at most a tenth of the SMs idle in its last wave; else the
+          // fillers below (stream-K) compete without them.
+          for (const auto& [cm, cn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+            CudaGemmConfig clustered = t;
+            clustered.cluster_m = cm, clustered.cluster_n = cn;
+            if (!multicast_parts_fit(s, clustered) || last_wave_idle(p, clustered, target) > 0.1) continue;
+            if (const double seconds = cuda_analytic_seconds(p, clustered, target); seconds < best)
+              best = seconds, chosen = clustered;
+          }
           if (split > 1 || last_wave_idle(p, t, target) <= 0.1) continue;
           for (int stream = 1; stream <= std::min(2, resident_blocks(s, t, target)); ++stream)
             for (int waves : {0, 1, 2}) {
@@ -261,6 +286,10 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
       c.stream_k_waves = value;
     else if (key == "tma_store")
       c.tma_store = value != 0;
+    else if (key == "cluster_m")
+      c.cluster_m = value;
+    else if (key == "cluster_n")
+      c.cluster_n = value;
     else if (key == "simt")
       c.math = value ? CudaMath::Simt : CudaMath::TensorOp;
     else if (key == "wgmma")
@@ -270,7 +299,7 @@ CudaGemmConfig CudaGemmConfig::with_overrides(const std::string& text) const {
           "config", "unknown key '" + key +
                         "' (block_m, block_n, block_k, warp_m, warp_n, stages, split_k, stream_k, stream_k_waves, "
                         "swizzle, "
-                        "align_a, align_b, align_c, simt, wgmma, tma_store)");
+                        "align_a, align_b, align_c, simt, wgmma, tma_store, cluster_m, cluster_n)");
   }
   if (c.stream_k == 0 && !given("stream_k_waves")) c.stream_k_waves = 0;
   return c;
@@ -292,6 +321,8 @@ nlohmann::json to_json(const CudaGemmConfig& config) {
   if (config.stream_k > 0) j["stream_k"] = config.stream_k;  // absent when off: older specs keep their hashes
   if (config.stream_k_waves > 0) j["stream_k_waves"] = config.stream_k_waves;
   if (config.tma_store) j["tma_store"] = true;
+  if (config.cluster_m > 1) j["cluster_m"] = config.cluster_m;
+  if (config.cluster_n > 1) j["cluster_n"] = config.cluster_n;
   return j;
 }
 
@@ -319,6 +350,8 @@ CudaGemmConfig from_json<CudaGemmConfig>(const nlohmann::json& j) {
     if (!j.at("tma_store").is_boolean()) throw InvalidArgument("config.tma_store", "must be true or false");
     c.tma_store = j.at("tma_store").get<bool>();
   }
+  if (j.contains("cluster_m")) c.cluster_m = integer_at<int>(j, "cluster_m");
+  if (j.contains("cluster_n")) c.cluster_n = integer_at<int>(j, "cluster_n");
   return c;
 }
 
@@ -434,6 +467,19 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
     if (c.align_c * dtype_bytes(s.d.dtype) != 16)
       fail(fmt::format("tma_store needs D's rows 16-byte aligned (align_c {} of {}-byte elements)", c.align_c,
                        dtype_bytes(s.d.dtype)));
+  }
+  if (c.cluster_m < 1 || c.cluster_m > 2 || c.cluster_n < 1 || c.cluster_n > 2)
+    fail(fmt::format("cluster_m and cluster_n ({} and {}) must be 1 or 2", c.cluster_m, c.cluster_n));
+  if (c.cluster_m * c.cluster_n > 1) {
+    if (c.math != CudaMath::Wgmma) fail("clusters need the wgmma kernel (its TMA loads multicast)");
+    if (c.stream_k > 0) fail("clusters and stream_k exclude each other (a cluster's blocks share whole tiles)");
+    // A tile shared over a cluster's extent is loaded in that many equal parts: K-major, rows of 8-row atoms;
+    // M/N-major, whole 64-wide slices.
+    if (!multicast_parts_fit(s, c))
+      fail(fmt::format(
+          "a {}x{} tile cannot be multicast over a {}x{} cluster: each part of a shared tile must be whole 8-row "
+          "atoms (K-major) or whole 64-wide slices (M/N-major)",
+          c.block_m, c.block_n, c.cluster_m, c.cluster_n));
   }
   if (!is_pow2(c.swizzle) || c.swizzle > 16) fail(fmt::format("swizzle ({}) must be 1, 2, 4, 8 or 16", c.swizzle));
   for (const auto& [name, align, bytes] :

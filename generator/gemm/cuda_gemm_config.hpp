@@ -38,6 +38,10 @@ struct CudaGemmConfig {
   // wgmma kernel, row-major D with 16-byte rows: each warp's finished rows leave through shared memory by TMA stores
   // (boxes of 16 rows x 128 bytes, 128-byte swizzled) instead of the threads' vector stores.
   bool tma_store = false;
+  // wgmma kernel: thread-block clusters of cluster_m x cluster_n tiles (1 or 2 each). The blocks of a cluster
+  // column share one B tile, those of a row one A tile: each loads its part once and multicasts it by TMA, cutting
+  // the L2 reads of the shared operand by the cluster's extent.
+  int cluster_m = 1, cluster_n = 1;
   int swizzle = 8;  // blocks are rasterised in groups of this many tile rows, for L2 reuse of B
   // Elements per vector access that the arguments guarantee (pointer and leading dimension alignment): A and B
   // global→shared copies, C reads and D stores. Smaller values mean narrower copies, not a different kernel shape.
@@ -77,6 +81,8 @@ std::int64_t stream_k_flags_offset(const GemmProblem& problem, const CudaGemmCon
 // The share of the SMs a grid of equal blocks leaves idle in its last wave (0 when the waves are full; stream-K:
 // none).
 double last_wave_idle(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);
+// The blocks of a data-parallel grid: the tiles, padded to whole clusters, times batch and split.
+std::int64_t cuda_grid_blocks(const GemmProblem& problem, const CudaGemmConfig& config);
 // Blocks of a config resident on one SM (shared memory, registers, threads).
 int resident_blocks(const GemmSignature& signature, const CudaGemmConfig& config, const CudaTarget& target);
 

@@ -72,8 +72,7 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   const double by_regs = std::floor(t.registers_per_sm / (std::min(c.register_estimate(), 255) * c.threads()));
   const double resident = std::max(1.0, std::min({by_smem, by_regs, 2048.0 / c.threads(), 32.0}));
 
-  const double tiles = tiles_of(m, c.block_m) * tiles_of(n, c.block_n) * batch;
-  double blocks = tiles * c.split_k;
+  double blocks = static_cast<double>(cuda_grid_blocks(p, c));
   double k_tiles = tiles_of(tiles_of(k, c.block_k), c.split_k);
   // Stream-K: SMs × stream_k blocks of an equal share of the iterations, each crossing into about
   // share / k-tiles-per-tile + 1 tiles (a pipeline fill and an epilogue each); a tile shared by several blocks has
@@ -102,7 +101,9 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   // wgmma: each consumer warpgroup reads its 64 rows of A and all of B from the shared tiles.
   const double readers = wgmma ? (c.block_m / 64.0) * (64.0 + c.block_n) : c.warps() * (c.warp_m + c.warp_n);
   const double shared_clocks = depth * (tensor ? elem : 4.0) * (readers + c.block_m + c.block_n) / r.shared_bytes;
-  const double block_bytes = (c.block_m + c.block_n) * depth * elem;  // from L2 into shared memory
+  const double block_bytes = (c.block_m + c.block_n) * depth * elem;  // into shared memory
+  // Read from L2 by the block: a tile its cluster shares is read once for all the blocks that share it (multicast).
+  const double l2_block_bytes = (c.block_m / double(c.cluster_n) + c.block_n / double(c.cluster_m)) * depth * elem;
   // Latency: a block keeps stages − 1 k-tiles of copies in flight (the SIMT kernel one, staged in registers), so
   // it receives at most that many bytes per round trip. Operands that fit in L2 come back in about half the time.
   const double unique_bytes = batch * (m * k + k * n) * elem;
@@ -124,7 +125,7 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
                                  {"issue", q * issue_clocks / clock},
                                  {"shared", q * shared_clocks / clock},
                                  {"latency", latency_seconds},
-                                 {"l2", active * q * block_bytes / r.l2_bytes_per_s}}};
+                                 {"l2", active * q * l2_block_bytes / r.l2_bytes_per_s}}};
     std::string_view round_bound;
     const double pace = overlap(parts, round_bound) + barrier_clocks / (q * q) / clock;
     if (q == std::min(per_sm, resident)) bound = round_bound;

@@ -37,7 +37,8 @@ std::string CudaGemmSpec::name() const {
                              : c.stream_k > 0 ? fmt::format("_stk{}", c.stream_k) +
                                                     (c.stream_k_waves > 0 ? fmt::format("h{}", c.stream_k_waves) : "")
                                               : "") +
-                            (c.tma_store ? "_tmas" : "");
+                            (c.tma_store ? "_tmas" : "") +
+                            (c.cluster_m * c.cluster_n > 1 ? fmt::format("_cl{}x{}", c.cluster_m, c.cluster_n) : "");
   return fmt::format("gemm_{}_{}_{}{}x{}x{}_w{}x{}_s{}{}_{}_sm{}{}_{}", types_tag(signature), layouts_tag(signature),
                      c.math == CudaMath::Simt    ? "simt"
                      : c.math == CudaMath::Wgmma ? "wg"

@@ -79,7 +79,11 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
   params.k_per_split = static_cast<int>((k_tiles + c.split_k - 1) / c.split_k * c.block_k);
   params.workspace = nullptr;
 
-  launch.grid_x = static_cast<unsigned>(tiles);
+  // Clusters: whole clusters of tiles along x (blocks past D's edge load their multicast parts and store nothing).
+  const auto padded = [](std::int64_t extent, int tile, int cluster) {
+    return (extent + std::int64_t{tile} * cluster - 1) / (std::int64_t{tile} * cluster) * cluster;
+  };
+  launch.grid_x = static_cast<unsigned>(padded(p.m, c.block_m, c.cluster_m) * padded(p.n, c.block_n, c.cluster_n));
   launch.grid_z = static_cast<unsigned>(p.batch * c.split_k);
   params.sk_blocks = params.sk_k_tiles = 0;
   params.sk_total = params.sk_shared_tiles = 0;
@@ -98,7 +102,8 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
   if (c.math == CudaMath::Wgmma) {
     // A (M x K) and B (K x N) as rank-3 tensors, contiguous dimension first, then the other, then the batch; a
     // K-major operand is copied in boxes of block_k x block_m (block_n), an M/N-major one in 64 x block_k slices, all
-    // with the 128-byte swizzle the kernel's descriptors read.
+    // with the 128-byte swizzle the kernel's descriptors read. A K-major tile a cluster shares is loaded in parts, one
+    // per sharing block: boxes of its rows / parts.
     const auto operand = [&](const TensorArg& arg, const Layout& layout, std::int64_t rows, bool k_major,
                              int box_rows) {
       TmaTensor t;
@@ -120,8 +125,8 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
       t.swizzle_bytes = 128;
       return t;
     };
-    launch.tma = {operand(k.a, s.a.layout, p.m, s.a.layout.kind() == LayoutKind::RowMajor, c.block_m),
-                  operand(k.b, s.b.layout, p.n, s.b.layout.kind() == LayoutKind::ColMajor, c.block_n)};
+    launch.tma = {operand(k.a, s.a.layout, p.m, s.a.layout.kind() == LayoutKind::RowMajor, c.block_m / c.cluster_n),
+                  operand(k.b, s.b.layout, p.n, s.b.layout.kind() == LayoutKind::ColMajor, c.block_n / c.cluster_m)};
     if (c.tma_store) {
       // D (row-major: N, then M, then the batch) in boxes of 128 bytes of a row x 16 rows, one warp's rows.
       TmaTensor d;

@@ -11,6 +11,7 @@
 #if defined(TESSERA_EMULATION)
 #include "tessera/emu/arch_host.cuh"
 #else
+#include "tessera/arch/cluster.cuh"
 #include "tessera/arch/convert.cuh"
 #include "tessera/arch/cp_async.cuh"
 #include "tessera/arch/grid_flags.cuh"

@@ -122,6 +122,20 @@ inline std::vector<MatrixCase> matrix() {
                    "sm_90a"});
   cases.push_back({DType::tf32, Layout::row_major(), Layout::col_major(),
                    "wgmma=1,block_m=128,block_n=64,warp_n=64,warp_m=64,block_k=32,stages=4,tma_store=1", "", "sm_90a"});
+  // Thread-block clusters: 2 x 1 (B multicast), 1 x 2 (A multicast) and 2 x 2, over K-major and M/N-major operands,
+  // with TMA stores and split K.
+  cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
+                   "wgmma=1,block_m=128,block_n=256,warp_n=256,warp_m=64,block_k=64,stages=4,tma_store=1,cluster_m=2",
+                   "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
+  cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),
+                   "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=64,stages=4,split_k=2,cluster_n=2", "",
+                   "sm_90a"});
+  cases.push_back({DType::f16, Layout::row_major(), Layout::row_major(),
+                   "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=64,stages=3,cluster_m=2,cluster_n=2",
+                   "", "sm_90a"});
+  cases.push_back({DType::tf32, Layout::row_major(), Layout::col_major(),
+                   "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=32,stages=4,cluster_m=2",
+                   "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
   // tf32 (K-major only: f32 in memory, 32-wide K tiles, m64nNk8).
   for (const char* tile :
        {"block_m=128,block_n=128,warp_n=128,stages=4", "block_m=64,block_n=256,warp_n=256,stages=3"}) {

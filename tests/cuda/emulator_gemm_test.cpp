@@ -491,6 +491,56 @@ TEST(EmulatedGemm, TmaStoreSeededBugsAreCaught) {
     }
 }
 
+// Thread-block clusters on the wgmma kernel: 2 x 2 clusters of 64 x 64 tiles, A and B each loaded in halves by the
+// blocks sharing them and multicast, over a 3 x 3 tile grid padded to 4 x 4 (blocks past D's edge still load their
+// parts). Exact in grid order (a cluster's blocks in lockstep) and in reverse (each block running ahead of its
+// peers); each seeded bug caught for its own reason.
+TEST(EmulatedGemm, ClusterMulticastSeededBugsAreCaught) {
+  struct Bug {
+    TemplateBug bug;
+    const char* reason;  // in the emulator's report (or "mismatches")
+  };
+  const std::vector<Bug> bugs{
+      {{"(control: the template as it is)", "", ""}, ""},
+      {{"no cluster barrier after the barriers' init", "    cluster_sync();\n  else", "    __syncthreads();\n  else"},
+       "mbarrier"},
+      {{"no wait for the peers' releases before exiting",
+        "          mbarrier_wait(wgmma_empty<T>(static_cast<int>(g % T::Stages)), (static_cast<u32>(g / T::Stages) & "
+        "1u) ^ 1u);",
+        "          (void)g;"},
+       "have all exited"},
+      {{"a stage released to this block alone", "if (writers >> r & 1) mbarrier_arrive_cluster",
+        "if (r == static_cast<int>(rank)) mbarrier_arrive_cluster"},
+       "deadlock"},
+      {{"the empty barriers counting this block's releases only", "mbarrier_init(wgmma_empty<T>(s), S::kReleases);",
+        "mbarrier_init(wgmma_empty<T>(s), S::kConsumers);"},
+       "race"},
+      {{"a part multicast to this block alone", "tma_load_3d_multicast(dst, map, x, y, batch, full, sharers);",
+        "tma_load_3d_multicast(dst, map, x, y, batch, full, static_cast<u16>(1u << cluster_rank()));"},
+       "deadlock"},
+      {{"every block loading the first part", "row0 + part * kPartRows);", "row0);"}, "mismatches"},
+  };
+  MutatedGemm gemm(row_col_spec("sm_90a", DType::f16), Shape{192, 136, 512, 1}, 13);
+  gemm.set_config(CudaGemmConfig::default_for(gemm.binding().problem, gemm.target())
+                      .with_overrides("wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=2,"
+                                      "split_k=1,cluster_m=2,cluster_n=2,tma_store=0"));
+  for (const Bug& b : bugs) {
+    SCOPED_TRACE(b.bug.what);
+    std::vector<std::string> outcomes;
+    for (const EmuSchedule order : {EmuSchedule::Forward, EmuSchedule::Reverse})
+      outcomes.push_back(gemm.run("tessera/gemm/gemm_wgmma.cuh", b.bug, order));
+    if (b.bug.control()) {
+      EXPECT_EQ(outcomes[0], "ok") << "grid order";
+      EXPECT_EQ(outcomes[1], "ok") << "reverse order";
+      continue;
+    }
+    const bool caught = std::any_of(outcomes.begin(), outcomes.end(), [&](const std::string& o) {
+      return o != "ok" && o.find(b.reason) != std::string::npos;
+    });
+    EXPECT_TRUE(caught) << "grid order: " << outcomes[0] << "\nreverse order: " << outcomes[1];
+  }
+}
+
 // Threads asking for the same CUDA spec at once get one build (the runtime's kernels live in the shared KernelCache).
 TEST(EmulatedGemm, ConcurrentRequestsForOneSpecBuildOnce) {
   CudaRuntime rt("cuda-emu:sm_80");

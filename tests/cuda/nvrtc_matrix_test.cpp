@@ -56,6 +56,14 @@ TEST_P(NvrtcMatrix, CompilesWithoutSpillsAndHasTheClaimedInstructions) {
                                     "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 1"})
       EXPECT_TRUE(has(instruction)) << instruction;
     EXPECT_EQ(build.ptx.mma + build.ptx.ldmatrix + build.ptx.cp_async, 0);
+    // Clusters: the shape in the kernel, multicast loads, releases to the peers' barriers, the cluster barrier.
+    const int cluster = spec.config.cluster_m * spec.config.cluster_n;
+    const bool multicast = has(".multicast::cluster"), remote = has("mapa.shared::cluster.u32");
+    EXPECT_EQ(cluster > 1, has(fmt::format(".reqnctapercluster {}, 1, 1", cluster)));
+    EXPECT_EQ(cluster > 1, multicast);
+    EXPECT_EQ(cluster > 1, remote && has("mbarrier.arrive.release.cluster.shared::cluster.b64"));
+    EXPECT_EQ(cluster > 1,
+              has("barrier.cluster.arrive.release.aligned") && has("barrier.cluster.wait.acquire.aligned"));
   } else {
     const std::string mma = mc.in == DType::tf32
                                 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"

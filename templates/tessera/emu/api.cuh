@@ -10,6 +10,7 @@ struct Dim3 {
 
 struct ThreadIndex {
   Dim3 thread_idx, block_idx, block_dim, grid_dim;
+  unsigned cluster_rank, cluster_size;  // %cluster_ctarank, %cluster_nctarank (clusters along x)
 };
 
 enum MmaKind { kMmaF16 = 0, kMmaBf16 = 1, kMmaTf32 = 2 };
@@ -94,6 +95,13 @@ struct Api {
   void (*named_barrier)(int id, int threads, int wait);
   void (*wgmma_registers)(int kind, int n, float* d, const unsigned* a, unsigned long long b, int accumulate,
                           int transpose);
+  // Thread-block clusters: barrier.cluster.arrive + wait (every thread of every block of the cluster); an arrive on
+  // the mbarrier at `offset` of the cluster's block `rank` (mapa + mbarrier.arrive.shared::cluster); a TMA load whose
+  // box lands at shared offset dst of every block in `mask` (bit r: rank r), each completing its bytes on its own
+  // mbarrier at offset `mbarrier`.
+  void (*cluster_sync)(int line);
+  void (*mbarrier_arrive_cluster)(unsigned offset, unsigned rank);
+  void (*tma_load_multicast)(unsigned dst, const void* map, const int* coords, unsigned mbarrier, unsigned mask);
 };
 
 }  // namespace tessera_emu

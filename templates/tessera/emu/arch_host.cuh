@@ -154,6 +154,14 @@ inline void wgmma_rs(float (&d)[kN / 2], const u32 (&a)[4], unsigned long long b
   tessera_emu_api->wgmma_registers(kInput, kN, d, a, b, accumulate, kTransB << 1);
 }
 
+inline u32 cluster_rank() { return tessera_emu_api->index()->cluster_rank; }
+inline void cluster_sync() { tessera_emu_api->cluster_sync(__LINE__); }
+inline void mbarrier_arrive_cluster(u32 offset, u32 rank) { tessera_emu_api->mbarrier_arrive_cluster(offset, rank); }
+inline void tma_load_3d_multicast(u32 dst, const TmaDescriptor* map, int x, int y, int z, u32 mbarrier, u16 mask) {
+  const int coords[3] = {x, y, z};
+  tessera_emu_api->tma_load_multicast(dst, map, coords, mbarrier, mask);
+}
+
 inline half_t f32_to_f16(float x) { return half_t{tessera_emu_api->f32_to_f16(x)}; }
 inline float f16_to_f32(half_t h) { return tessera_emu_api->f16_to_f32(h.bits); }
 inline bfloat16_t f32_to_bf16(float x) { return bfloat16_t{tessera_emu_api->f32_to_bf16(x)}; }

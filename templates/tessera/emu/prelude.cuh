@@ -14,6 +14,8 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+// A kernel's cluster shape reaches the emulator through the entry the host compiler adds for it.
+#define __cluster_dims__(...)
 #define __grid_constant__
 #define __align__(n) alignas(n)
 // No __shared__: tessera kernels use only the dynamic shared memory (the emulator's per-block arena, through

@@ -7,7 +7,10 @@
 // operands K-major; 16-bit operands in either layout: a K-major tile is block_k wide (its 128-byte rows along K), an
 // M/N-major one is loaded as 64-wide slices of M (N), each block_k rows of K, which wgmma reads with its transpose bit.
 // The tiles' edges beyond M, N and K are TMA's zeros. Grid: x = rasterised output tiles, z = batch (x split); stream-K:
-// one row of blocks sharing the (tile, k-tile) iterations.
+// one row of blocks sharing the (tile, k-tile) iterations. Clusters (ClusterM x ClusterN blocks, consecutive along x,
+// as CUTLASS 3's): blocks of a cluster column share their B tile and blocks of a cluster row their A tile; each loads
+// its part of a shared tile once from L2 and multicasts it to the blocks that share it, and releases every stage to
+// all the blocks that write into it.
 #pragma once
 
 #include "tessera/arch.cuh"
@@ -20,7 +23,7 @@
 namespace tessera {
 
 // T supplies: Element, Out, kInput (f16, bf16, tf32), BM (64 or 128), BN (64, 128 or 256), BK (64), Stages, Swizzle,
-// AlignC, AKMajor, BKMajor, DRowMajor, TmaStore.
+// AlignC, AKMajor, BKMajor, DRowMajor, TmaStore, ClusterM, ClusterN (1 or 2).
 template <class T>
 struct WgmmaShape {
   static constexpr int kConsumers = T::BM / 64;  // consumer warpgroups
@@ -34,7 +37,27 @@ struct WgmmaShape {
   // M (N) (64 x BK elements each) follow one another.
   static constexpr u32 kGroupBytes = 1024;
   static constexpr u32 kSliceBytes = 64 * T::BK * kElem;
+  // Rank r of a cluster computes tile (r % ClusterM, r / ClusterM) of the cluster's ClusterM x ClusterN tiles.
+  static constexpr int kCluster = T::ClusterM * T::ClusterN;
+  // Arrivals that empty a stage: one per consumer warpgroup of each block writing into it (its cluster row and
+  // column, itself among them).
+  static constexpr int kReleases = kConsumers * (T::ClusterM + T::ClusterN - 1);
 };
+
+// The cluster's blocks that share this block's A tile (its cluster row: the same tile_m) and its B tile (its
+// column: the same tile_n), as masks of ranks.
+template <class T>
+TESSERA_DEVICE u16 a_sharers(u32 rank) {
+  u16 mask = 0;
+  for (int j = 0; j < T::ClusterN; ++j) mask |= static_cast<u16>(1u << (rank % T::ClusterM + T::ClusterM * j));
+  return mask;
+}
+template <class T>
+TESSERA_DEVICE u16 b_sharers(u32 rank) {
+  u16 mask = 0;
+  for (int i = 0; i < T::ClusterM; ++i) mask |= static_cast<u16>(1u << (i + T::ClusterM * (rank / T::ClusterM)));
+  return mask;
+}
 
 // Shared-memory descriptors of the k-th step of a tile starting at `tile` (16 deep, 8 for tf32): K-major, the step is
 // 32 bytes along each row; M/N-major (16-bit only), 16 rows (two 1024-byte atoms) further.
@@ -45,15 +68,28 @@ TESSERA_DEVICE unsigned long long wgmma_operand(u32 tile, int ks) {
                  : wgmma_descriptor(tile + ks * 16 * 128, S::kSliceBytes, S::kGroupBytes, kWgmma128B);
 }
 
-// One operand's tile of a stage by TMA: K-major, one box of BK x rows; M/N-major, rows / 64 boxes of 64 x BK.
-template <class T, bool kKMajor, int kRows>
-TESSERA_DEVICE void load_operand(u32 tile, const TmaDescriptor* map, int kt, int row0, int batch, u32 full) {
+// Part `part` of kParts of one operand's tile of a stage by TMA, to every block in `sharers` (kParts > 1: the blocks
+// sharing the tile load one part each): K-major, a box of BK x rows / kParts (128-byte rows, so a part starts an
+// atom); M/N-major, its share of the rows / 64 boxes of 64 x BK.
+template <class T, bool kKMajor, int kRows, int kParts>
+TESSERA_DEVICE void load_operand(u32 tile, const TmaDescriptor* map, int kt, int row0, int batch, u32 full, int part,
+                                 u16 sharers) {
+  const auto load = [&](u32 dst, int x, int y) {
+    if constexpr (kParts == 1)
+      tma_load_3d(dst, map, x, y, batch, full);
+    else
+      tma_load_3d_multicast(dst, map, x, y, batch, full, sharers);
+  };
   if constexpr (kKMajor) {
-    tma_load_3d(tile, map, kt * T::BK, row0, batch, full);
+    constexpr int kPartRows = kRows / kParts;
+    load(tile + static_cast<u32>(part * kPartRows * 128), kt * T::BK, row0 + part * kPartRows);
   } else {
+    constexpr int kSlices = kRows / 64 / kParts;
 #pragma unroll
-    for (int slice = 0; slice < kRows / 64; ++slice)
-      tma_load_3d(tile + slice * WgmmaShape<T>::kSliceBytes, map, row0 + slice * 64, kt * T::BK, batch, full);
+    for (int i = 0; i < kSlices; ++i) {
+      const int slice = part * kSlices + i;
+      load(tile + slice * WgmmaShape<T>::kSliceBytes, row0 + slice * 64, kt * T::BK);
+    }
   }
 }
 
@@ -80,11 +116,32 @@ TESSERA_DEVICE void wgmma_init_ring() {
   if (threadIdx.x == 0) {
     for (int s = 0; s < T::Stages; ++s) {
       mbarrier_init(wgmma_full<T>(s), 1);
-      mbarrier_init(wgmma_empty<T>(s), 128 * S::kConsumers);
+      mbarrier_init(wgmma_empty<T>(s), S::kReleases);
     }
     fence_barrier_init();
   }
-  __syncthreads();
+  // A cluster's blocks multicast into and arrive on one another's barriers: all initialised before any use.
+  if constexpr (S::kCluster > 1)
+    cluster_sync();
+  else
+    __syncthreads();
+}
+
+// A consumer warpgroup whose MMAs reading `stage` have retired gives it back: its first thread arrives on the
+// stage's empty barrier in every block that writes into this one (the MMAs read on the warpgroup's behalf).
+template <class T>
+TESSERA_DEVICE void wgmma_release(int stage) {
+  using S = WgmmaShape<T>;
+  if (threadIdx.x % 128 != 0) return;
+  if constexpr (S::kCluster == 1) {
+    mbarrier_arrive(wgmma_empty<T>(stage));
+  } else {
+    const u32 rank = cluster_rank();
+    const u16 writers = a_sharers<T>(rank) | b_sharers<T>(rank);
+#pragma unroll
+    for (int r = 0; r < S::kCluster; ++r)
+      if (writers >> r & 1) mbarrier_arrive_cluster(wgmma_empty<T>(stage), static_cast<u32>(r));
+  }
 }
 
 // One output tile over k-tiles [kt_begin, kt_begin + k_tiles) into the consumers' accumulators d. `ring` counts the
@@ -98,18 +155,30 @@ TESSERA_DEVICE void wgmma_accumulate(const GemmParams& p, int tile_m, int tile_n
   if (warpgroup == 0) {
     // Producer: one thread issues every copy. (No setmaxnreg: the consumers need about 90 registers at 128 x 128,
     // within the even share of any block size here.)
-    if (tid == 0)
+    if (tid == 0) {
+      const u32 rank = S::kCluster > 1 ? cluster_rank() : 0u;
+      const int part_a = static_cast<int>(rank / T::ClusterM), part_b = static_cast<int>(rank % T::ClusterM);
       for (int kt = 0; kt < k_tiles; ++kt) {
         const i64 g = ring + kt;
         const int s = static_cast<int>(g % T::Stages);
         const u32 phase = static_cast<u32>(g / T::Stages) & 1u;
         mbarrier_wait(wgmma_empty<T>(s), phase ^ 1u);  // a fresh barrier's parity-1 phase counts as complete
+        // The whole stage lands here: this block's parts and its sharers'.
         mbarrier_arrive_expect_tx(wgmma_full<T>(s), S::kStageBytes);
         const u32 tile = static_cast<u32>(s) * S::kStageBytes;
-        load_operand<T, T::AKMajor, T::BM>(tile, &p.a_map, kt_begin + kt, tile_m * T::BM, batch, wgmma_full<T>(s));
-        load_operand<T, T::BKMajor, T::BN>(tile + S::kABytes, &p.b_map, kt_begin + kt, tile_n * T::BN, batch,
-                                           wgmma_full<T>(s));
+        load_operand<T, T::AKMajor, T::BM, T::ClusterN>(tile, &p.a_map, kt_begin + kt, tile_m * T::BM, batch,
+                                                        wgmma_full<T>(s), part_a, a_sharers<T>(rank));
+        load_operand<T, T::BKMajor, T::BN, T::ClusterM>(tile + S::kABytes, &p.b_map, kt_begin + kt, tile_n * T::BN,
+                                                        batch, wgmma_full<T>(s), part_b, b_sharers<T>(rank));
       }
+      // In a cluster, the block stays until every block it shares with has released every stage: their arrivals
+      // on its barriers must not outlive it.
+      if constexpr (S::kCluster > 1)
+        for (int kt = k_tiles; kt < k_tiles + T::Stages; ++kt) {
+          const i64 g = ring + kt;
+          mbarrier_wait(wgmma_empty<T>(static_cast<int>(g % T::Stages)), (static_cast<u32>(g / T::Stages) & 1u) ^ 1u);
+        }
+    }
   } else {
     const u32 a_rows = static_cast<u32>(warpgroup - 1) * S::kSliceBytes;  // this consumer's 64 rows of the A tile
 #pragma unroll
@@ -127,10 +196,10 @@ TESSERA_DEVICE void wgmma_accumulate(const GemmParams& p, int tile_m, int tile_n
       wgmma_commit();
       // This k-tile's MMAs stay in flight; the previous one's have retired, so its stage goes back to the producer.
       wgmma_wait<1>();
-      if (kt > 0) mbarrier_arrive(wgmma_empty<T>(static_cast<int>((g - 1) % T::Stages)));
+      if (kt > 0) wgmma_release<T>(static_cast<int>((g - 1) % T::Stages));
     }
     wgmma_wait<0>();
-    if (k_tiles > 0) mbarrier_arrive(wgmma_empty<T>(static_cast<int>((ring + k_tiles - 1) % T::Stages)));
+    if (k_tiles > 0) wgmma_release<T>(static_cast<int>((ring + k_tiles - 1) % T::Stages));
   }
   // Every MMA has retired and every copy landed: the ring becomes the epilogue's staging area.
   __syncthreads();
@@ -157,8 +226,21 @@ TESSERA_DEVICE void wgmma_store(const GemmParams& p, const float (&d)[T::BN / 2]
 
 template <class T, class Epi>
 TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
+  using S = WgmmaShape<T>;
   int tile_m, tile_n;
-  raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
+  if constexpr (S::kCluster == 1) {
+    raster_tile<T::Swizzle>(blockIdx.x, (p.m + T::BM - 1) / T::BM, (p.n + T::BN - 1) / T::BN, tile_m, tile_n);
+  } else {
+    // Clusters are rasterised as tiles are, each covering ClusterM x ClusterN tiles; a block past D's edge still
+    // loads and multicasts its parts (TMA's zeros) for its sharers and stores nothing.
+    const int tiles_m = (p.m + T::BM - 1) / T::BM, tiles_n = (p.n + T::BN - 1) / T::BN;
+    int cluster_m, cluster_n;
+    raster_tile<T::Swizzle>(static_cast<int>(blockIdx.x) / S::kCluster, (tiles_m + T::ClusterM - 1) / T::ClusterM,
+                            (tiles_n + T::ClusterN - 1) / T::ClusterN, cluster_m, cluster_n);
+    const int rank = static_cast<int>(cluster_rank());
+    tile_m = cluster_m * T::ClusterM + rank % T::ClusterM;
+    tile_n = cluster_n * T::ClusterN + rank / T::ClusterM;
+  }
   // z = batch x split: a split's K range is whole k-tiles (k_per_split a multiple of BK), so its TMA boxes never
   // reach into the next split's, and the last split's boxes past K are TMA's zeros.
   const int batch = static_cast<int>(blockIdx.z) / T::SplitK, split = static_cast<int>(blockIdx.z) % T::SplitK;
