@@ -224,6 +224,20 @@ TEST(CudaGemmConfig, HopperDefaultsToTheWgmmaKernelWhereItApplies) {
       << "K of 4098 (rows not 16-byte aligned): no wgmma, no TMA";
   EXPECT_FALSE(CudaGemmConfig::default_for(problem(4096, 4094, 4096, DType::bf16, row, col), sm90a).tma_store)
       << "D's rows of 4094 floats are 8-byte aligned";
+  // Clusters: wgmma only, not with stream-K, each shared tile split into whole parts; the default where the model
+  // finds L2 a limit and the padded grid still fills its last wave (3072 x 4096: 384 tiles of 128 x 256
+  // on 132 SMs); the grid padded to whole clusters.
+  EXPECT_NO_THROW(validate(rc, wg.with_overrides("block_m=128,cluster_m=2,cluster_n=2"), sm90a));
+  expect_rule(rc, CudaGemmConfig{}.with_overrides("cluster_m=2"), sm90, "clusters need the wgmma kernel");
+  expect_rule(rc, wg.with_overrides("cluster_m=2,stream_k=1"), sm90a, "clusters and stream_k exclude each other");
+  expect_rule(rc, wg.with_overrides("cluster_n=4"), sm90a, "cluster_m and cluster_n (1 and 4) must be 1 or 2");
+  expect_rule(problem(256, 256, 256, DType::f16, row, row).signature,
+              wg.with_overrides("block_n=64,warp_n=64,cluster_m=2"), sm90a, "cannot be multicast over a 2x1 cluster");
+  const CudaGemmConfig big = CudaGemmConfig::default_for(problem(3072, 4096, 4096, DType::bf16, row, col), sm90a);
+  EXPECT_GT(big.cluster_m * big.cluster_n, 1);
+  EXPECT_LE(last_wave_idle(problem(3072, 4096, 4096, DType::bf16, row, col), big, sm90a), 0.1);
+  CudaGemmConfig padded = wg.with_overrides("block_m=128,cluster_m=2,cluster_n=2");
+  EXPECT_EQ(cuda_grid_blocks(problem(300, 300, 256, DType::f16, row, col), padded), 4 * 4);  // 3 x 3 tiles
   // Deep K on a grid of few tiles: the model splits K for the wgmma kernel, by split-K or stream-K (1024 x 1024 is
   // 32 tiles of 128 x 256 on 132 SMs).
   const CudaGemmConfig deep = CudaGemmConfig::default_for(problem(1024, 1024, 8192, DType::bf16, row, col), sm90a);
