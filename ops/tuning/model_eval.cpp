@@ -333,7 +333,7 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     }
     if (test.empty() || train.empty()) continue;
     const auto model = LearnedCpuModel::train(training_set(train, target), target, options);
-    Outcome fold_learned;
+    Outcome fold_learned, fold_runtime, fold_default;
     for (const auto& recorded : test) {
       const RecordedProblem p = within_space(recorded);
       const CpuTarget host = TuningRecords::hardware_target(target, p.hardware);  // the recording machine's
@@ -362,12 +362,14 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
       bool found = false;
       for (std::size_t i = 0; i < p.configs.size(); ++i)
         if (p.configs[i] == d) chosen[i] = 0.0, found = true;
-      if (found) score_problem(fixed_default, p, chosen, false);
+      if (found) score_problem(fixed_default, p, chosen, false), score_problem(fold_default, p, chosen, false);
       // What the runtime compiles: the learned top-1 where the model's training covers the problem, else the default.
       if (model->covers(p.problem, host)) {
         score_problem(runtime, p, scores, false);
+        score_problem(fold_runtime, p, scores, false);
       } else if (found) {
         score_problem(runtime, p, chosen, false);
+        score_problem(fold_runtime, p, chosen, false);
         ++fallbacks;
       }
       // The cost of ranking the problem's whole variant space.
@@ -378,7 +380,9 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
     }
     per_fold.push_back({{"held_out", fold_names[static_cast<std::size_t>(f)]},
                         {"problems", test.size()},
-                        {"learned_top1_regret_mean", mean(fold_learned.regret)}});
+                        {"learned_top1_regret_mean", mean(fold_learned.regret)},
+                        {"runtime", summary(fold_runtime, false)},
+                        {"default", summary(fold_default, false)}});
   }
   std::vector<double> spreads, space_sizes;
   std::size_t scored_problems = 0;

@@ -259,6 +259,12 @@ CpuTarget TuningRecords::hardware_target(CpuTarget base, const std::string& hard
     base.l2_bytes = std::stoll(match[2]) << 10;
     base.l3_bytes = match[3].matched && std::stoll(match[3]) > 0 ? std::stoll(match[3]) << 10 : kUndescribedL3;
   }
+  // The vendor, from the model name the description starts with: the recording machine's, not the evaluating one's
+  // (the rules that differ by vendor, e.g. prefetching, must judge a record as its machine ran it).
+  if (hardware.find("Intel") != std::string::npos)
+    base.intel = true;
+  else if (hardware.find("AMD") != std::string::npos)
+    base.intel = false;
   if (base.isa == CpuIsa::Avx512) {
     // Descriptions from before the FMA rate was recorded (2026-11-25 evening) came from AMD hosts: a Zen 4
     // (family 25) splits 512-bit FMAs in halves, a Zen 5 (family 26) does not.

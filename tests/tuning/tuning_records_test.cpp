@@ -330,6 +330,20 @@ TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesCaches) {
   }
 }
 
+// A record is judged as its machine ran it: the vendor (the rules that differ by vendor) is the description's.
+TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesVendor) {
+  CpuTarget base;
+  base.intel = false;
+  EXPECT_TRUE(
+      TuningRecords::hardware_target(base, "Intel(R) Xeon(R) Processor (family 6); L1d 48 KiB, L2 2048 KiB").intel);
+  base.intel = true;
+  EXPECT_FALSE(TuningRecords::hardware_target(base, "AMD EPYC (family 26); L1d 48 KiB, L2 1024 KiB").intel);
+  EXPECT_TRUE(TuningRecords::hardware_target(base, "unknown CPU").intel)
+      << "a description without a vendor keeps the base's";
+  const CpuTarget host = CpuTarget::host();
+  EXPECT_EQ(TuningRecords::hardware_target(base, host_hardware()).intel, host.intel);
+}
+
 // The FMA rate decides which learned model may rank: recorded where measured, inferred for the older AMD records.
 TEST(TuningRecords, HardwareDescriptionsGiveTheRecordingMachinesFmaRate) {
   CpuTarget base;
