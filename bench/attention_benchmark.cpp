@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include "bench/peers/torch_attention_peer.hpp"
 #include "bench/stream_read.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
@@ -159,8 +160,14 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
   log << "stream read (GB/s):";
   for (const auto& [threads, gbps] : stream)
     log << fmt::format(" {:.1f} on {} thread{}", gbps, threads, threads > 1 ? "s" : "");
-  log << fmt::format("\n{:<26} {:>3} {:>12} {:>12} {:>10} {:>14} {:>8} {:>8}\n", "shape", "thr", "tessera ms",
-                     "unfused ms", "tessera GF", "fused/unfused", "GB/s", "%stream");
+  const std::string torch_missing = TorchAttention::unavailable();
+  if (torch_missing.empty())
+    log << fmt::format("\nPyTorch {} (unfused: matmul, softmax, matmul)", TorchAttention::version());
+  else
+    log << "\nno PyTorch peer: " << torch_missing;
+  log << fmt::format("\n{:<26} {:>3} {:>12} {:>12} {:>10} {:>14} {:>10} {:>12} {:>8} {:>8}\n", "shape", "thr",
+                     "tessera ms", "unfused ms", "tessera GF", "fused/unfused", "torch ms", "fused/torch", "GB/s",
+                     "%stream");
   for (const AttentionShape& s : shapes) {
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> dist(-1, 1);
@@ -169,13 +176,14 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
       return static_cast<std::size_t>(s.batch * heads * seq * s.head_dim);
     };
     std::vector<float> q(size(s.heads, s.seq_q)), k(size(s.kv_heads, s.seq_kv)), v(size(s.kv_heads, s.seq_kv)),
-        o(size(s.heads, s.seq_q)), o_peer(size(s.heads, s.seq_q));
+        o(size(s.heads, s.seq_q)), o_peer(size(s.heads, s.seq_q)), o_torch(size(s.heads, s.seq_q));
     for (auto* x : {&q, &k, &v})
       for (float& e : *x) e = dist(rng);
     // bf16: the same values rounded, in buffers of half the size; both contenders read and write those.
-    std::vector<std::uint16_t> q16, k16, v16, o16, o16_peer;
+    std::vector<std::uint16_t> q16, k16, v16, o16, o16_peer, o16_torch;
     if (bf16) {
-      for (auto [from, to] : {std::pair{&q, &q16}, {&k, &k16}, {&v, &v16}, {&o, &o16}, {&o_peer, &o16_peer}})
+      for (auto [from, to] :
+           {std::pair{&q, &q16}, {&k, &k16}, {&v, &v16}, {&o, &o16}, {&o_peer, &o16_peer}, {&o_torch, &o16_torch}})
         for (float e : *from) to->push_back(to_bf16(e));
     }
     const auto data = [&](std::vector<float>& f32, std::vector<std::uint16_t>& half) -> void* {
@@ -210,49 +218,71 @@ nlohmann::json run_attention_benchmark(const std::vector<AttentionShape>& shapes
           }
       };
       const auto fused = [&] { kernel.run(args); };
+      const std::unique_ptr<TorchAttention> torch = TorchAttention::create(s, scale, bf16);
+      const auto torch_unfused = [&] {
+        torch->run(data(q, q16), data(k, k16), data(v, v16), data(o_torch, o16_torch), threads);
+      };
       const int fused_calls = sampling.calibrate(fused), unfused_calls = sampling.calibrate(unfused);
-      std::vector<double> fused_ms, unfused_ms;
+      const int torch_calls = torch ? sampling.calibrate(torch_unfused) : 0;
+      std::vector<double> fused_ms, unfused_ms, torch_ms;
       for (int r = 0; r < repeat; ++r) {
         fused_ms.push_back(1e3 * sampling.sample(fused, fused_calls));
         unfused_ms.push_back(1e3 * sampling.sample(unfused, unfused_calls));
+        if (torch) torch_ms.push_back(1e3 * sampling.sample(torch_unfused, torch_calls));
       }
       if (bf16)
-        for (std::size_t i = 0; i < o.size(); ++i) o[i] = from_bf16(o16[i]), o_peer[i] = from_bf16(o16_peer[i]);
-      double diff = 0, magnitude = 1e-30;
-      for (std::size_t i = 0; i < o.size(); ++i) {
-        diff = std::max(diff, static_cast<double>(std::fabs(o[i] - o_peer[i])));
-        magnitude = std::max(magnitude, static_cast<double>(std::fabs(o_peer[i])));
-      }
+        for (std::size_t i = 0; i < o.size(); ++i)
+          o[i] = from_bf16(o16[i]), o_peer[i] = from_bf16(o16_peer[i]), o_torch[i] = from_bf16(o16_torch[i]);
+      // The largest difference from a peer's output, relative to the peer's largest magnitude.
+      const auto relative_diff = [&](const std::vector<float>& peer_o) {
+        double diff = 0, magnitude = 1e-30;
+        for (std::size_t i = 0; i < o.size(); ++i) {
+          diff = std::max(diff, static_cast<double>(std::fabs(o[i] - peer_o[i])));
+          magnitude = std::max(magnitude, static_cast<double>(std::fabs(peer_o[i])));
+        }
+        return diff / magnitude;
+      };
+      // bf16: the peers round the scores and P to bf16, tessera keeps them f32.
+      const double tolerance = bf16 ? 3e-2 : 1e-4;
+      const double diff = relative_diff(o_peer), torch_diff = torch ? relative_diff(o_torch) : 0.0;
       const double ms = median(fused_ms), peer_ms = median(unfused_ms);
       const double gflops = problem.flops() / (ms * 1e6);
       // Bytes a call must move at least: Q, K, V read and O written once.
       const double bytes =
           static_cast<double>(element_bytes) * static_cast<double>(q.size() + k.size() + v.size() + o.size());
       const double gbps = bytes / (ms * 1e6);
-      nlohmann::json row{{"shape", s.label()},
-                         {"dtype", dtype_name(dtype)},
-                         {"batch", s.batch},
-                         {"heads", s.heads},
-                         {"kv_heads", s.kv_heads},
-                         {"seq_q", s.seq_q},
-                         {"seq_kv", s.seq_kv},
-                         {"head_dim", s.head_dim},
-                         {"causal", s.causal},
-                         {"threads", threads},
-                         {"kernel", kernel.name()},
-                         {"tessera_ms", ms},
-                         {"onednn_unfused_ms", peer_ms},
-                         {"tessera_gflops", gflops},
-                         {"onednn_unfused_gflops", problem.flops() / (peer_ms * 1e6)},
-                         {"speedup_over_unfused", paired_median_ratio(unfused_ms, fused_ms)},
-                         {"max_rel_diff_vs_unfused", diff / magnitude},
-                         {"gbps", gbps},
-                         {"stream_read_gbps", stream[threads]},
-                         {"fraction_of_stream_read", gbps / stream[threads]},
-                         // bf16: the peer rounds the scores and P to bf16, tessera keeps them f32.
-                         {"agrees", diff / magnitude < (bf16 ? 3e-2 : 1e-4)}};
-      log << fmt::format("{:<26} {:>3} {:>12.3f} {:>12.3f} {:>10.1f} {:>14.2f} {:>8.1f} {:>7.0f}%\n", s.label(),
-                         threads, ms, peer_ms, gflops, row["speedup_over_unfused"].get<double>(), gbps,
+      nlohmann::json row{
+          {"shape", s.label()},
+          {"dtype", dtype_name(dtype)},
+          {"batch", s.batch},
+          {"heads", s.heads},
+          {"kv_heads", s.kv_heads},
+          {"seq_q", s.seq_q},
+          {"seq_kv", s.seq_kv},
+          {"head_dim", s.head_dim},
+          {"causal", s.causal},
+          {"threads", threads},
+          {"kernel", kernel.name()},
+          {"tessera_ms", ms},
+          {"onednn_unfused_ms", peer_ms},
+          {"tessera_gflops", gflops},
+          {"onednn_unfused_gflops", problem.flops() / (peer_ms * 1e6)},
+          {"speedup_over_unfused", paired_median_ratio(unfused_ms, fused_ms)},
+          {"max_rel_diff_vs_unfused", diff},
+          {"torch_unfused_ms", torch ? nlohmann::json(median(torch_ms)) : nlohmann::json()},
+          {"torch_unfused_gflops",
+           torch ? nlohmann::json(problem.flops() / (median(torch_ms) * 1e6)) : nlohmann::json()},
+          {"speedup_over_torch", torch ? nlohmann::json(paired_median_ratio(torch_ms, fused_ms)) : nlohmann::json()},
+          {"max_rel_diff_vs_torch", torch ? nlohmann::json(torch_diff) : nlohmann::json()},
+          {"torch_unavailable", torch ? nlohmann::json() : nlohmann::json(torch_missing)},
+          {"gbps", gbps},
+          {"stream_read_gbps", stream[threads]},
+          {"fraction_of_stream_read", gbps / stream[threads]},
+          {"agrees", diff < tolerance && torch_diff < tolerance}};
+      log << fmt::format("{:<26} {:>3} {:>12.3f} {:>12.3f} {:>10.1f} {:>14.2f} {:>10} {:>12} {:>8.1f} {:>7.0f}%\n",
+                         s.label(), threads, ms, peer_ms, gflops, row["speedup_over_unfused"].get<double>(),
+                         torch ? fmt::format("{:.3f}", median(torch_ms)) : "-",
+                         torch ? fmt::format("{:.2f}", row["speedup_over_torch"].get<double>()) : "-", gbps,
                          100 * gbps / stream[threads]);
       rows.push_back(row);
     }

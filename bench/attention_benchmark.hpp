@@ -1,6 +1,7 @@
 // Fused attention against what a framework without a fused kernel runs: per head, S = Q·Kᵀ by oneDNN's matmul
-// (scale and, for causal, the mask fused as post-ops), oneDNN's softmax, then P·V by its matmul. Same buffers, same
-// threads, samples interleaved; tessera's output checked against the peer's.
+// (scale and, for causal, the mask fused as post-ops), oneDNN's softmax, then P·V by its matmul; and PyTorch's
+// ATen ops (torch_attention_peer.hpp) where tessera-bench was built with libtorch. Same buffers, same threads,
+// samples interleaved; tessera's output checked against each peer's.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -7,7 +7,7 @@ packages=(
   llvm-19-dev libzstd-dev zlib1g-dev libedit-dev libffi-dev libxml2-dev libcurl4-openssl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   libgtest-dev libgmock-dev libboost-context-dev libsqlite3-dev sqlite3 libxgboost-dev
-  libdnnl-dev libopenblas-dev libblis-dev libxsmm-dev libeigen3-dev librsb-dev
+  libdnnl-dev libopenblas-dev libblis-dev libxsmm-dev libeigen3-dev librsb-dev libtorch-dev
   python3-dev python3-pybind11 python3-numpy python3-pytest python3-torch
 )
 
