@@ -69,7 +69,17 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   if (longest_q <= kStackedPositions && problem.kv_heads > 0 && problem.heads > problem.kv_heads)
     rows = problem.heads / problem.kv_heads * longest_q;
   bool stacked = rows > longest_q;
-  if (stacked && rows > kInPlaceStackedRows) {
+  // A tall stacked block is packed (below) unless its keys come from memory: f32 rows of d ≥ 128 whose K and V
+  // outgrow twice the L2 are read once in place, where packing writes and reads them again (Zen 4, 32 query heads on
+  // one KV head, d 128, 4-row tiles, in place ÷ packed: 32768 keys 9.6-10.1 against 10.8-12.0 ms on one thread, 4.2-4.7
+  // against 5.5-6.3 on two; 8192 keys 1.9 against 2.9-3.0 on one, 1.1-1.2 against 0.9-1.4 on two; 4 × 4096 keys 3.2-4.2
+  // against 4.2-4.9 on one; 2048 keys (twice the L2) and d 64 are faster packed).
+  std::int64_t longest_kv = problem.seq_kv;
+  for (std::int64_t len : problem.seq_lens_kv) longest_kv = std::max(longest_kv, len);
+  const bool keys_from_memory = s.dtype == DType::f32 && s.head_dim_qk >= 128 && s.q_unit_d && s.k_unit_d &&
+                                s.v_unit_d && longest_kv * (s.head_dim_qk + s.head_dim_v) * 4 > 2 * target.l2_bytes &&
+                                rows <= kStackedPackedRows;
+  if (stacked && rows > kInPlaceStackedRows && !keys_from_memory) {
     // A tall stacked block is compute-bound: packed tiles of 4 rows, V's vectors unpadded, beat reading keys in place;
     // past kStackedPackedRows the heads unstacked, each in blocks of its own, beat one block. (Zen 4, the attention
     // holdout's decoding cases on 1 and 2 threads: 32 and 40 rows packed 21% and 19% faster than in place; 112, 130
