@@ -362,7 +362,10 @@ nlohmann::json evaluate_cost_models(const std::vector<RecordedProblem>& problems
       bool found = false;
       for (std::size_t i = 0; i < p.configs.size(); ++i)
         if (p.configs[i] == d) chosen[i] = 0.0, found = true;
-      if (found) score_problem(fixed_default, p, chosen, false), score_problem(fold_default, p, chosen, false);
+      if (found) {
+        score_problem(fixed_default, p, chosen, false);
+        score_problem(fold_default, p, chosen, false);
+      }
       // What the runtime compiles: the learned top-1 where the model's training covers the problem, else the default.
       if (model->covers(p.problem, host)) {
         score_problem(runtime, p, scores, false);

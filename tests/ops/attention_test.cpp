@@ -513,35 +513,38 @@ TEST(Attention, TallGroupsUnstackInTilesThatPadLeast) {
 // A tall stacked block whose f32 keys come from memory (d ≥ 128, K and V beyond twice the L2) reads them in place;
 // one whose keys stay in cache, or of d 64, packs them. The in-place choice must still match the reference.
 TEST(Attention, TallGroupsReadKeysFromMemoryInPlace) {
-  if (!CpuTarget::host_supports(CpuIsa::Avx512)) GTEST_SKIP() << "the rule is checked for cpu:avx512";
-  CpuTarget target = CpuTarget::named("cpu:avx512");
-  target.l2_bytes = 1 << 20;
-  for (const auto& [skv, d, in_place] : std::vector<std::tuple<int, int, bool>>{
-           {32768, 128, true}, {4096, 128, true}, {2048, 128, false}, {32768, 64, false}}) {
-    Case c;
-    c.heads = 32, c.kv_heads = 1, c.seq_q = 1, c.seq_kv = skv, c.d = c.dv = d;
-    auto t = make(c);
-    const AttentionProblem problem = runtime().describe(t->args);
-    const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
-    EXPECT_EQ(config.in_place, in_place) << describe(c);
-    EXPECT_TRUE(stacks_query_heads(problem, config.block_q)) << describe(c);
-    if (in_place) {
-      EXPECT_EQ(config.mr, 4) << describe(c);
+  for (const char* isa : {"cpu:avx2", "cpu:avx512"}) {
+    if (std::string(isa) == "cpu:avx512" && !CpuTarget::host_supports(CpuIsa::Avx512)) continue;
+    // The rule with an L2 of 1 MiB; the run below with one of 256 KiB.
+    CpuTarget target = runtime(isa).target();
+    target.l2_bytes = 1 << 20;
+    for (const auto& [skv, d, in_place] : std::vector<std::tuple<int, int, bool>>{
+             {32768, 128, true}, {4096, 128, true}, {2048, 128, false}, {32768, 64, false}}) {
+      Case c;
+      c.heads = 32, c.kv_heads = 1, c.seq_q = 1, c.seq_kv = skv, c.d = c.dv = d;
+      auto t = make(c);
+      const AttentionProblem problem = runtime(isa).describe(t->args);
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
+      EXPECT_EQ(config.in_place, in_place) << isa << " " << describe(c);
+      EXPECT_TRUE(stacks_query_heads(problem, config.block_q)) << isa << " " << describe(c);
+      if (in_place) {
+        EXPECT_EQ(config.mr, 4) << isa << " " << describe(c);
+      }
     }
+    // The in-place stacked block of 32 rows against the reference (keys past one block, a partial last block).
+    Case c;
+    c.batch = 2, c.heads = 32, c.kv_heads = 1, c.seq_q = 1, c.seq_kv = 1100, c.d = c.dv = 128;
+    auto t = make(c);
+    const AttentionProblem problem = runtime(isa).describe(t->args);
+    target.l2_bytes = 256 << 10;
+    const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
+    ASSERT_TRUE(config.in_place && config.block_q == 32) << isa << " " << to_json(config).dump();
+    const AttentionReference ref = reference_attention(t->args);
+    t->o.set(-7);
+    runtime(isa).compile(problem, config).run(t->args);
+    const Comparison cmp = compare_attention(ref, t->args);
+    EXPECT_TRUE(cmp.ok()) << isa << " " << to_json(config).dump() << ": " << cmp.first_mismatch;
   }
-  // The in-place stacked block of 32 rows against the reference (keys past one block, a partial last block).
-  Case c;
-  c.batch = 2, c.heads = 32, c.kv_heads = 1, c.seq_q = 1, c.seq_kv = 1100, c.d = c.dv = 128;
-  auto t = make(c);
-  const AttentionProblem problem = runtime().describe(t->args);
-  target.l2_bytes = 256 << 10;
-  const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
-  ASSERT_TRUE(config.in_place && config.block_q == 32) << to_json(config).dump();
-  const AttentionReference ref = reference_attention(t->args);
-  t->o.set(-7);
-  runtime().compile(problem, config).run(t->args);
-  const Comparison cmp = compare_attention(ref, t->args);
-  EXPECT_TRUE(cmp.ok()) << to_json(config).dump() << ": " << cmp.first_mismatch;
 }
 
 // bf16 Q, K, V and O (f32 softmax and accumulation): each tensor's values rounded to bf16 in a copy with the same
