@@ -9,8 +9,30 @@ namespace tessera {
 
 namespace {
 
+// The children of nodes being released on this thread, while an outermost ~ExprNode drains it (else null).
+thread_local std::vector<Expr>* release_queue = nullptr;
+
+}  // namespace
+
+ExprNode::~ExprNode() {
+  if (release_queue) {  // inside a release: hand the children to it rather than release them in this frame
+    for (Expr& a : args) release_queue->push_back(std::move(a));
+    return;
+  }
+  std::vector<Expr> queue = std::move(args);
+  release_queue = &queue;
+  while (!queue.empty()) {
+    Expr last = std::move(queue.back());
+    queue.pop_back();
+    last.reset();  // a node whose last owner this was appends its children
+  }
+  release_queue = nullptr;
+}
+
+namespace {
+
 Expr make(ExprOp op, ExprType type, std::vector<Expr> args) {
-  return std::make_shared<const ExprNode>(ExprNode{op, type, 0, {}, std::move(args)});
+  return std::make_shared<const ExprNode>(op, type, 0.0, std::string(), std::move(args));
 }
 
 Expr binary(ExprOp op, const Expr& a, const Expr& b) {
@@ -173,15 +195,14 @@ const FunctionInfo* find_function(std::string_view name) {
 }
 
 Expr constant(double value, ExprType type) {
-  return std::make_shared<const ExprNode>(ExprNode{ExprOp::Const, type, value, {}, {}});
+  return std::make_shared<const ExprNode>(ExprOp::Const, type, value, std::string(), std::vector<Expr>());
 }
 Expr int_constant(long long value) { return constant(static_cast<double>(value), ExprType::Int); }
 Expr var(std::string name, ExprType type) {
-  return std::make_shared<const ExprNode>(ExprNode{ExprOp::Var, type, 0, std::move(name), {}});
+  return std::make_shared<const ExprNode>(ExprOp::Var, type, 0.0, std::move(name), std::vector<Expr>());
 }
 Expr read(std::string tensor, std::vector<Expr> indices) {
-  return std::make_shared<const ExprNode>(
-      ExprNode{ExprOp::Read, ExprType::Float, 0, std::move(tensor), std::move(indices)});
+  return std::make_shared<const ExprNode>(ExprOp::Read, ExprType::Float, 0.0, std::move(tensor), std::move(indices));
 }
 Expr call(ExprOp op, std::vector<Expr> args) {
   for (const auto& f : functions())

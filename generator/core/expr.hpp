@@ -53,6 +53,9 @@ struct ExprNode {
   double value = 0;  // Const
   std::string name;  // Var, Read
   std::vector<Expr> args;
+  // Releases the children without recursing: a tree built through the C++ operators can be tens of thousands of
+  // levels deep, and a recursive release takes several frames per level.
+  ~ExprNode();
 };
 
 // A callable function of the epilogue language.

@@ -146,5 +146,28 @@ TEST(EpilogueParser, TreesBuiltInCodeFollowTheSameRules) {
   EXPECT_THROW(Epilogue::from_tree(nullptr), InvalidArgument);
 }
 
+// A tree built through the C++ operators is as deep as the caller makes it: releasing it must not take a stack frame
+// per level (a million levels overflowed the stack when each node released its children recursively), and a subtree
+// another owner still holds must survive the release of the tree around it.
+TEST(Expr, DeepTreesAreReleasedWithoutRecursion) {
+  Expr chain = var("acc");
+  Expr middle;
+  constexpr int kLevels = 1000000;
+  for (int i = 0; i < kLevels; ++i) {
+    chain = chain + var("acc");
+    if (i == kLevels / 2) middle = chain;
+  }
+  chain.reset();
+  ASSERT_EQ(middle.use_count(), 1);
+  int depth = 0;
+  for (const ExprNode* n = middle.get(); n->op == ExprOp::Add; n = n->args[0].get()) {
+    ASSERT_EQ(n->args.size(), 2u);
+    EXPECT_EQ(n->args[1]->name, "acc");
+    ++depth;
+  }
+  EXPECT_EQ(depth, kLevels / 2 + 1);
+  middle.reset();
+}
+
 }  // namespace
 }  // namespace tessera
