@@ -8,6 +8,7 @@
 #include <random>
 
 #include <nlohmann/json.hpp>
+#include "bench/agreement.hpp"
 #include "bench/peers/cublas_peer.hpp"
 #include "generator/core/arith.hpp"
 #include "generator/core/error.hpp"
@@ -87,11 +88,9 @@ nlohmann::json run_cuda_benchmark(const std::vector<GemmShape>& shapes, const Cu
       std::vector<float> dt(static_cast<std::size_t>(m * n)), dc(dt.size());
       d_tessera[0].copy_to_host(dt.data(), d_bytes);
       d_cublas[0].copy_to_host(dc.data(), d_bytes);
-      double max_err = 0, max_ref = 0;
-      for (std::size_t i = 0; i < dt.size(); ++i) {
-        max_err = std::max(max_err, std::fabs(double{dt[i]} - double{dc[i]}));
-        max_ref = std::max(max_ref, std::fabs(double{dc[i]}));
-      }
+      const double max_err = max_abs_diff(dt, dc);
+      double max_ref = 0;
+      for (float x : dc) max_ref = std::max(max_ref, std::fabs(double{x}));
       const double rel = max_ref > 0 ? max_err / max_ref : max_err;
       const double tolerance = options.dtype == DType::tf32 ? 1e-2 : 1e-3;  // both accumulate in f32
       const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

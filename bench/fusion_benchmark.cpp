@@ -9,6 +9,7 @@
 #include <random>
 
 #include <nlohmann/json.hpp>
+#include "bench/agreement.hpp"
 #include "tessera/tessera.hpp"
 
 namespace tessera::bench {
@@ -108,12 +109,8 @@ nlohmann::json run_fusion_benchmark(const std::vector<GemmShape>& shapes, const 
         for (auto& v : variants) v.ms.push_back(1e3 * sampling.sample(v.call, v.calls));
 
       // The fused results must agree with oneDNN's.
-      double diff = 0, scale = 1e-30;
-      for (std::size_t i = 0; i < d_fused.size(); ++i) {
-        diff = std::max(diff, static_cast<double>(std::fabs(d_fused[i] - d_onednn_split[i])));
-        scale = std::max(scale, static_cast<double>(std::fabs(d_onednn_split[i])));
-      }
-      nlohmann::json row{{"shape", s.label()}, {"threads", threads}, {"max_rel_diff_fused_vs_onednn", diff / scale}};
+      const double diff = max_rel_diff(d_fused, d_onednn_split);
+      nlohmann::json row{{"shape", s.label()}, {"threads", threads}, {"max_rel_diff_fused_vs_onednn", diff}};
       for (auto& v : variants) row[v.name + "_ms"] = median(v.ms);
       const double fused_over_plain = row["tessera+gelu_ms"].get<double>() / row["tessera_ms"].get<double>();
       const double best_other = std::min(row["onednn+gelu_ms"].get<double>(), row["onednn,gelu_ms"].get<double>());

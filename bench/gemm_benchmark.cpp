@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "bench/agreement.hpp"
 #include "bench/sampling.hpp"
 #include "generator/core/dtype.hpp"
 #include "generator/core/error.hpp"
@@ -115,11 +116,7 @@ std::vector<ShapeResult> run_gemm_benchmark(const std::vector<GemmShape>& shapes
         PeerResult& p = r.results[i];
         if (!p.unavailable.empty()) continue;
         p.median_gflops = median(p.gflops);
-        double diff = 0;
-        for (std::size_t j = 0; j < c[i].size(); ++j)
-          diff = std::max(diff, static_cast<double>(std::fabs(c[i][j] - c[0][j])));
-        if (std::isnan(diff) || std::any_of(c[i].begin(), c[i].end(), [](float x) { return std::isnan(x); }))
-          diff = INFINITY;
+        const double diff = max_abs_diff(c[i], c[0]);
         p.max_rel_diff = diff / std::max(scale, 1e-30);
         p.agrees = diff <= tolerance;
         if (i > 0 && p.median_gflops > r.best_peer_gflops) {

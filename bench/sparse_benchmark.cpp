@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "bench/agreement.hpp"
 #include "bench/sparse_peer.hpp"
 #include "bench/stream_read.hpp"
 #include "generator/core/arith.hpp"
@@ -67,15 +68,6 @@ std::vector<float> random_floats(std::size_t n, unsigned seed) {
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
-}
-
-double max_rel_diff(const std::vector<float>& got, const std::vector<float>& want) {
-  double diff = 0, magnitude = 1e-30;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::fabs(got[i] - want[i])));
-    magnitude = std::max(magnitude, static_cast<double>(std::fabs(want[i])));
-  }
-  return diff / magnitude;
 }
 
 std::map<int, double> measure_stream(const std::vector<int>& thread_counts, std::ostream& log) {
