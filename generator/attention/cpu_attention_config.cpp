@@ -12,12 +12,15 @@
 namespace tessera {
 
 namespace {
-// Query rows per head up to which the default reads keys in place (decoding and short continuations).
+// Query rows per head up to which the default reads keys in place on every target (decoding and short continuations;
+// more where measured, in default_for).
 constexpr std::int64_t kInPlaceRows = 8;
 // Stacked rows (query heads × positions of a KV head) up to which a stacked block reads its keys in place, and up to
 // which a packed one stays stacked.
 constexpr std::int64_t kInPlaceStackedRows = 24;
 constexpr std::int64_t kStackedPackedRows = 64;
+// Query rows of a head up to which a packed block takes them all where its keys come from memory (see default_for).
+constexpr std::int64_t kOneBlockRows = 256;
 // Stacked rows from which bf16 runs on AMX tiles rather than in place, where the host has them.
 constexpr std::int64_t kAmxStackedRows = 8;
 }  // namespace
@@ -47,6 +50,14 @@ std::int64_t CpuAttentionConfig::workspace_bytes(const AttentionSignature& s, co
   return round_up(floats * 4, 64) + 64 * 10;  // each of the ten areas starts on a cache line
 }
 
+bool keys_outgrow_l2(const AttentionProblem& problem, const CpuTarget& target) {
+  const AttentionSignature& s = problem.signature;
+  std::int64_t longest_kv = problem.seq_kv;
+  for (std::int64_t len : problem.seq_lens_kv) longest_kv = std::max(longest_kv, len);
+  const std::int64_t element_bytes = s.dtype == DType::f32 ? 4 : 2;
+  return longest_kv * (s.head_dim_qk + s.head_dim_v) * element_bytes > 2 * target.l2_bytes;
+}
+
 CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& problem, const CpuTarget& target) {
   CpuAttentionConfig c;
   // Accumulators fill three quarters of the vector registers: 6×4 of 32 (AVX-512), 6×2 of 16 (AVX2).
@@ -74,11 +85,8 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
   // one KV head, d 128, 4-row tiles, in place ÷ packed: 32768 keys 9.6-10.1 against 10.8-12.0 ms on one thread, 4.2-4.7
   // against 5.5-6.3 on two; 8192 keys 1.9 against 2.9-3.0 on one, 1.1-1.2 against 0.9-1.4 on two; 4 × 4096 keys 3.2-4.2
   // against 4.2-4.9 on one; 2048 keys (twice the L2) and d 64 are faster packed).
-  std::int64_t longest_kv = problem.seq_kv;
-  for (std::int64_t len : problem.seq_lens_kv) longest_kv = std::max(longest_kv, len);
   const bool keys_from_memory = s.dtype == DType::f32 && s.head_dim_qk >= 128 && s.q_unit_d && s.k_unit_d &&
-                                s.v_unit_d && longest_kv * (s.head_dim_qk + s.head_dim_v) * 4 > 2 * target.l2_bytes &&
-                                rows <= kStackedPackedRows;
+                                s.v_unit_d && keys_outgrow_l2(problem, target) && rows <= kStackedPackedRows;
   if (stacked && rows > kInPlaceStackedRows && !keys_from_memory) {
     // A tall stacked block is compute-bound: packed tiles of 4 rows, V's vectors unpadded, beat reading keys in place;
     // past kStackedPackedRows the heads unstacked, each in blocks of its own, beat one block. (Zen 4, the attention
@@ -105,7 +113,18 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
     // from L1 by its other row tiles. Tiles of at most 4 rows, the fewest padded rows (Zen 4, one thread, d 128:
     // 2×64/8 heads, 4 and 8 queries against 4096 keys, causal, 13.2 and 25.5 ms in place, 22.3 and 31.3 packed,
     // 14.2 and 28.4 in tiles of 8 rows; 32 heads of 6 queries × 8192 keys: 18.2 ms in tiles of 3, 20.5 of 6).
-    if ((rows <= kInPlaceRows || stacked) && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
+    // One head's rows (not stacked) read their keys in place where they are few: packing K and V for so few rows
+    // costs as much as their products. bf16 on AMX keeps its tiles. (Zen 4, 8 heads, in place ÷ packed: AVX-512 f32
+    // 12-32 rows against 512-32768 keys 1.08-1.90× at d 128 on 1 and 2 threads, 1.23-1.62× at d 64; 64 rows 1.11-1.12×
+    // from 2048 keys at d 128, 0.93× at 512 keys, 0.91× at d 64; bf16 16 rows 1.38×, 32 rows 0.99×. Zen 3, AVX2, d 128:
+    // 16 rows against 8192-32768 keys 1.09-1.15× on one thread, 1.13× on two, against 1024 keys 0.83×; 32 rows
+    // 0.64-0.78×.)
+    const bool wide = target.vector_registers() == 32;
+    const std::int64_t query_rows_in_place = target.amx && s.dtype == DType::bf16 ? kInPlaceRows
+                                             : wide                               ? (keys_from_memory ? 64 : 32)
+                                             : keys_from_memory                   ? 16
+                                                                                  : kInPlaceRows;
+    if ((rows <= query_rows_in_place || stacked) && s.q_unit_d && s.k_unit_d && s.v_unit_d) {
       c.in_place = true;
       c.mr = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4)));
       for (int mr : {3, 2})
@@ -125,6 +144,13 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
       c.prefetch_l2 = target.intel || (target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle == 1);
     }
   }
+  // A head of at most kOneBlockRows query rows whose keys come from memory: one block. Keys packed once for several
+  // blocks per head are written for every head before the first block runs, and are gone from L3 when the blocks read
+  // them (Zen 4, 8 heads, d 128, one block ÷ 96-row blocks: 128 rows × 4096 keys 1.64× on one thread, 1.90× on two;
+  // × 16384 keys 1.57×; 256 rows × 4096 and 16384 keys 1.33×, 1.32×; d 64 and bf16, 128 rows × 8192 keys 1.64×,
+  // 1.70×; 200 rows × 2048 keys, within twice the L2, 0.99×).
+  if (!c.in_place && !stacked && longest_q <= kOneBlockRows && keys_outgrow_l2(problem, target))
+    c.block_q = static_cast<int>(round_up(longest_q, c.mr));
   CpuAttentionConfig tiles = c;
   tiles.amx = kAmxTiles;
   if (target.amx && stacked && c.in_place && rows >= kAmxStackedRows) {

@@ -65,6 +65,10 @@ bool stacks_query_heads(const AttentionProblem& p, int block_q);
 // Throws ConfigError stating the rule the config breaks for this signature and target.
 void validate(const AttentionSignature& signature, const CpuAttentionConfig& config, const CpuTarget& target);
 
+// Whether one KV head's keys and values (its longest sequence) outgrow twice the L2: every block then reads them from
+// memory or L3, and keys packed once for several blocks leave the caches before those blocks read them.
+bool keys_outgrow_l2(const AttentionProblem& problem, const CpuTarget& target);
+
 // The configs worth timing for a problem: default_for first, then block and tile alternatives, all valid.
 std::vector<CpuAttentionConfig> cpu_attention_variants(const AttentionProblem& problem, const CpuTarget& target);
 

@@ -124,8 +124,10 @@ CpuAttentionConfig Runtime::choose_config(const AttentionProblem& problem) {
   // rows the analytic model's top variant loses far less (`tessera model holdout --op attention`, Zen 4, 1 thread:
   // 11 such problems of 40-400 rows, default_for 36.5% behind the best on average, the analytic top-1 3.3%: smaller
   // blocks balance the causal triangle and give every thread a task).
-  const bool analytic =
-      !fallback.in_place && fallback.amx == CpuAttentionConfig::kAmxNone && longest_q < kAnalyticPrefillRows;
+  // Not where keys come from memory: the model does not see that keys packed for several blocks leave the caches
+  // (Zen 4, 8 heads × 128 rows × 16384 keys, d 128: its top-1, 16-row blocks, 152 ms; default_for's one block 96).
+  const bool analytic = !fallback.in_place && fallback.amx == CpuAttentionConfig::kAmxNone &&
+                        longest_q < kAnalyticPrefillRows && !keys_outgrow_l2(problem, impl_->target);
   if (impl_->options.tuning_budget <= 0 && !analytic) return fallback;
   // Chosen once per shape: the signature, the sizes and the lengths.
   const std::string key = choice_key(problem);

@@ -547,6 +547,90 @@ TEST(Attention, TallGroupsReadKeysFromMemoryInPlace) {
   }
 }
 
+// A few query rows of one head (a short continuation, not stacked) read their keys in place: on AVX-512 up to 32 rows,
+// 64 where f32 keys of d ≥ 128 come from memory; on AVX2 16 rows only where the keys come from memory. Then an
+// in-place block of causal rows (27 on AVX-512, 13 on AVX2; the diagonal inside it, keys past one block) against the
+// reference.
+TEST(Attention, ShortContinuationsReadKeysInPlace) {
+  for (const char* isa : {"cpu:avx2", "cpu:avx512"}) {
+    if (std::string(isa) == "cpu:avx512" && !CpuTarget::host_supports(CpuIsa::Avx512)) continue;
+    const bool wide = std::string(isa) == "cpu:avx512";
+    CpuTarget target = runtime(isa).target();
+    target.l2_bytes = 1 << 20;
+    struct Expect {
+      int heads, seq_q, seq_kv, d;
+      bool avx512, avx2;
+    };
+    for (const Expect& e : std::vector<Expect>{{8, 16, 8192, 128, true, true},
+                                               {8, 16, 1024, 128, true, false},
+                                               {8, 32, 8192, 128, true, false},
+                                               {8, 32, 1024, 128, true, false},
+                                               {8, 24, 1024, 64, true, false},
+                                               {8, 64, 8192, 128, true, false},
+                                               {8, 64, 512, 128, false, false},
+                                               {8, 64, 8192, 64, false, false},
+                                               {32, 16, 8192, 128, true, true}}) {
+      Case c;
+      c.heads = e.heads, c.kv_heads = 8, c.seq_q = e.seq_q, c.seq_kv = e.seq_kv, c.d = c.dv = e.d;
+      auto t = make(c);
+      const AttentionProblem problem = runtime(isa).describe(t->args);
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
+      EXPECT_EQ(config.in_place, wide ? e.avx512 : e.avx2) << isa << " " << describe(c);
+      EXPECT_FALSE(stacks_query_heads(problem, config.block_q)) << isa << " " << describe(c);
+    }
+    Case c;
+    c.batch = 2, c.heads = 2, c.kv_heads = 2, c.seq_q = wide ? 27 : 13, c.seq_kv = 1100, c.d = c.dv = 128;
+    c.causal = true;
+    auto t = make(c);
+    const AttentionProblem problem = runtime(isa).describe(t->args);
+    target.l2_bytes = 256 << 10;
+    const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
+    ASSERT_TRUE(config.in_place && config.block_q >= c.seq_q) << isa << " " << to_json(config).dump();
+    const AttentionReference ref = reference_attention(t->args);
+    t->o.set(-7);
+    runtime(isa).compile(problem, config).run(t->args);
+    const Comparison cmp = compare_attention(ref, t->args);
+    EXPECT_TRUE(cmp.ok()) << isa << " " << to_json(config).dump() << ": " << cmp.first_mismatch;
+  }
+}
+
+// A head of up to 256 query rows whose keys outgrow twice the L2 runs as one packed block (keys packed for several
+// blocks leave the caches before those read them), chosen by default_for and not by the analytic model; then such a
+// block of 130 causal rows against the reference.
+TEST(Attention, ShortPrefillAgainstLongKeysTakesOneBlockPerHead) {
+  for (const char* isa : {"cpu:avx2", "cpu:avx512"}) {
+    if (std::string(isa) == "cpu:avx512" && !CpuTarget::host_supports(CpuIsa::Avx512)) continue;
+    CpuTarget target = runtime(isa).target();
+    target.l2_bytes = 1 << 20;
+    for (const auto& [seq_q, seq_kv, one_block] : std::vector<std::tuple<int, int, bool>>{
+             {128, 4096, true}, {256, 16384, true}, {200, 2048, false}, {300, 8192, false}}) {
+      Case c;
+      c.heads = 8, c.kv_heads = 8, c.seq_q = seq_q, c.seq_kv = seq_kv, c.d = c.dv = 128;
+      auto t = make(c);
+      const AttentionProblem problem = runtime(isa).describe(t->args);
+      const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
+      EXPECT_FALSE(config.in_place) << isa << " " << describe(c);
+      EXPECT_EQ(config.block_q >= seq_q, one_block) << isa << " " << describe(c) << ": " << to_json(config).dump();
+      if (one_block && keys_outgrow_l2(problem, runtime(isa).target())) {
+        EXPECT_EQ(runtime(isa).choose_config(problem), CpuAttentionConfig::default_for(problem, runtime(isa).target()))
+            << isa << " " << describe(c);
+      }
+    }
+    Case c;
+    c.batch = 2, c.heads = 2, c.kv_heads = 1, c.seq_q = 130, c.seq_kv = 1100, c.d = c.dv = 128, c.causal = true;
+    auto t = make(c);
+    const AttentionProblem problem = runtime(isa).describe(t->args);
+    target.l2_bytes = 256 << 10;
+    const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
+    ASSERT_TRUE(!config.in_place && config.block_q >= 130) << isa << " " << to_json(config).dump();
+    const AttentionReference ref = reference_attention(t->args);
+    t->o.set(-7);
+    runtime(isa).compile(problem, config).run(t->args);
+    const Comparison cmp = compare_attention(ref, t->args);
+    EXPECT_TRUE(cmp.ok()) << isa << " " << to_json(config).dump() << ": " << cmp.first_mismatch;
+  }
+}
+
 // bf16 Q, K, V and O (f32 softmax and accumulation): each tensor's values rounded to bf16 in a copy with the same
 // strides; the reference reads the same bf16 values and allows O's rounding to 8 bits.
 struct Bf16Copy {
