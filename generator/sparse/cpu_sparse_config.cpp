@@ -80,8 +80,13 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   //   want BSR tiles a vector wider: N whole up to 3 vectors for blocks of fewer than 8 rows, else 2-3 (4×4 blocks
   //   2.9% behind the best on average against 6.2% for the Zen 4 rule; 8×8 blocks 6.3% against 22.8%).
   const bool two_units = target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle >= 2;
+  // - a CSR row of B up to 256 bytes of f32 accumulators (4 AVX-512 vectors, 8 AVX2 ones) in one tile: each entry's
+  //   B row is then read once (Zen 3, AVX2, whole ÷ the 4-vector tiles before, `tessera tune spmm --exhaustive` and
+  //   alternated CLI runs: N = 64 1.05-1.18× on 4096^2 at 0.5% and 5%, 1024^2 at 30% and the 10^5-row power law on one
+  //   thread, 1.15-1.19× on two; N = 40, 48, 56 2.0×, 1.4×, 2.2×; 8192^2 at 1%, N = 64, 1.04×, 1% behind the best).
+  const int whole_row_vectors = 256 / (lanes * 4);
   if (rows == 1)
-    c.nv = vectors <= 4 ? vectors : least_padding({2, 3, 4});
+    c.nv = vectors <= whole_row_vectors ? vectors : least_padding({2, 3, 4});
   else if (two_units)
     c.nv = rows < 8 && vectors <= 3 ? vectors : std::min(vectors, least_padding({2, 3}));
   else if (rows < 8)
@@ -222,7 +227,8 @@ std::vector<CpuSpmmConfig> cpu_spmm_variants(const SpmmProblem& p, const CpuTarg
   std::vector<CpuSpmmConfig> out{CpuSpmmConfig::default_for(p, target)};
   const int lanes = target.vector_lanes();
   const int most = static_cast<int>(std::min<std::int64_t>(8, ceil_div(std::max<std::int64_t>(p.n, 1), lanes)));
-  for (int nv : {1, 2, 3, 4, 6, 8}) {
+  // The usual widths, and N whole in one tile (5 or 7 vectors: default_for's tile for such rows).
+  for (int nv : {1, 2, 3, 4, 6, 8, most}) {
     if (nv > most) continue;
     for (int chains : {1, 2, 4})
       for (int prefetch : {0, 8, 16}) {

@@ -323,6 +323,33 @@ TEST(Spmm, ThreadsAndIsas) {
     }
 }
 
+// A CSR row of B up to 256 bytes of f32 accumulators runs as one tile (4 AVX-512 vectors, 8 AVX2 ones: 5 and 7 too,
+// which no other rule picks), wider rows in tiles of 2-4 vectors; the space holds the whole-row tile; then such tiles
+// on AVX2, with and without a masked tail, against the reference.
+TEST(Spmm, RowsOfUpTo256BytesRunAsOneTile) {
+  const auto problem = [](std::int64_t n) {
+    SpmmProblem p;
+    p.m = 4096, p.k = 4096, p.n = n;
+    p.pattern.nnz = 4096 * 200;
+    return p;
+  };
+  const CpuTarget avx2 = CpuTarget::named("cpu:avx2"), avx512 = CpuTarget::named("cpu:avx512");
+  for (const auto& [n, nv2, nv512] : std::vector<std::tuple<int, int, int>>{
+           {40, 5, 3}, {53, 7, 4}, {56, 7, 4}, {64, 8, 4}, {96, 4, 3}, {100, 2, 4}}) {
+    EXPECT_EQ(CpuSpmmConfig::default_for(problem(n), avx2).nv, nv2) << "N = " << n;
+    EXPECT_EQ(CpuSpmmConfig::default_for(problem(n), avx512).nv, nv512) << "N = " << n;
+  }
+  const auto space = cpu_spmm_variants(problem(40), avx2);
+  EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const CpuSpmmConfig& c) { return c.nv == 5; }));
+  for (std::int64_t n : {53, 56})
+    for (int threads : {1, 2}) {
+      SpmmCase t{203, 311, n, 0.05};
+      t.target = "cpu:avx2";
+      t.threads = threads;
+      check_spmm(t);
+    }
+}
+
 TEST(Spmm, EveryVariantMatches) {
   SpmmCase t{61, 77, 90, 0.1};
   const CooMatrix coo = random_coo(t.m, t.k, t.density, 3);
