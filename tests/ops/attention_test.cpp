@@ -151,6 +151,15 @@ void expect_matches(Runtime& rt, const AttentionArgs& args, const std::string& w
                       << c.max_abs_err << ")";
 }
 
+// Runs `config` on the case's tensors (O poisoned first) and compares O with `ref`; `what` names the case.
+void expect_config_matches(Runtime& rt, const AttentionProblem& problem, const CpuAttentionConfig& config, Owned& t,
+                           const AttentionReference& ref, const std::string& what) {
+  t.o.set(-7);
+  rt.compile(problem, config).run(t.args);
+  const Comparison cmp = compare_attention(ref, t.args);
+  EXPECT_TRUE(cmp.ok()) << what << " " << to_json(config).dump() << ": " << cmp.first_mismatch;
+}
+
 std::string describe(const Case& c) {
   return "B" + std::to_string(c.batch) + " H" + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " Sq" +
          std::to_string(c.seq_q) + " Skv" + std::to_string(c.seq_kv) + " d" + std::to_string(c.d) + "/" +
@@ -316,11 +325,7 @@ TEST(Attention, EveryVariantConfig) {
       const auto variants = cpu_attention_variants(problem, rt.target());
       EXPECT_GE(variants.size(), 10u);
       for (const CpuAttentionConfig& config : variants) {
-        t->o.set(-7);
-        rt.compile(problem, config).run(t->args);
-        const Comparison cmp = compare_attention(ref, t->args);
-        EXPECT_TRUE(cmp.ok()) << target << " " << to_json(config).dump() << (causal ? " causal" : "") << ": "
-                              << cmp.first_mismatch;
+        expect_config_matches(rt, problem, config, *t, ref, std::string(target) + (causal ? " causal" : ""));
       }
     }
   }
@@ -347,11 +352,7 @@ TEST(Attention, DecodingReadsKeysInPlace) {
         })) << describe(c);
         for (const CpuAttentionConfig& config : variants) {
           if (!config.in_place) continue;
-          t->o.set(-7);
-          rt.compile(problem, config).run(t->args);
-          const Comparison cmp = compare_attention(ref, t->args);
-          EXPECT_TRUE(cmp.ok()) << target << " " << describe(c) << " " << to_json(config).dump() << ": "
-                                << cmp.first_mismatch;
+          expect_config_matches(rt, problem, config, *t, ref, std::string(target) + " " + describe(c));
         }
       }
   }
@@ -386,10 +387,7 @@ TEST(Attention, GroupedQueryDecodingStacksHeads) {
       for (const char* text : {"in_place=1,mr=3,nv=2", "in_place=0,mr=6,nv=2", tall}) {
         CpuAttentionConfig other = config.with_overrides(text);
         other.block_q = static_cast<int>(round_up(rows, other.mr));
-        t->o.set(-7);
-        runtime().compile(problem, other).run(t->args);
-        const Comparison cmp = compare_attention(ref, t->args);
-        EXPECT_TRUE(cmp.ok()) << describe(c) << " " << to_json(other).dump() << ": " << cmp.first_mismatch;
+        expect_config_matches(runtime(), problem, other, *t, ref, describe(c));
       }
     }
   // Variable lengths with an empty sequence: one query or none per sequence still stacks.
@@ -540,10 +538,7 @@ TEST(Attention, TallGroupsReadKeysFromMemoryInPlace) {
     const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
     ASSERT_TRUE(config.in_place && config.block_q == 32) << isa << " " << to_json(config).dump();
     const AttentionReference ref = reference_attention(t->args);
-    t->o.set(-7);
-    runtime(isa).compile(problem, config).run(t->args);
-    const Comparison cmp = compare_attention(ref, t->args);
-    EXPECT_TRUE(cmp.ok()) << isa << " " << to_json(config).dump() << ": " << cmp.first_mismatch;
+    expect_config_matches(runtime(isa), problem, config, *t, ref, isa);
   }
 }
 
@@ -587,10 +582,7 @@ TEST(Attention, ShortContinuationsReadKeysInPlace) {
     const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
     ASSERT_TRUE(config.in_place && config.block_q >= c.seq_q) << isa << " " << to_json(config).dump();
     const AttentionReference ref = reference_attention(t->args);
-    t->o.set(-7);
-    runtime(isa).compile(problem, config).run(t->args);
-    const Comparison cmp = compare_attention(ref, t->args);
-    EXPECT_TRUE(cmp.ok()) << isa << " " << to_json(config).dump() << ": " << cmp.first_mismatch;
+    expect_config_matches(runtime(isa), problem, config, *t, ref, isa);
   }
 }
 
@@ -624,10 +616,7 @@ TEST(Attention, ShortPrefillAgainstLongKeysTakesOneBlockPerHead) {
     const CpuAttentionConfig config = CpuAttentionConfig::default_for(problem, target);
     ASSERT_TRUE(!config.in_place && config.block_q >= 130) << isa << " " << to_json(config).dump();
     const AttentionReference ref = reference_attention(t->args);
-    t->o.set(-7);
-    runtime(isa).compile(problem, config).run(t->args);
-    const Comparison cmp = compare_attention(ref, t->args);
-    EXPECT_TRUE(cmp.ok()) << isa << " " << to_json(config).dump() << ": " << cmp.first_mismatch;
+    expect_config_matches(runtime(isa), problem, config, *t, ref, isa);
   }
 }
 
