@@ -53,6 +53,10 @@ struct ExprNode {
   double value = 0;  // Const
   std::string name;  // Var, Read
   std::vector<Expr> args;
+  // A constructor, not aggregate initialisation: make_shared's parenthesised form of that needs clang 16, and the
+  // fuzz targets build with Debian 12's clang.
+  ExprNode(ExprOp op_, ExprType type_, double value_, std::string name_, std::vector<Expr> args_)
+      : op(op_), type(type_), value(value_), name(std::move(name_)), args(std::move(args_)) {}
   // Releases the children without recursing: a tree built through the C++ operators can be tens of thousands of
   // levels deep, and a recursive release takes several frames per level.
   ~ExprNode();
