@@ -117,8 +117,8 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
     // costs as much as their products. bf16 on AMX keeps its tiles. (Zen 4, 8 heads, in place ÷ packed: AVX-512 f32
     // 12-32 rows against 512-32768 keys 1.08-1.90× at d 128 on 1 and 2 threads, 1.23-1.62× at d 64; 64 rows 1.11-1.12×
     // from 2048 keys at d 128, 0.93× at 512 keys, 0.91× at d 64; bf16 16 rows 1.38×, 32 rows 0.99×. Zen 3, AVX2, d 128:
-    // 16 rows against 8192-32768 keys 1.09-1.15× on one thread, 1.13× on two, against 1024 keys 0.83×; 32 rows
-    // 0.64-0.78×.)
+    // 16 rows against 8192-32768 keys 1.09-1.15× on one thread, 1.13× on two, against 4096 keys 0.90-1.07× (noise),
+    // against 1024 keys 0.83×; 32 rows 0.64-0.78×.)
     const bool wide = target.vector_registers() == 32;
     const std::int64_t query_rows_in_place = target.amx && s.dtype == DType::bf16 ? kInPlaceRows
                                              : wide                               ? (keys_from_memory ? 64 : 32)

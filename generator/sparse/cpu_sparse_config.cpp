@@ -82,8 +82,9 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   const bool two_units = target.isa == CpuIsa::Avx512 && target.vector_fmas_per_cycle >= 2;
   // - a CSR row of B up to 256 bytes of f32 accumulators (4 AVX-512 vectors, 8 AVX2 ones) in one tile: each entry's
   //   B row is then read once (Zen 3, AVX2, whole ÷ the 4-vector tiles before, `tessera tune spmm --exhaustive` and
-  //   alternated CLI runs: N = 64 1.05-1.18× on 4096^2 at 0.5% and 5%, 1024^2 at 30% and the 10^5-row power law on one
-  //   thread, 1.15-1.19× on two; N = 40, 48, 56 2.0×, 1.4×, 2.2×; 8192^2 at 1%, N = 64, 1.04×, 1% behind the best).
+  //   alternated CLI runs, with this rule's prefetch: N = 64 1.05-1.11× on 4096^2 at 5%, 1024^2 at 30% and the
+  //   10^5-row power law on one thread (4096^2 at 0.5%: 1.18× without prefetch), 1.15-1.19× on two; N = 40, 48, 56
+  //   2.0×, 1.4×, 2.2×; 8192^2 at 1%, N = 64, 1.04×, 1% behind the best).
   const int whole_row_vectors = 256 / (lanes * 4);
   if (rows == 1)
     c.nv = vectors <= whole_row_vectors ? vectors : least_padding({2, 3, 4});
