@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kMagic = "tessera-kernel-cache 1\n";
+constexpr std::string_view kCacheEntryMagic = "tessera-kernel-cache 1\n";
 constexpr const char* kSuffix = ".kernel";
 // A temporary file this old was left by a process that died while writing it.
 constexpr auto kStaleTemporary = std::chrono::hours(1);
@@ -48,11 +48,11 @@ struct ParsedEntry {
 
 // The header's fields and the payload, or why the bytes are not an intact entry.
 std::variant<ParsedEntry, std::string> parse_entry(const std::string& bytes) {
-  if (bytes.compare(0, kMagic.size(), kMagic) != 0) return std::string("not a tessera cache entry");
+  if (bytes.compare(0, kCacheEntryMagic.size(), kCacheEntryMagic) != 0) return std::string("not a tessera cache entry");
   ParsedEntry e;
   std::uint64_t size = 0;
   std::string digest;
-  std::size_t at = kMagic.size();
+  std::size_t at = kCacheEntryMagic.size();
   for (;;) {
     const std::size_t end = bytes.find('\n', at);
     if (end == std::string::npos) return std::string("truncated header");
@@ -213,8 +213,8 @@ void DiskCache::store(const Hash128& key, std::string_view name, std::string_vie
   if (!writable()) return;
   const fs::path path = dir_ / (key.hex() + kSuffix);
   const fs::path tmp = dir_ / ("tmp-" + unique_suffix());
-  std::string header = fmt::format("{}key {}\nname {}\nkind {}\nbytes {}\nxxh3 {}\n\n", kMagic, key.hex(), name, kind,
-                                   payload.size(), hash_text(payload).hex());
+  std::string header = fmt::format("{}key {}\nname {}\nkind {}\nbytes {}\nxxh3 {}\n\n", kCacheEntryMagic, key.hex(),
+                                   name, kind, payload.size(), hash_text(payload).hex());
   std::error_code error;
   {
     std::ofstream out(tmp, std::ios::binary);

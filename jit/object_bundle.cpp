@@ -6,7 +6,7 @@ namespace tessera {
 
 namespace {
 
-constexpr std::string_view kMagic = "tessera object bundle 1\n";
+constexpr std::string_view kBundleMagic = "tessera object bundle 1\n";
 
 void put_u64(std::string& out, std::uint64_t value) {
   for (int i = 0; i < 8; ++i, value >>= 8) out.push_back(static_cast<char>(value & 0xff));
@@ -25,7 +25,7 @@ std::optional<std::uint64_t> take_u64(std::string_view& bytes) {
 
 std::string bundle_objects(const std::vector<std::string>& objects) {
   if (objects.size() == 1) return objects[0];
-  std::string out(kMagic);
+  std::string out(kBundleMagic);
   put_u64(out, objects.size());
   for (const auto& object : objects) {
     put_u64(out, object.size());
@@ -35,8 +35,8 @@ std::string bundle_objects(const std::vector<std::string>& objects) {
 }
 
 std::optional<std::vector<std::string>> unbundle_objects(std::string_view bytes) {
-  if (bytes.substr(0, kMagic.size()) != kMagic) return std::vector<std::string>{std::string(bytes)};
-  bytes.remove_prefix(kMagic.size());
+  if (bytes.substr(0, kBundleMagic.size()) != kBundleMagic) return std::vector<std::string>{std::string(bytes)};
+  bytes.remove_prefix(kBundleMagic.size());
   const auto count = take_u64(bytes);
   if (!count || *count == 0 || *count > bytes.size() / 8) return std::nullopt;
   std::vector<std::string> objects;

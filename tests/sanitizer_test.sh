@@ -25,7 +25,7 @@ case $kind in
 esac
 start=$(date +%s)
 if ! { cmake -S "$source_dir" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 \
-  -DTESSERA_WERROR=OFF -DTESSERA_SANITIZE=$sanitize -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_PYTHON=OFF &&
+  -DCMAKE_UNITY_BUILD=ON -DTESSERA_WERROR=OFF -DTESSERA_SANITIZE=$sanitize -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_PYTHON=OFF &&
   ninja -C "$out" tessera_tests $([[ $kind == address ]] && echo tessera_emulator_tests); } >"$out.log" 2>&1; then
   echo "FAIL: building the $kind-sanitized suites:"
   grep -m10 -E "error|FAILED" "$out.log"

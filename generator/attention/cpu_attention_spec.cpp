@@ -6,11 +6,11 @@
 namespace tessera {
 
 namespace {
-constexpr int kSpecVersion = 1;
+constexpr int kCpuAttentionSpecVersion = 1;
 }  // namespace
 
 KernelSpec CpuAttentionSpec::generic() const {
-  return {"attention", kSpecVersion, to_json(signature), to_json(config), target.str()};
+  return {"attention", kCpuAttentionSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
 nlohmann::json to_json(const CpuAttentionSpec& spec) { return to_json(spec.generic()); }
@@ -19,7 +19,7 @@ std::string CpuAttentionSpec::canonical_json() const { return generic().canonica
 
 template <>
 CpuAttentionSpec from_json<CpuAttentionSpec>(const nlohmann::json& j) {
-  const KernelSpec generic = KernelSpec::from_json(j, "attention", kSpecVersion);
+  const KernelSpec generic = KernelSpec::from_json(j, "attention", kCpuAttentionSpecVersion);
   CpuAttentionSpec spec = parse_spec_part([&] {
     return CpuAttentionSpec{from_json<AttentionSignature>(generic.signature),
                             from_json<CpuAttentionConfig>(generic.config), CpuTarget::parse(generic.target)};

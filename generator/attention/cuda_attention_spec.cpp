@@ -12,7 +12,7 @@
 namespace tessera {
 
 namespace {
-constexpr int kSpecVersion = 1;
+constexpr int kCudaAttentionSpecVersion = 1;
 }  // namespace
 
 CudaAttentionConfig CudaAttentionConfig::mma_sync_default(const AttentionProblem& problem) {
@@ -120,7 +120,7 @@ void validate(const AttentionSignature& s, const CudaAttentionConfig& c, const C
 KernelSpec CudaAttentionSpec::generic() const {
   CudaAttentionConfig code = config;
   code.kv_splits = 0;  // the same code for any split
-  return {"attention", kSpecVersion, to_json(signature), to_json(code), target.str()};
+  return {"attention", kCudaAttentionSpecVersion, to_json(signature), to_json(code), target.str()};
 }
 
 nlohmann::json to_json(const CudaAttentionSpec& spec) { return to_json(spec.generic()); }

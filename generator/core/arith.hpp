@@ -12,6 +12,8 @@ namespace tessera {
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 constexpr std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 constexpr std::int64_t round_down(std::int64_t a, std::int64_t b) { return a / b * b; }
+// Tiles of `b` covering `a`, in the doubles that models and features are computed in.
+inline double tiles_of(double a, double b) { return std::ceil(a / b); }
 
 // The upper median (the element at size / 2 in order); 0 for no samples.
 inline double median(std::vector<double> v) {

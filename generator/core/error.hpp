@@ -23,13 +23,17 @@ class InvalidArgument : public Error {
   std::string argument_;
 };
 
+// Throws InvalidArgument: for argument checks written as one rule a line.
+[[noreturn]] inline void fail_argument(const std::string& argument, const std::string& rule) {
+  throw InvalidArgument(argument, rule);
+}
+
 // A Config that cannot implement a problem on a target; states the violated rule.
 class ConfigError : public Error {
  public:
   using Error::Error;
 };
 
-// Epilogue text that does not parse; column is 1-based.
 // Expression text a user wrote (an epilogue, a score modifier) that does not parse: the argument, the column and
 // the text with a caret under it.
 class ExprTextError : public Error {

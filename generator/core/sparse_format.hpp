@@ -4,6 +4,7 @@
 // the same per block_rows × block_cols block, each block's values row-major.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "generator/core/dtype.hpp"
@@ -24,5 +25,16 @@ struct SparseSignature {
   std::string tag() const;
   friend bool operator==(const SparseSignature&, const SparseSignature&) = default;
 };
+
+// Entry i of an index array of index_bits (32 or 64) bits, and of a value array of dtype, widened: for the host
+// code (inspector, reference, checks) that reads patterns of either width.
+inline std::int64_t sparse_index_at(const void* indices, int index_bits, std::int64_t i) {
+  return index_bits == 32 ? static_cast<const std::int32_t*>(indices)[i] : static_cast<const std::int64_t*>(indices)[i];
+}
+inline double sparse_value_at(const void* values, DType dtype, std::int64_t i) {
+  if (dtype == DType::f32) return static_cast<const float*>(values)[i];
+  const std::uint16_t h = static_cast<const std::uint16_t*>(values)[i];
+  return dtype == DType::bf16 ? from_bf16(h) : from_f16(h);
+}
 
 }  // namespace tessera

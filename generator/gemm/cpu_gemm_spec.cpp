@@ -9,7 +9,7 @@
 namespace tessera {
 
 namespace {
-constexpr int kSpecVersion = 3;  // 2: pack_a, pack_b; 3: fixed sizes
+constexpr int kCpuGemmSpecVersion = 3;  // 2: pack_a, pack_b; 3: fixed sizes
 }  // namespace
 
 std::string_view CpuGemmSpec::required_extension() const {
@@ -19,7 +19,7 @@ std::string_view CpuGemmSpec::required_extension() const {
 }
 
 KernelSpec CpuGemmSpec::generic() const {
-  return {"gemm", kSpecVersion, to_json(signature), to_json(config), target.str()};
+  return {"gemm", kCpuGemmSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
 nlohmann::json to_json(const CpuGemmSpec& spec) { return to_json(spec.generic()); }
@@ -28,7 +28,7 @@ std::string CpuGemmSpec::canonical_json() const { return generic().canonical_jso
 
 template <>
 CpuGemmSpec from_json<CpuGemmSpec>(const nlohmann::json& j) {
-  const KernelSpec generic = KernelSpec::from_json(j, "gemm", kSpecVersion);
+  const KernelSpec generic = KernelSpec::from_json(j, "gemm", kCpuGemmSpecVersion);
   CpuGemmSpec spec = parse_spec_part([&] {
     return CpuGemmSpec{from_json<GemmSignature>(generic.signature), from_json<CpuGemmConfig>(generic.config),
                        CpuTarget::parse(generic.target)};

@@ -4,13 +4,12 @@
 #include <array>
 #include <cmath>
 
+#include "generator/core/arith.hpp"
 #include "generator/core/cuda_rates.hpp"
 
 namespace tessera {
 
 namespace {
-double tiles_of(double a, double b) { return std::ceil(a / b); }
-
 // Resources a round of co-resident blocks waits on, each as seconds of that resource alone.
 struct Demand {
   std::string_view name;

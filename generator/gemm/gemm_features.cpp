@@ -6,14 +6,13 @@
 #include <cstdint>
 #include <numeric>
 
+#include "generator/core/arith.hpp"
 #include "generator/gemm/gemm_variants.hpp"
 #include "generator/gemm/grid_plan.hpp"
 
 namespace tessera {
 
 namespace {
-// Tiles of `b` covering `a`, in the doubles the features are computed in.
-double tiles_of(double a, double b) { return std::ceil(a / b); }
 double log2p(double x) { return std::log2(std::max(x, 0.0) + 1.0); }
 }  // namespace
 

@@ -6,12 +6,12 @@
 namespace tessera {
 
 namespace {
-constexpr int kSpecVersion = 1;
+constexpr int kCpuSparseSpecVersion = 1;
 const char* isa_tag(const CpuTarget& t) { return t.isa == CpuIsa::Avx512 ? "avx512" : "avx2"; }
 }  // namespace
 
 KernelSpec CpuSpmmSpec::generic() const {
-  return {"spmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
+  return {"spmm", kCpuSparseSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
 nlohmann::json to_json(const CpuSpmmSpec& spec) { return to_json(spec.generic()); }
@@ -19,7 +19,7 @@ Hash128 CpuSpmmSpec::hash() const { return generic().hash(); }
 
 template <>
 CpuSpmmSpec from_json<CpuSpmmSpec>(const nlohmann::json& j) {
-  const KernelSpec generic = KernelSpec::from_json(j, "spmm", kSpecVersion);
+  const KernelSpec generic = KernelSpec::from_json(j, "spmm", kCpuSparseSpecVersion);
   CpuSpmmSpec spec = parse_spec_part([&] {
     return CpuSpmmSpec{from_json<SpmmSignature>(generic.signature), from_json<CpuSpmmConfig>(generic.config),
                        CpuTarget::parse(generic.target)};
@@ -34,7 +34,7 @@ std::string CpuSpmmSpec::name() const {
 }
 
 KernelSpec CpuSddmmSpec::generic() const {
-  return {"sddmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
+  return {"sddmm", kCpuSparseSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
 nlohmann::json to_json(const CpuSddmmSpec& spec) { return to_json(spec.generic()); }
@@ -42,7 +42,7 @@ Hash128 CpuSddmmSpec::hash() const { return generic().hash(); }
 
 template <>
 CpuSddmmSpec from_json<CpuSddmmSpec>(const nlohmann::json& j) {
-  const KernelSpec generic = KernelSpec::from_json(j, "sddmm", kSpecVersion);
+  const KernelSpec generic = KernelSpec::from_json(j, "sddmm", kCpuSparseSpecVersion);
   CpuSddmmSpec spec = parse_spec_part([&] {
     return CpuSddmmSpec{from_json<SddmmSignature>(generic.signature), from_json<CpuSddmmConfig>(generic.config),
                         CpuTarget::parse(generic.target)};

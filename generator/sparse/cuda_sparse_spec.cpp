@@ -10,7 +10,7 @@ namespace tessera {
 
 namespace {
 
-constexpr int kSpecVersion = 1;
+constexpr int kCudaSparseSpecVersion = 1;
 constexpr int kMaxEpilogueInputs = 8;  // GemmParams::inputs
 
 bool cuda_value(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
@@ -76,7 +76,7 @@ void validate(const SddmmSignature& s, const CudaSparseConfig& c, const CudaTarg
 }
 
 KernelSpec CudaSpmmSpec::generic() const {
-  return {"spmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
+  return {"spmm", kCudaSparseSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
 nlohmann::json to_json(const CudaSpmmSpec& spec) { return to_json(spec.generic()); }
@@ -91,7 +91,7 @@ std::string CudaSpmmSpec::name() const {
 }
 
 KernelSpec CudaSddmmSpec::generic() const {
-  return {"sddmm", kSpecVersion, to_json(signature), to_json(config), target.str()};
+  return {"sddmm", kCudaSparseSpecVersion, to_json(signature), to_json(config), target.str()};
 }
 
 nlohmann::json to_json(const CudaSddmmSpec& spec) { return to_json(spec.generic()); }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "generator/core/arith.hpp"
+
 namespace tessera {
 
 namespace {
@@ -14,9 +16,6 @@ constexpr std::int64_t kTlbReachBytes = std::int64_t{2} << 20;
 constexpr std::int64_t kPageBytes = 4096;
 // The widest O row a merge holds (head dimensions are at most 512).
 constexpr std::int64_t kMaxHeadDim = 512;
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
 
 // f32 → bf16, round to nearest even (NaN kept), as the kernels round their stores.
 std::uint16_t to_bf16_bits(float x) {

@@ -15,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& where, const std::string& why) {
+[[noreturn]] void fail_manifest(const std::string& where, const std::string& why) {
   throw InvalidArgument("manifest: " + where, why);
 }
 
@@ -29,23 +29,24 @@ void only_fields(const json& object, const std::set<std::string>& allowed, const
     if (!allowed.count(key)) {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      fail(where, fmt::format("unknown field '{}' (fields: {})", key, list));
+      fail_manifest(where, fmt::format("unknown field '{}' (fields: {})", key, list));
     }
 }
 
 std::string text_field(const json& object, const std::string& field, const std::string& where,
                        const std::string& fallback = "\x01") {
   if (!object.contains(field)) {
-    if (fallback == "\x01") fail(where, fmt::format("'{}' is required", field));
+    if (fallback == "\x01") fail_manifest(where, fmt::format("'{}' is required", field));
     return fallback;
   }
-  if (!object[field].is_string()) fail(where + "." + field, "must be a string");
+  if (!object[field].is_string()) fail_manifest(where + "." + field, "must be a string");
   return object[field].get<std::string>();
 }
 
 Layout layout_field(const json& entry, const std::string& field, const std::string& where) {
   const std::string text = text_field(entry, field, where, "row");
-  if (text != "row" && text != "col") fail(where + "." + field, fmt::format("must be row or col, got '{}'", text));
+  if (text != "row" && text != "col")
+    fail_manifest(where + "." + field, fmt::format("must be row or col, got '{}'", text));
   return *Layout::parse(text);
 }
 
@@ -58,10 +59,10 @@ std::vector<std::int64_t> extent_points(const std::string& text, const std::stri
   static const std::regex extent("([0-9]{1,9})(?:\\.\\.([0-9]{1,9}))?");
   std::smatch match;
   if (!std::regex_match(text, match, extent))
-    fail(where, fmt::format("'{}' has an extent '{}' that is not N or LO..HI", whole, text));
+    fail_manifest(where, fmt::format("'{}' has an extent '{}' that is not N or LO..HI", whole, text));
   const std::int64_t lo = std::stoll(match[1]), hi = match[2].matched ? std::stoll(match[2]) : lo;
-  if (lo < 1) fail(where, fmt::format("'{}' has an extent below 1", whole));
-  if (hi < lo) fail(where, fmt::format("'{}': the range {} is empty (LO..HI with LO <= HI)", whole, text));
+  if (lo < 1) fail_manifest(where, fmt::format("'{}' has an extent below 1", whole));
+  if (hi < lo) fail_manifest(where, fmt::format("'{}': the range {} is empty (LO..HI with LO <= HI)", whole, text));
   std::vector<std::int64_t> points{lo};
   for (std::int64_t p = 1; p < hi; p *= 2)
     if (p > lo) points.push_back(p);
@@ -74,7 +75,8 @@ std::vector<std::int64_t> extent_points(const std::string& text, const std::stri
 
 // "MxNxK" or "MxNxKxBATCH", each extent a size or a range LO..HI: the shapes to choose configs for.
 std::vector<LibraryShape> parse_shape(const json& value, const std::string& where) {
-  if (!value.is_string()) fail(where, "must be a string MxNxK or MxNxKxBATCH (an extent may be a range LO..HI)");
+  if (!value.is_string())
+    fail_manifest(where, "must be a string MxNxK or MxNxKxBATCH (an extent may be a range LO..HI)");
   const std::string text = value.get<std::string>();
   std::vector<std::string> parts;
   for (std::size_t begin = 0;;) {
@@ -84,7 +86,7 @@ std::vector<LibraryShape> parse_shape(const json& value, const std::string& wher
     begin = x + 1;
   }
   if (parts.size() < 3 || parts.size() > 4)
-    fail(where, fmt::format("'{}' is not MxNxK or MxNxKxBATCH (an extent may be a range LO..HI)", text));
+    fail_manifest(where, fmt::format("'{}' is not MxNxK or MxNxKxBATCH (an extent may be a range LO..HI)", text));
   std::vector<std::vector<std::int64_t>> points;
   for (const auto& part : parts) points.push_back(extent_points(part, where, text));
   if (points.size() == 3) points.push_back({1});
@@ -101,7 +103,7 @@ Epilogue epilogue_field(const json& entry, const std::string& named, bool sample
   try {
     return sampled ? Epilogue::parse_sampled(text) : Epilogue::parse(text);
   } catch (const Error& e) {
-    fail(named + ".epilogue", e.what());
+    fail_manifest(named + ".epilogue", e.what());
   }
 }
 
@@ -119,7 +121,7 @@ void check_signature(const Signature& s, const std::string& named) {
   try {
     s.check();
   } catch (const Error& e) {
-    fail(named + ".epilogue", e.what());
+    fail_manifest(named + ".epilogue", e.what());
   }
 }
 
@@ -130,10 +132,10 @@ GemmSignature gemm_signature(const json& entry, const std::string& named) {
   // A and B: f32, bf16, or i8 (u8 A and i8 B, i32 sums); D: f32, bf16, or u8 / i8 (requantised).
   const std::string dtype = text_field(entry, "dtype", named, "f32");
   if (dtype != "f32" && dtype != "bf16" && dtype != "i8")
-    fail(named + ".dtype", fmt::format("must be f32, bf16 or i8 (u8 A, i8 B), got '{}'", dtype));
+    fail_manifest(named + ".dtype", fmt::format("must be f32, bf16 or i8 (u8 A, i8 B), got '{}'", dtype));
   const std::string out_dtype = text_field(entry, "out_dtype", named, "f32");
   if (out_dtype != "f32" && out_dtype != "bf16" && out_dtype != "u8" && out_dtype != "i8")
-    fail(named + ".out_dtype", fmt::format("must be f32, bf16, u8 or i8, got '{}'", out_dtype));
+    fail_manifest(named + ".out_dtype", fmt::format("must be f32, bf16, u8 or i8, got '{}'", out_dtype));
   const DType ab = *parse_dtype(dtype);
   GemmSignature s;
   s.a = {ab == DType::i8 ? DType::u8 : ab, layout_field(entry, "layout_a", named)};
@@ -151,7 +153,8 @@ GemmSignature gemm_signature(const json& entry, const std::string& named) {
 
 int index_bits_field(const json& entry, const std::string& named) {
   const std::string index = text_field(entry, "index", named, "i32");
-  if (index != "i32" && index != "i64") fail(named + ".index", fmt::format("must be i32 or i64, got '{}'", index));
+  if (index != "i32" && index != "i64")
+    fail_manifest(named + ".index", fmt::format("must be i32 or i64, got '{}'", index));
   return index == "i32" ? 32 : 64;
 }
 
@@ -162,28 +165,29 @@ SpmmSignature spmm_signature(const json& entry, const std::string& named) {
               named);
   SpmmSignature s;
   const std::string format = text_field(entry, "format", named, "csr");
-  if (format != "csr" && format != "bsr") fail(named + ".format", fmt::format("must be csr or bsr, got '{}'", format));
+  if (format != "csr" && format != "bsr")
+    fail_manifest(named + ".format", fmt::format("must be csr or bsr, got '{}'", format));
   s.a.format = format == "csr" ? SparseFormat::Csr : SparseFormat::Bsr;
   if (s.a.format == SparseFormat::Bsr) {
     const std::string block = text_field(entry, "block", named);
     static const std::regex shape("([0-9]{1,2})x([0-9]{1,2})");
     std::smatch match;
     if (!std::regex_match(block, match, shape))
-      fail(named + ".block", fmt::format("'{}' is not RxC (a BSR block's rows and columns)", block));
+      fail_manifest(named + ".block", fmt::format("'{}' is not RxC (a BSR block's rows and columns)", block));
     s.a.block_rows = std::stoi(match[1]);
     s.a.block_cols = std::stoi(match[2]);
   } else if (entry.contains("block")) {
-    fail(named + ".block", "is for format bsr");
+    fail_manifest(named + ".block", "is for format bsr");
   }
   s.a.index_bits = index_bits_field(entry, named);
   const std::string dtype = text_field(entry, "dtype", named, "f32");
   if (dtype != "f32" && dtype != "bf16")
-    fail(named + ".dtype", fmt::format("must be f32 or bf16 (A's values and B), got '{}'", dtype));
+    fail_manifest(named + ".dtype", fmt::format("must be f32 or bf16 (A's values and B), got '{}'", dtype));
   s.a.value = *parse_dtype(dtype);
   try {
     s.a.check();
   } catch (const Error& e) {
-    fail(named + ".block", e.what());
+    fail_manifest(named + ".block", e.what());
   }
   GemmSignature& dense = s.dense;
   dense.a = {s.a.value, Layout::row_major()};
@@ -205,7 +209,7 @@ SddmmSignature sddmm_signature(const json& entry, const std::string& named) {
   s.pattern.index_bits = index_bits_field(entry, named);
   const std::string dtype = text_field(entry, "dtype", named, "f32");
   if (dtype != "f32")
-    fail(named + ".dtype", fmt::format("must be f32 (A, B and the pattern's values), got '{}'", dtype));
+    fail_manifest(named + ".dtype", fmt::format("must be f32 (A, B and the pattern's values), got '{}'", dtype));
   GemmSignature& dense = s.dense;
   dense.epilogue = epilogue_field(entry, named, true);
   dense.a = {DType::f32, Layout::row_major()};
@@ -219,19 +223,19 @@ SddmmSignature sddmm_signature(const json& entry, const std::string& named) {
 
 bool flag_field(const json& entry, const std::string& field, const std::string& named) {
   if (!entry.contains(field)) return false;
-  if (!entry[field].is_boolean()) fail(named + "." + field, "must be true or false");
+  if (!entry[field].is_boolean()) fail_manifest(named + "." + field, "must be true or false");
   return entry[field].get<bool>();
 }
 
 std::int64_t head_dim_field(const json& entry, const std::string& field, const std::string& named,
                             std::int64_t fallback) {
   if (!entry.contains(field)) {
-    if (fallback == 0) fail(named, fmt::format("'{}' is required", field));
+    if (fallback == 0) fail_manifest(named, fmt::format("'{}' is required", field));
     return fallback;
   }
   const json& v = entry[field];
   if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 512)
-    fail(named + "." + field, "must be an integer in [1, 512]");
+    fail_manifest(named + "." + field, "must be an integer in [1, 512]");
   return v.get<std::int64_t>();
 }
 
@@ -244,7 +248,8 @@ AttentionSignature attention_signature(const json& entry, const std::string& nam
               named);
   AttentionSignature s;
   const std::string dtype = text_field(entry, "dtype", named, "f32");
-  if (dtype != "f32" && dtype != "bf16") fail(named + ".dtype", fmt::format("must be f32 or bf16, got '{}'", dtype));
+  if (dtype != "f32" && dtype != "bf16")
+    fail_manifest(named + ".dtype", fmt::format("must be f32 or bf16, got '{}'", dtype));
   s.dtype = *parse_dtype(dtype);
   s.head_dim_qk = head_dim_field(entry, "head_dim", named, 0);
   s.head_dim_v = head_dim_field(entry, "head_dim_v", named, s.head_dim_qk);
@@ -253,26 +258,27 @@ AttentionSignature attention_signature(const json& entry, const std::string& nam
   try {
     s.score_mod = ScoreModifier::parse(text_field(entry, "score_mod", named, "s"));
   } catch (const Error& e) {
-    fail(named + ".score_mod", e.what());
+    fail_manifest(named + ".score_mod", e.what());
   }
   if (!s.score_mod.tensors().empty())
-    fail(named + ".score_mod", fmt::format("reads the tensor '{}': score modifiers that read tensors are not in "
-                                           "libraries yet (scalars are)",
-                                           s.score_mod.tensors().front().name));
+    fail_manifest(named + ".score_mod",
+                  fmt::format("reads the tensor '{}': score modifiers that read tensors are not in "
+                              "libraries yet (scalars are)",
+                              s.score_mod.tensors().front().name));
   try {
     s.check();
   } catch (const Error& e) {
-    fail(named, e.what());
+    fail_manifest(named, e.what());
   }
   return s;
 }
 
 LibraryKernel parse_kernel(const json& entry, const std::string& where) {
-  if (!entry.is_object()) fail(where, "must be an object");
+  if (!entry.is_object()) fail_manifest(where, "must be an object");
   LibraryKernel k;
   k.name = text_field(entry, "name", where);
   const std::string named = fmt::format("{} ('{}')", where, k.name);
-  if (!c_identifier(k.name)) fail(named + ".name", "must be a C identifier of at most 63 characters");
+  if (!c_identifier(k.name)) fail_manifest(named + ".name", "must be a C identifier of at most 63 characters");
   k.op = text_field(entry, "op", named);
   if (k.op == "gemm")
     k.signature = gemm_signature(entry, named);
@@ -283,26 +289,28 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
   else if (k.op == "attention")
     k.signature = attention_signature(entry, named);
   else
-    fail(named + ".op", fmt::format("unknown op '{}' (gemm, spmm, sddmm, attention)", k.op));
+    fail_manifest(named + ".op", fmt::format("unknown op '{}' (gemm, spmm, sddmm, attention)", k.op));
   const auto* gemm = std::get_if<GemmSignature>(&k.signature);
   const auto* attention = std::get_if<AttentionSignature>(&k.signature);
   const bool int8 = gemm && gemm->b.dtype == DType::i8;
   const bool bf16 = (gemm && gemm->b.dtype == DType::bf16) || (attention && attention->dtype == DType::bf16);
 
   if (!entry.contains("targets") || !entry["targets"].is_array() || entry["targets"].empty())
-    fail(named + ".targets", "must be a non-empty list such as [\"cpu:avx512\", \"cpu:avx2\"] (or \"cpu:amx\")");
+    fail_manifest(named + ".targets",
+                  "must be a non-empty list such as [\"cpu:avx512\", \"cpu:avx2\"] (or \"cpu:amx\")");
   std::set<std::string> seen;
   for (std::size_t i = 0; i < entry["targets"].size(); ++i) {
     const std::string at = fmt::format("{}.targets[{}]", named, i);
     const json& t = entry["targets"][i];
-    if (!t.is_string()) fail(at, "must be a string");
+    if (!t.is_string()) fail_manifest(at, "must be a string");
     const std::string text = t.get<std::string>();
-    if (text.rfind("cuda", 0) == 0) fail(at, fmt::format("'{}': libraries hold CPU kernels so far", text));
+    if (text.rfind("cuda", 0) == 0) fail_manifest(at, fmt::format("'{}': libraries hold CPU kernels so far", text));
     if (text != "cpu:avx512" && text != "cpu:avx2" && text != "cpu:amx")
-      fail(at, fmt::format("'{}' is not cpu:avx512, cpu:avx2 or cpu:amx", text));
+      fail_manifest(at, fmt::format("'{}' is not cpu:avx512, cpu:avx2 or cpu:amx", text));
     const bool amx = text == "cpu:amx";
-    if (amx && !int8 && !bf16) fail(at, "cpu:amx holds AMX tile kernels: bf16 or int8 GEMM and bf16 attention");
-    if (!seen.insert(text).second) fail(at, fmt::format("'{}' is listed twice", text));
+    if (amx && !int8 && !bf16)
+      fail_manifest(at, "cpu:amx holds AMX tile kernels: bf16 or int8 GEMM and bf16 attention");
+    if (!seen.insert(text).second) fail_manifest(at, fmt::format("'{}' is listed twice", text));
     // The extensions a GEMM's or attention's inputs need, whether or not this host has them: the driver checks the
     // running CPU. The sparse kernels widen bf16 and need none.
     CpuTarget target = CpuTarget::named(amx ? "cpu:avx512+amx" : text);
@@ -312,27 +320,27 @@ LibraryKernel parse_kernel(const json& entry, const std::string& where) {
     k.targets.push_back(target);
   }
   if (!entry.contains("shapes") || !entry["shapes"].is_array() || entry["shapes"].empty())
-    fail(named + ".shapes", k.op == "attention"
-                                ? "must be a non-empty list of SQxSKVxHEADSxKV_HEADS to choose configs for"
-                                : "must be a non-empty list of MxNxK[xBATCH] to choose configs for");
+    fail_manifest(named + ".shapes", k.op == "attention"
+                                         ? "must be a non-empty list of SQxSKVxHEADSxKV_HEADS to choose configs for"
+                                         : "must be a non-empty list of MxNxK[xBATCH] to choose configs for");
   for (std::size_t i = 0; i < entry["shapes"].size(); ++i) {
     const std::string at = fmt::format("{}.shapes[{}]", named, i);
     for (LibraryShape s : parse_shape(entry["shapes"][i], at)) {
       if (k.op == "attention") {
         // SQxSKVxHEADSxKV_HEADS: the query and key lengths, query and KV heads.
         const std::string text = entry["shapes"][i].get<std::string>();
-        if (std::count(text.begin(), text.end(), 'x') != 3) fail(at, "attention takes SQxSKVxHEADSxKV_HEADS");
+        if (std::count(text.begin(), text.end(), 'x') != 3) fail_manifest(at, "attention takes SQxSKVxHEADSxKV_HEADS");
         s.heads = s.k, s.kv_heads = s.batch, s.k = 0, s.batch = 1;
         if (s.heads % s.kv_heads != 0)
-          fail(at, fmt::format("{} heads are not a multiple of {} KV heads", s.heads, s.kv_heads));
+          fail_manifest(at, fmt::format("{} heads are not a multiple of {} KV heads", s.heads, s.kv_heads));
       } else if (k.op != "gemm" && s.batch != 1) {
-        fail(at, fmt::format("{} takes MxNxK, without a batch", k.op));
+        fail_manifest(at, fmt::format("{} takes MxNxK, without a batch", k.op));
       }
       k.shapes.push_back(s);
     }
     if (k.shapes.size() > kMostShapes)
-      fail(at,
-           fmt::format("the shapes expand to more than {} (ranges: up to {} sizes each)", kMostShapes, kRangePoints));
+      fail_manifest(at, fmt::format("the shapes expand to more than {} (ranges: up to {} sizes each)", kMostShapes,
+                                    kRangePoints));
   }
   k.canonical = entry.dump();
   return k;
@@ -345,23 +353,23 @@ LibraryManifest parse_library_manifest(const std::string& text) {
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    fail("JSON", fmt::format("invalid at byte {}: {}", e.byte, e.what()));
+    fail_manifest("JSON", fmt::format("invalid at byte {}: {}", e.byte, e.what()));
   } catch (const json::exception& e) {  // a number too large for any type (out_of_range.406), ...
-    fail("JSON", e.what());
+    fail_manifest("JSON", e.what());
   }
-  if (!j.is_object()) fail("top level", "must be an object with name and kernels");
+  if (!j.is_object()) fail_manifest("top level", "must be an object with name and kernels");
   only_fields(j, {"name", "kernels", "schema"}, "top level");
   LibraryManifest m;
   m.name = text_field(j, "name", "top level");
-  if (!c_identifier(m.name)) fail("name", "must be a C identifier of at most 63 characters");
-  if (j.contains("schema") && j["schema"] != 1) fail("schema", "must be 1");
+  if (!c_identifier(m.name)) fail_manifest("name", "must be a C identifier of at most 63 characters");
+  if (j.contains("schema") && j["schema"] != 1) fail_manifest("schema", "must be 1");
   if (!j.contains("kernels") || !j["kernels"].is_array() || j["kernels"].empty())
-    fail("kernels", "must be a non-empty list");
+    fail_manifest("kernels", "must be a non-empty list");
   std::set<std::string> names;
   for (std::size_t i = 0; i < j["kernels"].size(); ++i) {
     LibraryKernel k = parse_kernel(j["kernels"][i], fmt::format("kernels[{}]", i));
     if (!names.insert(k.name).second)
-      fail(fmt::format("kernels[{}].name", i), fmt::format("'{}' is used twice", k.name));
+      fail_manifest(fmt::format("kernels[{}].name", i), fmt::format("'{}' is used twice", k.name));
     m.kernels.push_back(std::move(k));
   }
   m.canonical = j.dump();

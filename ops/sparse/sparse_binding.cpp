@@ -10,8 +10,6 @@ namespace tessera {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& name, const std::string& rule) { throw InvalidArgument(name, rule); }
-
 // SpMM tiles K when B exceeds half of the host's L2 (the panel beside D's rows and A's arrays), at most 512 KiB (what
 // was measured on 1 MiB L2s; a 2 MiB L2's 1 MiB panels were not tried), its rows are read at least kPanelReuse
 // times on average, and then into at most kMaxPanels panels. Zen 3's 512 KiB L2, 8192^2 at 1%, N = 256: panels
@@ -43,18 +41,18 @@ std::shared_ptr<const SparsePlan> plan_of(const SparseMatrix& m, const std::shar
                                           int threads, const char* name, Residence where) {
   if (where == Residence::Device) {
     if (!given)
-      fail(std::string(name) + ".plan",
-           "is required for arrays in device memory: inspect the host arrays with SparsePlan::inspect");
+      fail_argument(std::string(name) + ".plan",
+                    "is required for arrays in device memory: inspect the host arrays with SparsePlan::inspect");
     m.signature().check();
     if (!given->matches_shape(m))
-      fail(std::string(name) + ".plan", "was made for a pattern of another shape, signature or entry count");
+      fail_argument(std::string(name) + ".plan", "was made for a pattern of another shape, signature or entry count");
     if (m.row_offsets == nullptr || (m.entries > 0 && (m.col_indices == nullptr || m.values == nullptr)))
-      fail(name, "has a null array");
+      fail_argument(name, "has a null array");
     return given;
   }
   if (given) {
     if (!given->describes(m))
-      fail(std::string(name) + ".plan", "was made for another pattern (the arrays or their contents changed)");
+      fail_argument(std::string(name) + ".plan", "was made for another pattern (the arrays or their contents changed)");
     return given;
   }
   return std::make_shared<const SparsePlan>(SparsePlan::inspect(m, threads, name));
@@ -83,15 +81,15 @@ TensorArg row_major(const MatrixOperand& t, std::vector<float>& copy, bool bf16_
                     Residence where = Residence::Host) {
   if (where == Residence::Device) {
     if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
-      fail(name, fmt::format("must be f32, f16 or bf16, got {}", dtype_name(t.dtype)));
-    if (t.arg.cs != 1 && t.cols > 1) fail(name, "must have unit stride along its rows on CUDA (row-major)");
+      fail_argument(name, fmt::format("must be f32, f16 or bf16, got {}", dtype_name(t.dtype)));
+    if (t.arg.cs != 1 && t.cols > 1) fail_argument(name, "must have unit stride along its rows on CUDA (row-major)");
     TensorArg a = t.arg;
     a.cs = 1;
     if (t.rows <= 1) a.rs = t.cols;
     return a;
   }
   if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
-    fail(name, fmt::format("must be f32 or bf16, got {}", dtype_name(t.dtype)));
+    fail_argument(name, fmt::format("must be f32 or bf16, got {}", dtype_name(t.dtype)));
   const bool unit_columns = t.arg.cs == 1 || t.cols <= 1;
   if (unit_columns && (t.dtype == DType::f32 || (bf16_ok && t.dtype == DType::bf16))) {
     TensorArg a = t.arg;
@@ -120,24 +118,24 @@ SpmmBinding bind_spmm(const SpmmArgs& g, int threads, Residence where) {
   p.threads = g.threads;
   const bool host = where == Residence::Host;
   if (host && g.a.value == DType::f16)
-    fail("a.values", "are f16; the CPU takes f32 or bf16 (f16 runs on CUDA targets)");
-  if (g.a.entries > 0 && g.a.values == nullptr) fail("a.values", "is null");
+    fail_argument("a.values", "are f16; the CPU takes f32 or bf16 (f16 runs on CUDA targets)");
+  if (g.a.entries > 0 && g.a.values == nullptr) fail_argument("a.values", "is null");
   bound.plan = plan_of(g.a, g.plan, g.threads ? g.threads : threads, "a", where);
   p.m = g.a.rows;
   p.k = g.a.cols;
   p.pattern = bound.plan->stats();
-  if (g.b.empty()) fail("b", "is required");
+  if (g.b.empty()) fail_argument("b", "is required");
   const MatrixOperand b = bind_matrix(g.b, "b");
-  if (b.rows != p.k) fail("b", fmt::format("has {} rows, but a has K = {} columns", b.rows, p.k));
+  if (b.rows != p.k) fail_argument("b", fmt::format("has {} rows, but a has K = {} columns", b.rows, p.k));
   p.n = b.cols;
 
   std::vector<ReadRange> reads = pattern_ranges(g.a, "a");
   reads.push_back({b.arg.data, b.bytes, "b"});
   OutputBinding out = bind_output(g.c, g.d, g.inputs, g.epilogue, g.beta, p.m, p.n, reads);
-  if (out.signature.d.dtype != DType::f32) fail("d", "must be f32");
-  if (out.signature.c.layout.reads_memory() && out.signature.c.dtype != DType::f32) fail("c", "must be f32");
+  if (out.signature.d.dtype != DType::f32) fail_argument("d", "must be f32");
+  if (out.signature.c.layout.reads_memory() && out.signature.c.dtype != DType::f32) fail_argument("c", "must be f32");
   for (const EpilogueInput& in : out.signature.inputs)
-    if (in.operand.dtype != DType::f32) fail("inputs." + in.name, "must be f32");
+    if (in.operand.dtype != DType::f32) fail_argument("inputs." + in.name, "must be f32");
 
   SpmmKernelArgs& k = bound.args;
   k.b = row_major(b, bound.b_copy, true, "b", where);
@@ -211,35 +209,36 @@ SddmmBinding bind_sddmm(const SddmmArgs& g, int threads, Residence where) {
   SddmmProblem& p = bound.problem;
   p.threads = g.threads;
   const bool host = where == Residence::Host;
-  if (g.pattern.format != SparseFormat::Csr) fail("pattern", "must be CSR (SDDMM samples at single entries)");
-  if (host && g.pattern.value == DType::f16) fail("pattern.values", "are f16; the CPU takes f32 or bf16");
+  if (g.pattern.format != SparseFormat::Csr) fail_argument("pattern", "must be CSR (SDDMM samples at single entries)");
+  if (host && g.pattern.value == DType::f16) fail_argument("pattern.values", "are f16; the CPU takes f32 or bf16");
   if (!g.epilogue.sampled())
-    fail("epilogue", "must be in the sampled dialect (SddmmArgs::set_epilogue or Epilogue::parse_sampled)");
+    fail_argument("epilogue", "must be in the sampled dialect (SddmmArgs::set_epilogue or Epilogue::parse_sampled)");
   bound.plan = plan_of(g.pattern, g.plan, g.threads ? g.threads : threads, "pattern", where);
   p.m = g.pattern.rows;
   p.n = g.pattern.cols;
   p.pattern = bound.plan->stats();
-  if (g.a.empty()) fail("a", "is required");
-  if (g.b.empty()) fail("b", "is required");
-  if (g.out.empty()) fail("out", "is required");
+  if (g.a.empty()) fail_argument("a", "is required");
+  if (g.b.empty()) fail_argument("b", "is required");
+  if (g.out.empty()) fail_argument("out", "is required");
   const MatrixOperand a = bind_matrix(g.a, "a");
   const MatrixOperand b = bind_matrix(g.b, "b");
-  if (a.rows != p.m) fail("a", fmt::format("has {} rows, the pattern has M = {}", a.rows, p.m));
-  if (b.rows != p.n) fail("b", fmt::format("has {} rows, the pattern has N = {} columns", b.rows, p.n));
-  if (a.cols != b.cols) fail("b", fmt::format("has K = {} columns, a has {}", b.cols, a.cols));
+  if (a.rows != p.m) fail_argument("a", fmt::format("has {} rows, the pattern has M = {}", a.rows, p.m));
+  if (b.rows != p.n) fail_argument("b", fmt::format("has {} rows, the pattern has N = {} columns", b.rows, p.n));
+  if (a.cols != b.cols) fail_argument("b", fmt::format("has K = {} columns, a has {}", b.cols, a.cols));
   p.k = a.cols;
   if (g.epilogue.reads_s() && g.pattern.entries > 0 && g.pattern.values == nullptr)
-    fail("pattern.values", "the epilogue reads s, but the pattern has no values");
+    fail_argument("pattern.values", "the epilogue reads s, but the pattern has no values");
 
   // out: one f32 per entry, contiguous.
   const Tensor& o = g.out;
-  if (o.rank() != 1) fail("out", fmt::format("must be 1-D [entries], got {}-D", o.rank()));
-  if (o.strides.size() != 1) fail("out", "has 1 dimension but a different number of strides");
-  if (o.dtype != DType::f32) fail("out", fmt::format("must be f32, got {}", dtype_name(o.dtype)));
+  if (o.rank() != 1) fail_argument("out", fmt::format("must be 1-D [entries], got {}-D", o.rank()));
+  if (o.strides.size() != 1) fail_argument("out", "has 1 dimension but a different number of strides");
+  if (o.dtype != DType::f32) fail_argument("out", fmt::format("must be f32, got {}", dtype_name(o.dtype)));
   if (o.shape[0] != g.pattern.entries)
-    fail("out", fmt::format("has {} elements, the pattern has {} entries", o.shape[0], g.pattern.entries));
-  if (o.shape[0] > 1 && o.strides[0] != 1) fail("out", fmt::format("must be contiguous, got stride {}", o.strides[0]));
-  if (o.shape[0] > 0 && o.data == nullptr) fail("out", "data is null");
+    fail_argument("out", fmt::format("has {} elements, the pattern has {} entries", o.shape[0], g.pattern.entries));
+  if (o.shape[0] > 1 && o.strides[0] != 1)
+    fail_argument("out", fmt::format("must be contiguous, got stride {}", o.strides[0]));
+  if (o.shape[0] > 0 && o.data == nullptr) fail_argument("out", "data is null");
   const std::int64_t out_bytes = o.shape[0] * 4;
 
   GemmSignature& dense = p.signature.dense;
@@ -247,23 +246,23 @@ SddmmBinding bind_sddmm(const SddmmArgs& g, int threads, Residence where) {
   for (const auto& [name, tensor] : g.inputs) {
     const auto& wanted = g.epilogue.tensors();
     if (std::none_of(wanted.begin(), wanted.end(), [&](const auto& t) { return t.name == name; }))
-      fail("inputs." + name, "is not read by the epilogue '" + g.epilogue.text() + "'");
+      fail_argument("inputs." + name, "is not read by the epilogue '" + g.epilogue.text() + "'");
   }
   std::vector<std::pair<const void*, std::int64_t>> reads{{a.arg.data, a.bytes}, {b.arg.data, b.bytes}};
   for (const auto& t : g.epilogue.tensors()) {
     const std::string name = "inputs." + t.name;
     auto it = g.inputs.find(t.name);
-    if (it == g.inputs.end()) fail(name, "the epilogue reads " + t.name + " but no tensor was bound to it");
+    if (it == g.inputs.end()) fail_argument(name, "the epilogue reads " + t.name + " but no tensor was bound to it");
     const MatrixOperand v = bind_vector(it->second, name, t.form, t.form == IndexForm::N ? p.n : p.m);
-    if (v.dtype != DType::f32) fail(name, "must be f32");
+    if (v.dtype != DType::f32) fail_argument(name, "must be f32");
     bound.inputs.push_back(v.arg);
     dense.inputs.push_back({t.name, t.form, {v.dtype, v.layout}});
     reads.emplace_back(v.arg.data, v.bytes);
   }
   for (const ReadRange& r : pattern_ranges(g.pattern, "pattern"))
-    if (overlaps(o.data, out_bytes, r.data, r.bytes)) fail("out", "overlaps " + r.name);
+    if (overlaps(o.data, out_bytes, r.data, r.bytes)) fail_argument("out", "overlaps " + r.name);
   for (const auto& [data, bytes] : reads)
-    if (overlaps(o.data, out_bytes, data, bytes)) fail("out", "overlaps an input");
+    if (overlaps(o.data, out_bytes, data, bytes)) fail_argument("out", "overlaps an input");
 
   SddmmKernelArgs& k = bound.args;
   k.a = row_major(a, bound.a_copy, false, "a", where);

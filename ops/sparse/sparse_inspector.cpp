@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "generator/core/error.hpp"
+#include "generator/core/sparse_format.hpp"
 #include "generator/cost/sparse_cost.hpp"
 #include "tessera/sparse.hpp"
 
@@ -20,10 +21,6 @@ namespace {
 constexpr std::int64_t kTasksPerThread = 8;
 // What a block row costs beside its entries, in entries (the tile set-up and the epilogue's stores).
 constexpr std::int64_t kRowCost = 2;
-
-std::int64_t index_at(const void* a, int bits, std::int64_t i) {
-  return bits == 32 ? static_cast<const std::int32_t*>(a)[i] : static_cast<const std::int64_t*>(a)[i];
-}
 
 std::uint64_t pattern_hash(const SparseMatrix& m) {
   XXH3_state_t* state = XXH3_createState();
@@ -102,13 +99,13 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
   PatternStats& s = plan.stats_;
   s.rows = block_rows;
   s.nnz = m.entries;
-  if (index_at(m.row_offsets, m.index_bits, 0) != 0)
-    throw InvalidArgument(arg(".row_offsets"),
-                          fmt::format("must start at 0, starts at {}", index_at(m.row_offsets, m.index_bits, 0)));
+  if (sparse_index_at(m.row_offsets, m.index_bits, 0) != 0)
+    throw InvalidArgument(arg(".row_offsets"), fmt::format("must start at 0, starts at {}",
+                                                           sparse_index_at(m.row_offsets, m.index_bits, 0)));
   // Offsets first (so that a broken one is named as such), then each row's indices.
   for (std::int64_t r = 0; r < block_rows; ++r) {
-    const std::int64_t first = index_at(m.row_offsets, m.index_bits, r);
-    const std::int64_t end = index_at(m.row_offsets, m.index_bits, r + 1);
+    const std::int64_t first = sparse_index_at(m.row_offsets, m.index_bits, r);
+    const std::int64_t end = sparse_index_at(m.row_offsets, m.index_bits, r + 1);
     if (end < first)
       throw InvalidArgument(arg(".row_offsets"),
                             fmt::format("decrease at row {}: {} then {} (offsets must not decrease)", r, first, end));
@@ -118,11 +115,11 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
   }
   double sum_sq = 0;
   for (std::int64_t r = 0; r < block_rows; ++r) {
-    const std::int64_t first = index_at(m.row_offsets, m.index_bits, r);
-    const std::int64_t end = index_at(m.row_offsets, m.index_bits, r + 1);
+    const std::int64_t first = sparse_index_at(m.row_offsets, m.index_bits, r);
+    const std::int64_t end = sparse_index_at(m.row_offsets, m.index_bits, r + 1);
     std::int64_t previous = -1;
     for (std::int64_t p = first; p < end; ++p) {
-      const std::int64_t c = index_at(m.col_indices, m.index_bits, p);
+      const std::int64_t c = sparse_index_at(m.col_indices, m.index_bits, p);
       if (c < 0 || c >= block_cols)
         throw InvalidArgument(arg(".col_indices"),
                               fmt::format("[{}] = {} (row {}) is outside 0..{}", p, c, r, block_cols - 1));
@@ -138,7 +135,7 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
     s.empty_rows += length == 0;
     sum_sq += static_cast<double>(length) * static_cast<double>(length);
   }
-  const std::int64_t last = index_at(m.row_offsets, m.index_bits, block_rows);
+  const std::int64_t last = sparse_index_at(m.row_offsets, m.index_bits, block_rows);
   if (last != m.entries)
     throw InvalidArgument(arg(".entries"), fmt::format("is {}, but the row offsets end at {}", m.entries, last));
   if (block_rows > 0) {
@@ -164,9 +161,9 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
       std::vector<std::int64_t> stamp(static_cast<std::size_t>((m.cols + side - 1) / side), -1);
       std::int64_t blocks = 0;
       for (std::int64_t r = 0; r < m.rows; ++r)
-        for (std::int64_t p = index_at(m.row_offsets, m.index_bits, r);
-             p < index_at(m.row_offsets, m.index_bits, r + 1); ++p) {
-          auto& seen = stamp[static_cast<std::size_t>(index_at(m.col_indices, m.index_bits, p) / side)];
+        for (std::int64_t p = sparse_index_at(m.row_offsets, m.index_bits, r);
+             p < sparse_index_at(m.row_offsets, m.index_bits, r + 1); ++p) {
+          auto& seen = stamp[static_cast<std::size_t>(sparse_index_at(m.col_indices, m.index_bits, p) / side)];
           if (seen != r / side) seen = r / side, ++blocks;
         }
       s.square_block_fill[i] = static_cast<double>(m.entries) / (static_cast<double>(blocks) * side * side);
@@ -179,8 +176,8 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
   plan.splits_.push_back(0);
   std::int64_t done = 0;  // cost of the rows before r
   for (std::int64_t r = 0; r < block_rows; ++r) {
-    const std::int64_t cost =
-        index_at(m.row_offsets, m.index_bits, r + 1) - index_at(m.row_offsets, m.index_bits, r) + kRowCost;
+    const std::int64_t cost = sparse_index_at(m.row_offsets, m.index_bits, r + 1) -
+                              sparse_index_at(m.row_offsets, m.index_bits, r) + kRowCost;
     const double boundary = total * static_cast<double>(plan.splits_.size()) / static_cast<double>(tasks);
     if (r > plan.splits_.back() && static_cast<double>(done) >= boundary) plan.splits_.push_back(r);
     done += cost;
@@ -190,7 +187,7 @@ SparsePlan SparsePlan::inspect(const SparseMatrix& m, int threads, const std::st
   if (block_rows <= INT32_MAX) {
     std::vector<std::int64_t> first_of_length(static_cast<std::size_t>(s.max_row) + 2, 0);
     const auto length = [&](std::int64_t r) {
-      return index_at(m.row_offsets, m.index_bits, r + 1) - index_at(m.row_offsets, m.index_bits, r);
+      return sparse_index_at(m.row_offsets, m.index_bits, r + 1) - sparse_index_at(m.row_offsets, m.index_bits, r);
     };
     for (std::int64_t r = 0; r < block_rows; ++r)
       ++first_of_length[static_cast<std::size_t>(s.max_row - length(r) + 1)];

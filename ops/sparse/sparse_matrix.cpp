@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "generator/core/error.hpp"
+#include "generator/core/sparse_format.hpp"
 #include "tessera/sparse.hpp"
 
 namespace tessera {
@@ -30,16 +31,6 @@ void put_value(std::vector<std::byte>& bytes, DType dtype, std::size_t i, double
     put(bytes, i, f);
   else
     put(bytes, i, dtype == DType::bf16 ? to_bf16(f) : to_f16(f));
-}
-
-double get_value(const void* values, DType dtype, std::int64_t i) {
-  if (dtype == DType::f32) return static_cast<const float*>(values)[i];
-  const std::uint16_t h = static_cast<const std::uint16_t*>(values)[i];
-  return dtype == DType::bf16 ? from_bf16(h) : from_f16(h);
-}
-
-std::int64_t get_index(const void* indices, int bits, std::int64_t i) {
-  return bits == 32 ? static_cast<const std::int32_t*>(indices)[i] : static_cast<const std::int64_t*>(indices)[i];
 }
 
 void check_coo(const CooMatrix& coo) {
@@ -125,9 +116,9 @@ SparseMatrixData SparseMatrixData::column_panel(const SparseMatrix& m, std::int6
   std::int64_t kept = 0;
   put_index(panel.offsets_, m.index_bits, 0, 0);
   for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t p = get_index(m.row_offsets, m.index_bits, r); p < get_index(m.row_offsets, m.index_bits, r + 1);
-         ++p) {
-      const std::int64_t c = get_index(m.col_indices, m.index_bits, p);
+    for (std::int64_t p = sparse_index_at(m.row_offsets, m.index_bits, r);
+         p < sparse_index_at(m.row_offsets, m.index_bits, r + 1); ++p) {
+      const std::int64_t c = sparse_index_at(m.col_indices, m.index_bits, p);
       if (c < first || c >= end) continue;
       panel.indices_.resize(panel.indices_.size() + index_bytes);
       put_index(panel.indices_, m.index_bits, static_cast<std::size_t>(kept), c);
@@ -157,16 +148,16 @@ CooMatrix SparseMatrixData::coo(const SparseMatrix& v) {
   out.cols = v.cols;
   const std::int64_t per_block = std::int64_t{v.block_rows} * v.block_cols;
   for (std::int64_t br = 0; br < v.block_row_count(); ++br)
-    for (std::int64_t p = get_index(v.row_offsets, v.index_bits, br);
-         p < get_index(v.row_offsets, v.index_bits, br + 1); ++p) {
-      const std::int64_t bc = get_index(v.col_indices, v.index_bits, p);
+    for (std::int64_t p = sparse_index_at(v.row_offsets, v.index_bits, br);
+         p < sparse_index_at(v.row_offsets, v.index_bits, br + 1); ++p) {
+      const std::int64_t bc = sparse_index_at(v.col_indices, v.index_bits, p);
       for (int r = 0; r < v.block_rows; ++r)
         for (int c = 0; c < v.block_cols; ++c) {
           const std::int64_t i = br * v.block_rows + r, j = bc * v.block_cols + c;
           if (i >= v.rows || j >= v.cols) continue;
           out.row.push_back(i);
           out.col.push_back(j);
-          out.value.push_back(get_value(v.values, v.value, p * per_block + r * v.block_cols + c));
+          out.value.push_back(sparse_value_at(v.values, v.value, p * per_block + r * v.block_cols + c));
         }
     }
   return out;

@@ -39,7 +39,7 @@ struct Request {
   std::int64_t block = 16;
 };
 
-[[noreturn]] void fail(std::string_view request, const std::string& what) {
+[[noreturn]] void fail_request(std::string_view request, const std::string& what) {
   throw InvalidArgument("gen", fmt::format("'{}': {} (expected KIND:M,K,DENSITY[,SEED]; KIND uniform, powerlaw, "
                                            "banded or blocks)",
                                            request, what));
@@ -48,7 +48,7 @@ struct Request {
 Request parse(std::string_view text) {
   Request r;
   const auto colon = text.find(':');
-  if (colon == std::string_view::npos) fail(text, "no ':'");
+  if (colon == std::string_view::npos) fail_request(text, "no ':'");
   r.kind = std::string(text.substr(0, colon));
   std::vector<std::string_view> parts;
   std::string_view rest = text.substr(colon + 1);
@@ -59,11 +59,12 @@ Request parse(std::string_view text) {
     rest.remove_prefix(comma + 1);
   }
   const std::size_t most = r.kind == "blocks" ? 5 : 4;
-  if (parts.size() < 3 || parts.size() > most) fail(text, fmt::format("{} fields after ':'", parts.size()));
+  if (parts.size() < 3 || parts.size() > most) fail_request(text, fmt::format("{} fields after ':'", parts.size()));
   const auto integer = [&](std::string_view t, const char* what) {
     std::int64_t v = 0;
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || end != t.data() + t.size()) fail(text, fmt::format("{} '{}' is not an integer", what, t));
+    if (ec != std::errc() || end != t.data() + t.size())
+      fail_request(text, fmt::format("{} '{}' is not an integer", what, t));
     return v;
   };
   r.m = integer(parts[0], "M");
@@ -72,14 +73,14 @@ Request parse(std::string_view text) {
   char* end = nullptr;
   r.density = std::strtod(d.c_str(), &end);
   if (d.empty() || end != d.c_str() + d.size() || !(r.density >= 0 && r.density <= 1))
-    fail(text, fmt::format("density '{}' is not a number in [0, 1]", d));
+    fail_request(text, fmt::format("density '{}' is not a number in [0, 1]", d));
   if (parts.size() > 3) r.seed = static_cast<std::uint64_t>(integer(parts[3], "SEED"));
   if (parts.size() > 4) r.block = integer(parts[4], "B");
   if (r.m < 0 || r.k < 0 || r.m > (std::int64_t{1} << 31) || r.k > (std::int64_t{1} << 31))
-    fail(text, "M and K must be in 0..2^31");
-  if (r.block < 1 || r.block > 256) fail(text, "B must be in 1..256");
+    fail_request(text, "M and K must be in 0..2^31");
+  if (r.block < 1 || r.block > 256) fail_request(text, "B must be in 1..256");
   if (static_cast<double>(r.m) * static_cast<double>(r.k) * r.density > static_cast<double>(kMaxEntries))
-    fail(text, "more than 2^31 entries");
+    fail_request(text, "more than 2^31 entries");
   return r;
 }
 
@@ -176,7 +177,7 @@ CooMatrix generate_pattern(std::string_view text) {
   if (r.kind == "powerlaw") return powerlaw(r, rng);
   if (r.kind == "banded") return banded(r, rng);
   if (r.kind == "blocks") return blocks(r, rng);
-  fail(text, "unknown kind '" + r.kind + "'");
+  fail_request(text, "unknown kind '" + r.kind + "'");
 }
 
 }  // namespace tessera

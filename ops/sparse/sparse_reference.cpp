@@ -3,21 +3,12 @@
 #include <cmath>
 
 #include "generator/core/expr_eval.hpp"
+#include "generator/core/sparse_format.hpp"
 #include "tessera/reference.hpp"
 
 namespace tessera {
 
 namespace {
-
-std::int64_t index_at(const void* a, int bits, std::int64_t i) {
-  return bits == 32 ? static_cast<const std::int32_t*>(a)[i] : static_cast<const std::int64_t*>(a)[i];
-}
-
-double value_at(const void* v, DType dtype, std::int64_t i) {
-  if (dtype == DType::f32) return static_cast<const float*>(v)[i];
-  const std::uint16_t h = static_cast<const std::uint16_t*>(v)[i];
-  return dtype == DType::bf16 ? from_bf16(h) : from_f16(h);
-}
 
 double tensor_at(const Tensor& t, std::int64_t row, std::int64_t col) {
   const std::size_t r = t.rank() - 2;
@@ -35,15 +26,15 @@ std::vector<float> densify(const SparseMatrix& m) {
   std::vector<float> dense(static_cast<std::size_t>(m.rows * m.cols), 0.0f);
   const std::int64_t per_block = std::int64_t{m.block_rows} * m.block_cols;
   for (std::int64_t br = 0; br < m.block_row_count(); ++br)
-    for (std::int64_t p = index_at(m.row_offsets, m.index_bits, br); p < index_at(m.row_offsets, m.index_bits, br + 1);
-         ++p) {
-      const std::int64_t bc = index_at(m.col_indices, m.index_bits, p);
+    for (std::int64_t p = sparse_index_at(m.row_offsets, m.index_bits, br);
+         p < sparse_index_at(m.row_offsets, m.index_bits, br + 1); ++p) {
+      const std::int64_t bc = sparse_index_at(m.col_indices, m.index_bits, p);
       for (int r = 0; r < m.block_rows; ++r)
         for (int c = 0; c < m.block_cols; ++c) {
           const std::int64_t i = br * m.block_rows + r, j = bc * m.block_cols + c;
           if (i < m.rows && j < m.cols)
             dense[static_cast<std::size_t>(i * m.cols + j)] =
-                static_cast<float>(value_at(m.values, m.value, p * per_block + r * m.block_cols + c));
+                static_cast<float>(sparse_value_at(m.values, m.value, p * per_block + r * m.block_cols + c));
         }
     }
   return dense;
@@ -71,9 +62,9 @@ SddmmReference reference_sddmm(const SddmmArgs& g) {
   const std::int64_t k = g.a.shape.back();
   const double eps = std::ldexp(1.0, -24);
   for (std::int64_t i = 0; i < m.rows; ++i)
-    for (std::int64_t p = index_at(m.row_offsets, m.index_bits, i); p < index_at(m.row_offsets, m.index_bits, i + 1);
-         ++p) {
-      const std::int64_t j = index_at(m.col_indices, m.index_bits, p);
+    for (std::int64_t p = sparse_index_at(m.row_offsets, m.index_bits, i);
+         p < sparse_index_at(m.row_offsets, m.index_bits, i + 1); ++p) {
+      const std::int64_t j = sparse_index_at(m.col_indices, m.index_bits, p);
       double acc = 0, magnitude = 0;
       for (std::int64_t q = 0; q < k; ++q) {
         const double product = tensor_at(g.a, i, q) * tensor_at(g.b, j, q);
@@ -81,7 +72,7 @@ SddmmReference reference_sddmm(const SddmmArgs& g) {
         magnitude += std::fabs(product);
       }
       double inputs_magnitude = 0;
-      const double s = g.epilogue.reads_s() ? value_at(m.values, m.value, p) : 0.0;
+      const double s = g.epilogue.reads_s() ? sparse_value_at(m.values, m.value, p) : 0.0;
       const double value = evaluate(g.epilogue.tree(), [&](const ExprNode& leaf) -> double {
         if (leaf.op == ExprOp::Var) {
           if (leaf.name == "acc") return acc;
