@@ -10,8 +10,8 @@
 # Any report fails the test (halt_on_error); the JIT's kernels and LLVM are not instrumented, tessera's code is.
 # -O1, not -O2: building is most of the time here, and -O1 compiles instrumented code in about half the time. The
 # library is built as a unity build (batches of its sources joined: each header parsed and each template instantiated
-# once a batch, not once a source); on Zen 3, two cores, that took the address build from 1041 s to 570 s and the
-# thread build from about 300 s to 198 s. The test sources are compiled one by one (tests/CMakeLists.txt).
+# once a batch, not once a source); on Zen 3, two cores, that took the address build from 1041 s to 570 s (the thread
+# build now takes 198 s). The test sources are compiled one by one (tests/CMakeLists.txt).
 set -u
 build=$(cd "${1:?usage: sanitizer_test.sh BUILD_DIR address|thread}" && pwd)
 kind=${2:?usage: sanitizer_test.sh BUILD_DIR address|thread}
