@@ -6,7 +6,7 @@
 namespace tessera {
 
 namespace {
-constexpr int kCpuAttentionSpecVersion = 1;
+constexpr int kCpuAttentionSpecVersion = 2;  // 2: score groups store unmasked
 }  // namespace
 
 KernelSpec CpuAttentionSpec::generic() const {

@@ -434,7 +434,7 @@ class CpuAttentionEmitter : AmxTiles {
                 for (int r = 0; r < mr; ++r) {
                   llvm::Value* at = b_.CreateAdd(
                       b_.CreateMul(b_.CreateAdd(b_.CreateMul(g, i64c(mr)), i64c(r)), i64c(cfg_.block_kv)), j0);
-                  store_masked(sums[static_cast<std::size_t>(r)], gep(scores_, at), lane_mask(lanes_, i64c(keys)));
+                  store_first_lanes(sums[static_cast<std::size_t>(r)], gep(scores_, at), keys);
                 }
               },
               "s.group");
@@ -854,10 +854,7 @@ class CpuAttentionEmitter : AmxTiles {
                   llvm::Align(2));
             }
         } else if (unit) {
-          llvm::Value* mask = count == lanes_ ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(
-                                                    b_.getInt1Ty(), static_cast<unsigned>(lanes_)))
-                                              : lane_mask(lanes_, i64c(count));
-          store_masked(value, gep(o, b_.CreateAdd(o_row, i64c(c))), mask);
+          store_first_lanes(value, gep(o, b_.CreateAdd(o_row, i64c(c))), static_cast<int>(count));
         } else {
           for (std::int64_t l = 0; l < count; ++l)
             store_f32(b_.CreateExtractElement(value, static_cast<std::uint64_t>(l)), o,

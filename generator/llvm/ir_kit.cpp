@@ -8,6 +8,7 @@
 #include <llvm/TargetParser/Host.h>
 #include "generator/core/error.hpp"
 
+#include <bit>
 #include <functional>
 
 namespace tessera {
@@ -117,6 +118,24 @@ void IrKit::store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask
     b_.CreateAlignedStore(value, ptr, align);
   else
     b_.CreateMaskedStore(value, ptr, align, mask);
+}
+
+void IrKit::store_first_lanes(llvm::Value* value, llvm::Value* ptr, int n) {
+  const int width = static_cast<int>(llvm::cast<llvm::FixedVectorType>(value->getType())->getNumElements());
+  if (n >= width) {
+    b_.CreateAlignedStore(value, ptr, llvm::Align(4));
+    return;
+  }
+  if (n <= 0) return;
+  if (std::has_single_bit(static_cast<unsigned>(n))) {
+    std::vector<int> first(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) first[static_cast<std::size_t>(i)] = i;
+    llvm::Value* part =
+        n == 1 ? b_.CreateExtractElement(value, std::uint64_t{0}) : b_.CreateShuffleVector(value, first);
+    b_.CreateAlignedStore(part, ptr, llvm::Align(4));
+    return;
+  }
+  b_.CreateMaskedStore(value, ptr, llvm::Align(4), lane_mask(width, i64c(n)));
 }
 
 llvm::Constant* IrKit::lane_indices(int n) {

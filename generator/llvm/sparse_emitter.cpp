@@ -160,7 +160,9 @@ class CpuSpmmEmitter : SparseKernelEmitter {
                  bool edge) {
     const int nv = cfg_.nv, chains = cfg_.chains;
     const std::size_t tile = static_cast<std::size_t>(rows_ * nv);
-    llvm::Value* cols = b_.CreateSub(n_end_, n0);
+    // An inner tile's columns are a constant, so that its masks fold away: AVX2's masked stores (vmaskmovps) are
+    // microcoded on AMD's cores and were the most costly part of a tile.
+    llvm::Value* cols = edge ? b_.CreateSub(n_end_, n0) : i64c(std::int64_t{nv} * lanes_);
     std::vector<llvm::Value*> masks;
     for (int v = 0; v < nv; ++v)
       masks.push_back(edge ? lane_mask(lanes_, cols, std::int64_t{v} * lanes_)
@@ -172,10 +174,10 @@ class CpuSpmmEmitter : SparseKernelEmitter {
         [&] {
           LoopValues partial;
           for (int r = 0; r < rows_; ++r) {
-            llvm::Value* row_valid = b_.CreateVectorSplat(lanes_, b_.CreateICmpSLT(i64c(r), rows));
+            llvm::Value* valid = row_valid(r, rows);
             for (int v = 0; v < nv; ++v)
               partial.push_back(load_masked(gep(operands_.d.data, partial_offset(row0, r, n0, v)),
-                                            b_.CreateAnd(masks[static_cast<std::size_t>(v)], row_valid)));
+                                            b_.CreateAnd(masks[static_cast<std::size_t>(v)], valid)));
           }
           return partial;
         },
@@ -208,15 +210,26 @@ class CpuSpmmEmitter : SparseKernelEmitter {
     emit_if_else(
         b_, finish_, [&] { store_output_tile(sig_, operands_, sum, rows_, row0, n0, rows, cols, i64c(0)); },
         [&] {
+          // Rows past M (in the last block row) are skipped by a branch, not a lane mask.
           for (int r = 0; r < rows_; ++r) {
-            llvm::Value* row_valid = b_.CreateVectorSplat(lanes_, b_.CreateICmpSLT(i64c(r), rows));
-            for (int v = 0; v < nv; ++v)
-              store_masked(sum[static_cast<std::size_t>(r * nv + v)],
-                           gep(operands_.d.data, partial_offset(row0, r, n0, v)),
-                           b_.CreateAnd(masks[static_cast<std::size_t>(v)], row_valid));
+            const auto store_row = [&] {
+              for (int v = 0; v < nv; ++v)
+                store_masked(sum[static_cast<std::size_t>(r * nv + v)],
+                             gep(operands_.d.data, partial_offset(row0, r, n0, v)), masks[static_cast<std::size_t>(v)]);
+            };
+            if (r == 0)
+              store_row();
+            else
+              emit_if(b_, b_.CreateICmpSLT(i64c(r), rows), store_row, "partial.row");
           }
         },
         "finish");
+  }
+
+  // Row r of a block row is within M: the first always is.
+  llvm::Value* row_valid(int r, llvm::Value* rows) {
+    if (r == 0) return llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_));
+    return b_.CreateVectorSplat(lanes_, b_.CreateICmpSLT(i64c(r), rows));
   }
 
   // Element (row0 + r, n0 + v·lanes) of a row-major D: where a panel's partial sums live.
@@ -388,8 +401,14 @@ class CpuSddmmEmitter : SparseKernelEmitter {
     acc = dot_k_loop(acc, {a_row}, b_rows, k_, cfg_.unroll);
     llvm::Value* sums = dot_lane_sums(acc, 1, cols)[0];
     llvm::Value* mask = lane_mask(lanes_, count);
+    // A whole group's results are stored without a mask.
+    const auto store = [&](llvm::Value* value) {
+      emit_if_else(
+          b_, b_.CreateICmpEQ(count, i64c(cols)), [&] { store_first_lanes(value, gep(out_, p), cols); },
+          [&] { store_masked(value, gep(out_, p), mask); }, "group.store");
+    };
     if (cfg_.k_panel == 0) {
-      store_masked(epilogue(row, p, mask, sums), gep(out_, p), mask);
+      store(epilogue(row, p, mask, sums));
       return;
     }
     // A later K panel adds to the partial sums the earlier ones left in out; only the last applies the epilogue.
@@ -397,8 +416,7 @@ class CpuSddmmEmitter : SparseKernelEmitter {
         b_, accumulate_, [&] { return LoopValues{b_.CreateFAdd(sums, load_masked(gep(out_, p), mask))}; },
         [&] { return LoopValues{sums}; }, "partial")[0];
     emit_if_else(
-        b_, finish_, [&] { store_masked(epilogue(row, p, mask, sums), gep(out_, p), mask); },
-        [&] { store_masked(sums, gep(out_, p), mask); }, "finish");
+        b_, finish_, [&] { store(epilogue(row, p, mask, sums)); }, [&] { store(sums); }, "finish");
   }
 
   // The epilogue of the dot products `sums` of entries [p, p + lanes of mask) of pattern row `row`.
