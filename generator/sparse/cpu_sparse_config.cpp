@@ -24,11 +24,17 @@ constexpr int kMaxKPanel = 4096;
 // 4.95 ms whole, and as K = 64 on a contiguous B 0.76 ms a pass; 8192^2 with K = 128, 10.4 ms whole, 3.1 ms a pass.
 // Entries of the pattern per B row from which K panels may pay for their packing.
 constexpr std::int64_t kPanelEntriesPerBRow = 16;
+constexpr std::int64_t kPanelMinL2Bytes = std::int64_t{1} << 20;
 
 int sddmm_k_panel_for(const SddmmProblem& p, const CpuTarget& target) {
   const auto b_bytes = [&](std::int64_t k) { return static_cast<double>(p.n) * static_cast<double>(k) * 4; };
   const auto l2 = static_cast<double>(target.l2_bytes);
   if (b_bytes(p.k) <= l2) return 0;
+  // Nor on an L2 of less than 1 MiB: Zen 3's 512 KiB held only panels of 32-64 elements, and every pass packing and
+  // re-reading its slice lost (1 thread, `tessera sddmm --gen G --k K --config k_panel=P`, alternated: 4096^2 at 1%,
+  // K = 256, 4.5-5.8 ms whole, 15.9 in panels of 32; 8192^2 at 1%, K = 128, 10.4-11.5, 16.3-18.6 in panels of 64;
+  // 2048^2 at 2%, K = 256, 2.8-3.1, 3.8-4.3).
+  if (target.l2_bytes < kPanelMinL2Bytes) return 0;
   // Each pass packs all of B's slice: that pays only where a B row serves 16 entries or more (the AMX Xeon, 4096^2
   // uniform, K = 256, one thread: 8 entries a B row 1.07 ms whole, 1.19 in panels of 64; 16: 1.87 and 1.60; 2: 0.38
   // and 0.88; a pattern of 599 x 8044 with 0.6 a B row ran 4.9x slower in panels).

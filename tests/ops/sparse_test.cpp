@@ -517,6 +517,9 @@ TEST(Sddmm, KPanels) {
   p.pattern.nnz = 4096 * 41;
   p.k = 64;
   EXPECT_EQ(CpuSddmmConfig::default_for(p, target).k_panel, 0) << "B is 1 MiB, in the L2 whole";
+  p.k = 256;
+  target.l2_bytes = 512 << 10;
+  EXPECT_EQ(CpuSddmmConfig::default_for(p, target).k_panel, 0) << "a 512 KiB L2 holds too thin a panel";
 }
 
 // The tuners time the analytic model's top variants (default_for first) on the given pattern, and a runtime with a
