@@ -8,6 +8,7 @@
 #include <llvm/TargetParser/Host.h>
 #include "generator/core/error.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <functional>
 
@@ -120,22 +121,63 @@ void IrKit::store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask
     b_.CreateMaskedStore(value, ptr, align, mask);
 }
 
-void IrKit::store_first_lanes(llvm::Value* value, llvm::Value* ptr, int n) {
-  const int width = static_cast<int>(llvm::cast<llvm::FixedVectorType>(value->getType())->getNumElements());
+void IrKit::store_first_lanes(llvm::Value* value, llvm::Value* ptr, int n, llvm::Align align) {
+  auto* type = llvm::cast<llvm::FixedVectorType>(value->getType());
+  const int width = static_cast<int>(type->getNumElements());
   if (n >= width) {
-    b_.CreateAlignedStore(value, ptr, llvm::Align(4));
+    b_.CreateAlignedStore(value, ptr, align);
     return;
   }
-  if (n <= 0) return;
-  if (std::has_single_bit(static_cast<unsigned>(n))) {
-    std::vector<int> first(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) first[static_cast<std::size_t>(i)] = i;
-    llvm::Value* part =
-        n == 1 ? b_.CreateExtractElement(value, std::uint64_t{0}) : b_.CreateShuffleVector(value, first);
-    b_.CreateAlignedStore(part, ptr, llvm::Align(4));
+  // n as a sum of powers of two, the widest piece first: each a plain store of the lanes it covers.
+  for (int at = 0; at < n;) {
+    const int piece = static_cast<int>(std::bit_floor(static_cast<unsigned>(n - at)));
+    llvm::Value* part = nullptr;
+    if (piece == 1) {
+      part = b_.CreateExtractElement(value, static_cast<std::uint64_t>(at));
+    } else {
+      std::vector<int> lanes(static_cast<std::size_t>(piece));
+      for (int i = 0; i < piece; ++i) lanes[static_cast<std::size_t>(i)] = at + i;
+      part = b_.CreateShuffleVector(value, lanes);
+    }
+    b_.CreateAlignedStore(part, b_.CreateConstGEP1_64(type->getElementType(), ptr, static_cast<std::uint64_t>(at)),
+                          align);
+    at += piece;
+  }
+}
+
+void IrKit::store_lanes(llvm::Value* value, llvm::Value* ptr, llvm::Value* count, llvm::Align align) {
+  const int width = static_cast<int>(llvm::cast<llvm::FixedVectorType>(value->getType())->getNumElements());
+  if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(count)) {
+    store_first_lanes(value, ptr, static_cast<int>(std::clamp<std::int64_t>(known->getSExtValue(), 0, width)), align);
     return;
   }
-  b_.CreateMaskedStore(value, ptr, llvm::Align(4), lane_mask(width, i64c(n)));
+  llvm::Value* mask = lane_mask(width, count);
+  if (target_.isa != CpuIsa::Avx2) {  // AVX-512's masked stores are single instructions
+    b_.CreateMaskedStore(value, ptr, align, mask);
+    return;
+  }
+  // A whole vector, or one of the partial counts by a switch whose every case is plain stores.
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* done = llvm::BasicBlock::Create(b_.getContext(), "lanes.done", fn);
+  auto* none = llvm::BasicBlock::Create(b_.getContext(), "lanes.none", fn);
+  auto* whole = llvm::BasicBlock::Create(b_.getContext(), "lanes.whole", fn);
+  auto* partial = llvm::BasicBlock::Create(b_.getContext(), "lanes.partial", fn);
+  b_.CreateCondBr(b_.CreateICmpSGE(count, i64c(width)), whole, partial);
+  b_.SetInsertPoint(whole);
+  b_.CreateAlignedStore(value, ptr, align);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(partial);
+  llvm::SwitchInst* choice = b_.CreateSwitch(count, none, static_cast<unsigned>(width - 1));
+  for (int n = 1; n < width; ++n) {
+    auto* block = llvm::BasicBlock::Create(b_.getContext(), "lanes.first", fn);
+    choice->addCase(b_.getInt64(static_cast<std::uint64_t>(n)), block);
+    b_.SetInsertPoint(block);
+    store_first_lanes(value, ptr, n, align);
+    b_.CreateBr(done);
+  }
+  b_.SetInsertPoint(none);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
 }
 
 llvm::Constant* IrKit::lane_indices(int n) {

@@ -67,10 +67,13 @@ class IrKit {
   llvm::Value* load_masked_bf16(llvm::Value* ptr, llvm::Value* mask);
 
   void store_masked(llvm::Value* value, llvm::Value* ptr, llvm::Value* mask, llvm::Align align = llvm::Align(4));
-  // Lanes [0, n) of `value` at ptr, n known at generation time: a plain store of a narrower vector where n is a power
-  // of two, else a masked store. AVX2's masked stores (vmaskmovps) are microcoded on AMD's cores (Zen 3: an SpMM
-  // tile ran 1.9x faster once its stores were plain).
-  void store_first_lanes(llvm::Value* value, llvm::Value* ptr, int n);
+  // Lanes [0, n) of `value` at ptr, n known at generation time, by plain stores of pieces of 2^i lanes. AVX2's masked
+  // stores (vmaskmovps) are microcoded on AMD's cores (Zen 3: an SpMM tile ran 1.9x faster once its stores were
+  // plain).
+  void store_first_lanes(llvm::Value* value, llvm::Value* ptr, int n, llvm::Align align = llvm::Align(4));
+  // Lanes [0, count) of `value` at ptr (count may exceed the lanes, or be 0 or less): on AVX2 a branch to a whole
+  // store or to the plain stores of each partial count, on AVX-512 one masked store.
+  void store_lanes(llvm::Value* value, llvm::Value* ptr, llvm::Value* count, llvm::Align align = llvm::Align(4));
 
   llvm::Constant* lane_indices(int n);
 

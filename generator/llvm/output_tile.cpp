@@ -165,7 +165,8 @@ void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOper
       llvm::Type* element = d_element(sig);
       const llvm::Align align(dtype_bytes(sig.d.dtype));
       if (is_constant(dl.col_stride("d"), 1)) {
-        store_masked(to_d_type(sig, value), b_.CreateGEP(element, d.data, offset), mask, align);
+        store_lanes(to_d_type(sig, value), b_.CreateGEP(element, d.data, offset), b_.CreateSub(cols, i64c(v * lanes_)),
+                    align);
       } else {
         llvm::Value* stride = index(dl.col_stride("d"));
         llvm::Value* lanes = b_.CreateAdd(b_.CreateVectorSplat(lanes_, offset),

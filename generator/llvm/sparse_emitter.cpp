@@ -144,10 +144,27 @@ class CpuSpmmEmitter : SparseKernelEmitter {
           llvm::Value* row0 = b_.CreateMul(block_row, i64c(rows_));
           llvm::Value* rows = smin(i64c(rows_), b_.CreateSub(m_, row0));
           emit_for(
-              b_, n_begin, n_full, i64c(width), [&](llvm::Value* n0) { emit_tile(first, end, row0, rows, n0, false); },
-              "n.tiles");
+              b_, n_begin, n_full, i64c(width),
+              [&](llvm::Value* n0) { emit_tile(first, end, row0, rows, n0, cfg_.nv, false); }, "n.tiles");
+          // The edge tile by its count of whole vectors: each case loads and stores those unmasked and masks only
+          // the last one (with every vector masked, the masks took registers from the accumulators, which spilled).
           emit_if(
-              b_, b_.CreateICmpSLT(n_full, n_end_), [&] { emit_tile(first, end, row0, rows, n_full, true); }, "n.edge");
+              b_, b_.CreateICmpSLT(n_full, n_end_),
+              [&] {
+                llvm::Value* whole = b_.CreateSDiv(b_.CreateSub(n_end_, n_full), i64c(lanes_));
+                llvm::Function* kernel = b_.GetInsertBlock()->getParent();
+                auto* done = llvm::BasicBlock::Create(b_.getContext(), "n.edge.done", kernel);
+                llvm::SwitchInst* choice = b_.CreateSwitch(whole, done, static_cast<unsigned>(cfg_.nv));
+                for (int f = 0; f < cfg_.nv; ++f) {
+                  auto* block = llvm::BasicBlock::Create(b_.getContext(), "n.edge.vectors", kernel);
+                  choice->addCase(b_.getInt64(static_cast<std::uint64_t>(f)), block);
+                  b_.SetInsertPoint(block);
+                  emit_tile(first, end, row0, rows, n_full, f + 1, true);
+                  b_.CreateBr(done);
+                }
+                b_.SetInsertPoint(done);
+              },
+              "n.edge");
         },
         "block.rows");
     b_.CreateRetVoid();
@@ -155,18 +172,20 @@ class CpuSpmmEmitter : SparseKernelEmitter {
   }
 
  private:
-  // One output tile: rows × nv vectors of N from n0, over the block row's entries [first, end).
-  void emit_tile(llvm::Value* first, llvm::Value* end, llvm::Value* row0, llvm::Value* rows, llvm::Value* n0,
+  // One output tile: rows × nv vectors of N from n0, over the block row's entries [first, end). An edge tile's
+  // last vector holds the columns left (1 to lanes of them), the others are whole.
+  void emit_tile(llvm::Value* first, llvm::Value* end, llvm::Value* row0, llvm::Value* rows, llvm::Value* n0, int nv,
                  bool edge) {
-    const int nv = cfg_.nv, chains = cfg_.chains;
+    const int chains = cfg_.chains;
     const std::size_t tile = static_cast<std::size_t>(rows_ * nv);
     // An inner tile's columns are a constant, so that its masks fold away: AVX2's masked stores (vmaskmovps) are
     // microcoded on AMD's cores and were the most costly part of a tile.
     llvm::Value* cols = edge ? b_.CreateSub(n_end_, n0) : i64c(std::int64_t{nv} * lanes_);
     std::vector<llvm::Value*> masks;
     for (int v = 0; v < nv; ++v)
-      masks.push_back(edge ? lane_mask(lanes_, cols, std::int64_t{v} * lanes_)
-                           : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)));
+      masks.push_back(edge && v == nv - 1
+                          ? lane_mask(lanes_, cols, std::int64_t{v} * lanes_)
+                          : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_)));
     LoopValues acc(tile * static_cast<std::size_t>(chains), llvm::Constant::getNullValue(vec_));
     // A later column panel starts from the partial sums the earlier ones left in D.
     const LoopValues start = emit_select_values(
@@ -214,8 +233,9 @@ class CpuSpmmEmitter : SparseKernelEmitter {
           for (int r = 0; r < rows_; ++r) {
             const auto store_row = [&] {
               for (int v = 0; v < nv; ++v)
-                store_masked(sum[static_cast<std::size_t>(r * nv + v)],
-                             gep(operands_.d.data, partial_offset(row0, r, n0, v)), masks[static_cast<std::size_t>(v)]);
+                store_lanes(sum[static_cast<std::size_t>(r * nv + v)],
+                            gep(operands_.d.data, partial_offset(row0, r, n0, v)),
+                            b_.CreateSub(cols, i64c(std::int64_t{v} * lanes_)));
             };
             if (r == 0)
               store_row();
@@ -249,7 +269,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
       // Addressed in B's own elements (a bf16 B has 32 a line).
       const int element = dtype_bytes(sig_.b.dtype), per_line = 64 / element;
       llvm::Type* element_ty = element == 4 ? f32_ : b_.getInt16Ty();
-      const int lines = std::max(1, cfg_.nv * lanes_ * element / 64);
+      const int lines = std::max(1, static_cast<int>(masks.size()) * lanes_ * element / 64);
       for (int c = 0; c < cols_; ++c) {
         llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(row, i64c(c)), b_tensor_.rs), n0);
         for (int l = 0; l < lines; ++l)
@@ -261,8 +281,8 @@ class CpuSpmmEmitter : SparseKernelEmitter {
       llvm::Value* brow = b_.CreateAdd(col0, c);
       llvm::Value* at = b_.CreateAdd(b_.CreateMul(brow, b_tensor_.rs), n0);
       std::vector<llvm::Value*> bv;
-      for (int v = 0; v < cfg_.nv; ++v) {
-        llvm::Value* offset = b_.CreateAdd(at, i64c(std::int64_t{v} * lanes_));
+      for (std::size_t v = 0; v < masks.size(); ++v) {
+        llvm::Value* offset = b_.CreateAdd(at, i64c(static_cast<std::int64_t>(v) * lanes_));
         bv.push_back(load_b(offset, masks[static_cast<std::size_t>(v)]));
       }
       outer_product_step(acc, first, rows_, bv, [&](int r) {
@@ -401,12 +421,7 @@ class CpuSddmmEmitter : SparseKernelEmitter {
     acc = dot_k_loop(acc, {a_row}, b_rows, k_, cfg_.unroll);
     llvm::Value* sums = dot_lane_sums(acc, 1, cols)[0];
     llvm::Value* mask = lane_mask(lanes_, count);
-    // A whole group's results are stored without a mask.
-    const auto store = [&](llvm::Value* value) {
-      emit_if_else(
-          b_, b_.CreateICmpEQ(count, i64c(cols)), [&] { store_first_lanes(value, gep(out_, p), cols); },
-          [&] { store_masked(value, gep(out_, p), mask); }, "group.store");
-    };
+    const auto store = [&](llvm::Value* value) { store_lanes(value, gep(out_, p), count); };
     if (cfg_.k_panel == 0) {
       store(epilogue(row, p, mask, sums));
       return;

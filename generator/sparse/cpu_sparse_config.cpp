@@ -82,6 +82,9 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
     }
     return best;
   };
+  //   AVX2 takes 2 vectors for blocks of fewer than 8 rows (Zen 3, `tessera model holdout --op spmm`, mean regret of
+  //   the BSR problems, the rule before -> this one: seeds 12-14 (1 and 2 threads, 28 problems) 8.1% -> 6.3%, seeds
+  //   15-16 (22) 15.6% -> 4.4%, seed 17 (10) 28% -> 10%).
   //   Cores with two 512-bit FMA units (the AMX Xeon: 90 held-out problems on 1 and 2 threads, judged on fresh ones)
   //   want BSR tiles a vector wider: N whole up to 3 vectors for blocks of fewer than 8 rows, else 2-3 (4×4 blocks
   //   2.9% behind the best on average against 6.2% for the Zen 4 rule; 8×8 blocks 6.3% against 22.8%).
@@ -97,7 +100,7 @@ CpuSpmmConfig CpuSpmmConfig::default_for(const SpmmProblem& p, const CpuTarget& 
   else if (two_units)
     c.nv = rows < 8 && vectors <= 3 ? vectors : std::min(vectors, least_padding({2, 3}));
   else if (rows < 8)
-    c.nv = vectors <= 2 ? 1 : least_padding({1, 2});
+    c.nv = target.isa == CpuIsa::Avx2 ? std::min(vectors, 2) : vectors <= 2 ? 1 : least_padding({1, 2});
   else
     c.nv = 1;
   c.nv = std::max(1, std::min(c.nv, accumulator_budget(target) / rows));

@@ -6,7 +6,7 @@
 namespace tessera {
 
 namespace {
-constexpr int kCpuSparseSpecVersion = 2;  // 2: inner tiles and whole groups store unmasked
+constexpr int kCpuSparseSpecVersion = 3;  // 2: inner tiles and whole groups store unmasked; 3: edges too
 const char* isa_tag(const CpuTarget& t) { return t.isa == CpuIsa::Avx512 ? "avx512" : "avx2"; }
 }  // namespace
 
