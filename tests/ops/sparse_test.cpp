@@ -350,6 +350,21 @@ TEST(Spmm, RowsOfUpTo256BytesRunAsOneTile) {
     }
 }
 
+// The edge tile runs by its count of whole vectors (each count its own loop, only the last vector masked): every
+// count, with no, one and all-but-one lanes of a last vector, for the widest tile and a three-vector one.
+TEST(Spmm, EdgeTilesOfEveryWidth) {
+  const int lanes = CpuTarget::host().vector_lanes();
+  for (const int nv : {8, 3}) {
+    const CpuSpmmConfig c{nv, 1, 0};
+    for (int whole = 0; whole < nv; ++whole)
+      for (const int extra : {0, 1, lanes - 1}) {
+        const std::int64_t n = std::int64_t{nv} * lanes + std::int64_t{whole} * lanes + extra;
+        SCOPED_TRACE(fmt::format("nv {} n {}", nv, n));
+        check_spmm({9, 13, n, 0.4}, &c);
+      }
+  }
+}
+
 TEST(Spmm, EveryVariantMatches) {
   SpmmCase t{61, 77, 90, 0.1};
   const CooMatrix coo = random_coo(t.m, t.k, t.density, 3);
