@@ -151,9 +151,8 @@ void IrKit::store_lanes(llvm::Value* value, llvm::Value* ptr, llvm::Value* count
     store_first_lanes(value, ptr, static_cast<int>(std::clamp<std::int64_t>(known->getSExtValue(), 0, width)), align);
     return;
   }
-  llvm::Value* mask = lane_mask(width, count);
   if (target_.isa != CpuIsa::Avx2) {  // AVX-512's masked stores are single instructions
-    b_.CreateMaskedStore(value, ptr, align, mask);
+    b_.CreateMaskedStore(value, ptr, align, lane_mask(width, count));
     return;
   }
   // A whole vector, or one of the partial counts by a switch whose every case is plain stores.

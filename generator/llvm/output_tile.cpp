@@ -56,7 +56,7 @@ llvm::Value* OutputTiles::to_d_type(const GemmSignature& sig, llvm::Value* value
 
 void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOperands& ops, const LoopValues& acc,
                                     int mr, llvm::Value* row0, llvm::Value* col0, llvm::Value* rows, llvm::Value* cols,
-                                    llvm::Value* batch) {
+                                    llvm::Value* batch, int whole_vectors) {
   const int nv = static_cast<int>(acc.size()) / mr;
   const TensorFields &c = ops.c, &d = ops.d;
   const std::vector<TensorFields>& inputs = ops.inputs;
@@ -129,7 +129,13 @@ void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOper
   // Each vector's column mask, once for the tile: every row has the same (made per row, they were a third of the
   // epilogue's instructions, and the backend's time follows them).
   std::vector<llvm::Value*> masks;
-  for (int v = 0; v < nv; ++v) masks.push_back(lane_mask(lanes_, cols, v * lanes_));
+  for (int v = 0; v < nv; ++v)
+    masks.push_back(v < whole_vectors
+                        ? llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes_))
+                        : lane_mask(lanes_, cols, v * lanes_));
+  const auto lanes_left = [&](int v) {
+    return v < whole_vectors ? i64c(lanes_) : b_.CreateSub(cols, i64c(v * lanes_));
+  };
   const auto emit_row = [&](llvm::Value* r) {
     row = b_.CreateAdd(row0, r);
     for (int v = 0; v < nv; ++v) {
@@ -165,8 +171,7 @@ void OutputTiles::store_output_tile(const GemmSignature& sig, const EpilogueOper
       llvm::Type* element = d_element(sig);
       const llvm::Align align(dtype_bytes(sig.d.dtype));
       if (is_constant(dl.col_stride("d"), 1)) {
-        store_lanes(to_d_type(sig, value), b_.CreateGEP(element, d.data, offset), b_.CreateSub(cols, i64c(v * lanes_)),
-                    align);
+        store_lanes(to_d_type(sig, value), b_.CreateGEP(element, d.data, offset), lanes_left(v), align);
       } else {
         llvm::Value* stride = index(dl.col_stride("d"));
         llvm::Value* lanes = b_.CreateAdd(b_.CreateVectorSplat(lanes_, offset),

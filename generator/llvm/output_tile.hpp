@@ -24,10 +24,11 @@ class OutputTiles : protected AmxTiles {
   using AmxTiles::AmxTiles;
 
   // Stores acc (mr rows of acc.size() / mr vectors, row-major) at (row0, col0) of batch `batch` of D through the
-  // signature's epilogue; only the first `rows` × `cols` of the tile are real.
+  // signature's epilogue; only the first `rows` × `cols` of the tile are real. The first `whole_vectors` vectors of
+  // each row are known to lie within `cols`: they are stored without masks or a store per count of lanes left.
   void store_output_tile(const GemmSignature& sig, const EpilogueOperands& ops, const LoopValues& acc, int mr,
-                         llvm::Value* row0, llvm::Value* col0, llvm::Value* rows, llvm::Value* cols,
-                         llvm::Value* batch);
+                         llvm::Value* row0, llvm::Value* col0, llvm::Value* rows, llvm::Value* cols, llvm::Value* batch,
+                         int whole_vectors = 0);
 
  private:
   // D's element type, and f32 values converted to it: bf16 rounded to nearest even (NaN kept), or u8 / i8 rounded to

@@ -146,15 +146,16 @@ class CpuSpmmEmitter : SparseKernelEmitter {
           emit_for(
               b_, n_begin, n_full, i64c(width),
               [&](llvm::Value* n0) { emit_tile(first, end, row0, rows, n0, cfg_.nv, false); }, "n.tiles");
-          // The edge tile by its count of whole vectors: each case loads and stores those unmasked and masks only
-          // the last one (with every vector masked, the masks took registers from the accumulators, which spilled).
+          // The edge tile by its count of vectors: each case loads and stores all but the last unmasked and masks
+          // only that one (with every vector masked, the masks took registers from the accumulators, which spilled).
           emit_if(
               b_, b_.CreateICmpSLT(n_full, n_end_),
               [&] {
-                llvm::Value* whole = b_.CreateSDiv(b_.CreateSub(n_end_, n_full), i64c(lanes_));
+                llvm::Value* last_vector =
+                    b_.CreateSDiv(b_.CreateSub(b_.CreateSub(n_end_, n_full), i64c(1)), i64c(lanes_));
                 llvm::Function* kernel = b_.GetInsertBlock()->getParent();
                 auto* done = llvm::BasicBlock::Create(b_.getContext(), "n.edge.done", kernel);
-                llvm::SwitchInst* choice = b_.CreateSwitch(whole, done, static_cast<unsigned>(cfg_.nv));
+                llvm::SwitchInst* choice = b_.CreateSwitch(last_vector, done, static_cast<unsigned>(cfg_.nv));
                 for (int f = 0; f < cfg_.nv; ++f) {
                   auto* block = llvm::BasicBlock::Create(b_.getContext(), "n.edge.vectors", kernel);
                   choice->addCase(b_.getInt64(static_cast<std::uint64_t>(f)), block);
@@ -181,6 +182,9 @@ class CpuSpmmEmitter : SparseKernelEmitter {
     // An inner tile's columns are a constant, so that its masks fold away: AVX2's masked stores (vmaskmovps) are
     // microcoded on AMD's cores and were the most costly part of a tile.
     llvm::Value* cols = edge ? b_.CreateSub(n_end_, n0) : i64c(std::int64_t{nv} * lanes_);
+    // Only an edge tile's last vector may be partial: the others store whole, with no per-count stores (on AVX2 a
+    // switch each, which multiplied the kernel's compile time).
+    const int whole = edge ? nv - 1 : nv;
     std::vector<llvm::Value*> masks;
     for (int v = 0; v < nv; ++v)
       masks.push_back(edge && v == nv - 1
@@ -227,7 +231,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
       for (std::size_t i = 0; i < tile; ++i)
         sum[i] = b_.CreateFAdd(sum[i], acc[tile * static_cast<std::size_t>(ch) + i]);
     emit_if_else(
-        b_, finish_, [&] { store_output_tile(sig_, operands_, sum, rows_, row0, n0, rows, cols, i64c(0)); },
+        b_, finish_, [&] { store_output_tile(sig_, operands_, sum, rows_, row0, n0, rows, cols, i64c(0), whole); },
         [&] {
           // Rows past M (in the last block row) are skipped by a branch, not a lane mask.
           for (int r = 0; r < rows_; ++r) {
@@ -235,7 +239,7 @@ class CpuSpmmEmitter : SparseKernelEmitter {
               for (int v = 0; v < nv; ++v)
                 store_lanes(sum[static_cast<std::size_t>(r * nv + v)],
                             gep(operands_.d.data, partial_offset(row0, r, n0, v)),
-                            b_.CreateSub(cols, i64c(std::int64_t{v} * lanes_)));
+                            v < whole ? i64c(lanes_) : b_.CreateSub(cols, i64c(std::int64_t{v} * lanes_)));
             };
             if (r == 0)
               store_row();

@@ -6,7 +6,8 @@
 namespace tessera {
 
 namespace {
-constexpr int kCpuSparseSpecVersion = 3;  // 2: inner tiles and whole groups store unmasked; 3: edges too
+constexpr int kCpuSparseSpecVersion =
+    4;  // 2: inner tiles and whole groups store unmasked; 3: edges too; 4: edge vectors by ceiling
 const char* isa_tag(const CpuTarget& t) { return t.isa == CpuIsa::Avx512 ? "avx512" : "avx2"; }
 }  // namespace
 
