@@ -10,8 +10,8 @@
 
 namespace tessera {
 
-namespace {
-// The driver API's C types, declared here so that tessera builds without cuda.h.
+// The driver API's C types, declared here so that tessera builds without cuda.h (outside the anonymous namespace, as
+// CudaDriver::Api's fields have them).
 using CUresult = int;
 using CUdevice = int;
 using CUcontext = struct CUctx_st*;
@@ -20,6 +20,8 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUdeviceptr = unsigned long long;
+
+namespace {
 
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kNoDevice = 100;

@@ -18,10 +18,12 @@
 
 namespace tessera {
 
-namespace {
-// NVRTC's C API, declared here so that tessera builds without the toolkit's headers.
+// NVRTC's C API, declared here so that tessera builds without the toolkit's headers (outside the anonymous namespace:
+// Nvrtc::Api's fields have these types, and a unity build would give the class fields of internal linkage).
 using nvrtcResult = int;
 using nvrtcProgram = struct _nvrtcProgram*;
+
+namespace {
 
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);

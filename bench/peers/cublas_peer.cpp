@@ -9,10 +9,12 @@
 
 namespace tessera::bench {
 
-namespace {
-// cuBLAS's C API (cublas_api.h, library_types.h), declared here so the benchmark builds without the headers.
+// cuBLAS's C API (cublas_api.h, library_types.h), declared here so the benchmark builds without the headers (outside
+// the anonymous namespace, as Cublas::Api's fields have them).
 using cublasHandle_t = struct cublasContext*;
 using cublasStatus_t = int;
+
+namespace {
 constexpr int kOpN = 0, kOpT = 1;
 constexpr int kR16F = 2, kR16BF = 14, kR32F = 0;
 constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77;

@@ -1,6 +1,7 @@
 #include "generator/core/cpu_target.hpp"
 
 #include <cpuid.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -17,8 +18,10 @@ namespace {
 // the cache one core uses: data or unified, not instruction. 0 when sysfs does not say.
 std::int64_t sysfs_cache_bytes(int level) {
   for (int index = 0; index < 8; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    const auto file = [&](const char* name) {
+      return fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/{}", index, name);
+    };
+    std::ifstream level_file(file("level")), type_file(file("type")), size_file(file("size"));
     int file_level = 0;
     std::string type, size;
     if (!(level_file >> file_level) || !(type_file >> type) || !(size_file >> size)) continue;
