@@ -350,8 +350,8 @@ TEST(Spmm, RowsOfUpTo256BytesRunAsOneTile) {
     }
 }
 
-// The edge tile runs by its count of whole vectors (each count its own loop, only the last vector masked): every
-// count, with no, one and all-but-one lanes of a last vector, for the widest tile and a three-vector one.
+// The edge tile runs by its count of vectors (each count its own loop, only the last vector masked): every count,
+// with a last vector of all, one and all-but-one lanes, for the widest tile and a three-vector one.
 TEST(Spmm, EdgeTilesOfEveryWidth) {
   const int lanes = CpuTarget::host().vector_lanes();
   for (const int nv : {8, 3}) {
