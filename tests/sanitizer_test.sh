@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The unit suites under a sanitizer, in a build of their own (BUILD_DIR/sanitize-KIND, -O1, no debug info; warnings
-# are the main build's to fail on, and -O1 warns of paths -O2 proves dead):
+# The unit suites under a sanitizer, in a build of their own (BUILD_DIR/sanitize-KIND, -O0, no debug info; warnings
+# are the main build's to fail on):
 #   address  AddressSanitizer + UndefinedBehaviorSanitizer, every suite of tessera_tests (two shards at once), then a
 #            sample of the emulator's: one kernel in 16 of the CUDA matrix and the emulator's own, attention and
 #            sparse suites (the emulator's fibers annotated for ASan; the emulated kernels are host objects built by
 #            the host compiler, not instrumented)
 #   thread   ThreadSanitizer, the concurrency tests: the thread pool, the kernel and disk caches, runtimes shared by
-#            threads, records written from several threads, kernels run on several threads
+#            threads, records written from several threads, kernels run on several threads (tessera_threaded_tests:
+#            only the test sources that hold them are compiled)
 # Any report fails the test (halt_on_error); the JIT's kernels and LLVM are not instrumented, tessera's code is.
-# -O1, not -O2: building is most of the time here, and -O1 compiles instrumented code in about half the time. The
-# library is built as a unity build (batches of its sources joined: each header parsed and each template instantiated
-# once a batch, not once a source); on Zen 3, two cores, that took the address build from 1041 s to 570 s (the thread
-# build now takes 198 s). The test sources are compiled one by one and, in the address build, not instrumented
-# (tests/CMakeLists.txt); with UBSan's alignment and null checks off as well, that build took 432 s.
+# Building is most of the time here. -O0: an instrumented -O0 compile takes about half as long as -O1's (the tuning
+# sources' unity batch 57 -> 31 s), and the suites the sanitized library slows most are the references' loops, which
+# read gathered doubles. The library is a unity build (batches of its sources joined: each header parsed and each
+# template instantiated once a batch, not once a source). The address build's test sources are compiled one by one at
+# -O1 and not instrumented (tests/CMakeLists.txt), and UBSan's alignment and null checks are off. On Zen 3, two cores,
+# idle: the address build 330 s and its suites 180 + 47 s at -O0 (at -O1, 432 s and, before the references gathered
+# their rows, 309 s); the thread build 212 s and its tests 24 s (-O1: 239 and 9 s).
 set -u
 build=$(cd "${1:?usage: sanitizer_test.sh BUILD_DIR address|thread}" && pwd)
 kind=${2:?usage: sanitizer_test.sh BUILD_DIR address|thread}
@@ -35,9 +38,10 @@ case $kind in
     ;;
 esac
 start=$(date +%s)
-if ! { cmake -S "$source_dir" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 \
+if ! { cmake -S "$source_dir" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O0 \
   -DCMAKE_UNITY_BUILD=ON -DTESSERA_WERROR=OFF -DTESSERA_SANITIZE=$sanitize -DTESSERA_NO_SANITIZE=$no_sanitize -DTESSERA_BUILD_BENCH=OFF -DTESSERA_BUILD_PYTHON=OFF &&
-  ninja -C "$out" tessera_tests $([[ $kind == address ]] && echo tessera_emulator_tests); } >"$out.log" 2>&1; then
+  ninja -C "$out" $([[ $kind == address ]] && echo tessera_tests tessera_emulator_tests || echo tessera_threaded_tests); } \
+  >"$out.log" 2>&1; then
   echo "FAIL: building the $kind-sanitized suites:"
   grep -m10 -E "error|FAILED" "$out.log"
   exit 1
@@ -74,7 +78,7 @@ if [[ $kind == address ]]; then
 else
   filter='ThreadPool.*:KernelCache.*:RuntimeCache.*:DiskCache.*:TuningRecords.*:GemmNumerics.ThreadCountDoesNotChangeResults'
   filter+=':Spmm.ThreadsAndIsas:Attention.BothIsasAndThreadCounts'
-  run "$out/run.log" "$out/bin/tessera_tests" --gtest_brief=1 --gtest_filter="$filter"
+  run "$out/run.log" "$out/bin/tessera_threaded_tests" --gtest_brief=1 --gtest_filter="$filter"
   logs=("$out/run.log")
 fi
 for log in "${logs[@]}"; do

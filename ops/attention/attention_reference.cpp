@@ -34,25 +34,40 @@ AttentionReference reference_attention(const AttentionArgs& args) {
   const bool varlen = p.varlen();
   const std::int64_t dqk = p.signature.head_dim_qk, dv = p.signature.head_dim_v;
   const double scale = args.scale ? *args.scale : 1.0 / std::sqrt(static_cast<double>(dqk));
-  const auto element = [&](const Tensor& t, std::int64_t b, std::int64_t h, std::int64_t row, std::int64_t d) {
-    return varlen ? at(t, {row, h, d}) : at(t, {b, h, row, d});
+  // A head's rows gathered once into doubles (keys and values once a query head, a query row once a row): the
+  // reference reads every Q·K element Sq·Skv times, and reading through the tensors' strides and dtypes each time
+  // made it most of the suite's time under the sanitizers.
+  const auto gather = [&](const Tensor& t, std::int64_t b, std::int64_t h, Rows rows, std::int64_t width,
+                          std::vector<double>& out) {
+    out.resize(static_cast<std::size_t>(rows.count * width));
+    for (std::int64_t r = 0; r < rows.count; ++r)
+      for (std::int64_t d = 0; d < width; ++d)
+        out[static_cast<std::size_t>(r * width + d)] =
+            varlen ? at(t, {rows.first + r, h, d}) : at(t, {b, h, rows.first + r, d});
   };
   const ScoreModifier& mod = args.score_mod;
   AttentionReference ref;
+  std::vector<double> q_row, keys, values, scores, o;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     const auto bi = static_cast<std::size_t>(b);
     const Rows q_rows{varlen ? args.seq_offsets_q[bi] : 0, p.q_len(b)};
     const Rows kv_rows{varlen ? args.seq_offsets_kv[bi] : 0, p.kv_len(b)};
     for (std::int64_t h = 0; h < p.heads; ++h) {
       const std::int64_t g = h / (p.heads / p.kv_heads);
+      gather(args.k, b, g, kv_rows, dqk, keys);
+      gather(args.v, b, g, kv_rows, dv, values);
+      double v_max = 0;
+      for (double v : values) v_max = std::max(v_max, std::fabs(v));
       for (std::int64_t i = 0; i < q_rows.count; ++i) {
-        std::vector<double> scores(static_cast<std::size_t>(kv_rows.count), -INFINITY);
+        gather(args.q, b, h, Rows{q_rows.first + i, 1}, dqk, q_row);
+        scores.assign(static_cast<std::size_t>(kv_rows.count), -INFINITY);
         double magnitude = 0;  // the largest Σ|q·k|·scale: what rounding in an f32 dot product scales with
         const std::int64_t visible = visible_keys(p.signature.causal, i, q_rows.count, kv_rows.count);
         for (std::int64_t j = 0; j < visible; ++j) {
+          const double* key = keys.data() + j * dqk;
           double dot = 0, abs_dot = 0;
           for (std::int64_t d = 0; d < dqk; ++d) {
-            const double x = element(args.q, b, h, q_rows.first + i, d) * element(args.k, b, g, kv_rows.first + j, d);
+            const double x = q_row[static_cast<std::size_t>(d)] * key[d];
             dot += x;
             abs_dot += std::fabs(x);
           }
@@ -95,16 +110,13 @@ AttentionReference reference_attention(const AttentionArgs& args) {
           s = std::isinf(s) && s < 0 ? 0 : std::exp(s - max);
           sum += s;
         }
-        double v_max = 0;
-        for (std::int64_t d = 0; d < dv; ++d) {
-          double o = 0;
-          for (std::int64_t j = 0; j < kv_rows.count; ++j) {
-            const double v = element(args.v, b, g, kv_rows.first + j, d);
-            v_max = std::max(v_max, std::fabs(v));
-            o += scores[static_cast<std::size_t>(j)] * v;
-          }
-          ref.o.push_back(sum > 0 ? o / sum : 0.0);
+        o.assign(static_cast<std::size_t>(dv), 0.0);
+        for (std::int64_t j = 0; j < kv_rows.count; ++j) {
+          const double weight = scores[static_cast<std::size_t>(j)];
+          const double* value = values.data() + j * dv;
+          for (std::int64_t d = 0; d < dv; ++d) o[static_cast<std::size_t>(d)] += weight * value[d];
         }
+        for (double x : o) ref.o.push_back(sum > 0 ? x / sum : 0.0);
         ref.lse.push_back(sum > 0 ? max + std::log(sum) : -INFINITY);
         // An f32 score is off by about ε·magnitude (times a few for the sums and the modifier's math), and exp turns
         // that into the same relative error of each weight; the rest is f32 rounding of the weighted sum.
@@ -125,14 +137,16 @@ Comparison compare_attention(const AttentionReference& ref, const AttentionArgs&
   Comparison c;
   double ref_max = 0, err_max = 0;
   std::size_t row = 0;
-  const auto check = [&](const std::string& where, double got, double want, double tol) {
+  // `where` names the element, called only for the first mismatch (formatting every element's name was most of a
+  // large comparison's time).
+  const auto check = [&](const auto& where, double got, double want, double tol) {
     // −inf (a row that sees no key) and NaN (a NaN input) are right where the reference has them too.
     const bool same_special =
         (std::isinf(want) && want < 0 && std::isinf(got) && got < 0) || (std::isnan(want) && std::isnan(got));
     const double err = same_special ? 0 : std::fabs(got - want);
     if (std::isfinite(want)) ref_max = std::max(ref_max, std::fabs(want));
     if (!(err <= tol)) {  // NaN fails
-      if (c.mismatches++ == 0) c.first_mismatch = fmt::format("{} = {}, expected {} ± {:.3g}", where, got, want, tol);
+      if (c.mismatches++ == 0) c.first_mismatch = fmt::format("{} = {}, expected {} ± {:.3g}", where(), got, want, tol);
     }
     if (std::isfinite(err)) err_max = std::max(err_max, err);
   };
@@ -150,13 +164,20 @@ Comparison compare_attention(const AttentionReference& ref, const AttentionArgs&
                                    : args.o.dtype == DType::f16 ? std::fabs(want) / 2048
                                                                 : 0.0) +
                                   2 * weight_rounding * ref.v_max[row];
-          check(varlen ? fmt::format("o[{}, {}, {}]", first + i, h, d) : fmt::format("o[{}, {}, {}, {}]", b, h, i, d),
-                got, want, ref.tolerance[row] + rounding);
+          check(
+              [&] {
+                return varlen ? fmt::format("o[{}, {}, {}]", first + i, h, d)
+                              : fmt::format("o[{}, {}, {}, {}]", b, h, i, d);
+              },
+              got, want, ref.tolerance[row] + rounding);
         }
         if (!args.lse.empty()) {
           const double got = varlen ? at(args.lse, {h, first + i}) : at(args.lse, {b, h, i});
-          check(varlen ? fmt::format("lse[{}, {}]", h, first + i) : fmt::format("lse[{}, {}, {}]", b, h, i), got,
-                ref.lse[row], ref.lse_tolerance[row]);
+          check(
+              [&] {
+                return varlen ? fmt::format("lse[{}, {}]", h, first + i) : fmt::format("lse[{}, {}, {}]", b, h, i);
+              },
+              got, ref.lse[row], ref.lse_tolerance[row]);
         }
       }
   }

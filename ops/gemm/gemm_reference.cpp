@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "generator/core/expr_eval.hpp"
+#include "ops/gemm/product_reference.hpp"
 
 namespace tessera {
 
@@ -47,14 +48,13 @@ double at(const Tensor& t, std::int64_t batch, std::int64_t i) {
 
 }  // namespace
 
-GemmReference reference_gemm(const GemmArgs& g) {
+GemmReference reference_from_products(const GemmArgs& g, const ProductRows& products) {
   GemmReference ref;
-  const std::size_t ra = g.a.rank() - 2, rb = g.b.rank() - 2, rd = g.d.rank() - 2;
-  const std::int64_t m = g.a.shape[ra], k = g.a.shape[ra + 1], n = g.b.shape[rb + 1];
+  const std::size_t rd = g.d.rank() - 2;
   ref.batch = g.d.rank() == 3 ? g.d.shape[0] : 1;
   ref.m = g.d.shape[rd];
   ref.n = g.d.shape[rd + 1];
-  if (ref.m != m || ref.n != n) throw InvalidArgument("d", "shape does not match a·b");
+  const std::int64_t m = ref.m, n = ref.n;
   const Epilogue& e = g.epilogue;
   const bool c_read = e.reads_c() && !(g.beta == 0 && e.c_scaled_by_beta());
   const double eps = std::ldexp(1.0, -24);
@@ -68,40 +68,19 @@ GemmReference reference_gemm(const GemmArgs& g) {
   // epilogue: only the epilogue's arithmetic is inexact.
   const auto byte = [](DType t) { return t == DType::u8 || t == DType::i8; };
   const bool int8 = byte(g.a.dtype) && byte(g.b.dtype);
-  const double summed_terms = int8 ? 0.0 : static_cast<double>(k);
   ref.values.resize(static_cast<std::size_t>(ref.batch * m * n));
   ref.tolerance.resize(ref.values.size());
-
-  // Each matrix's A (by rows) and B (by columns) read once into doubles, so that the inner loop is a contiguous
-  // dot product: read element by element through the strides, 512×4096×4096 took a minute to check.
-  std::vector<double> a_rows(static_cast<std::size_t>(m * k)), b_cols(static_cast<std::size_t>(n * k));
-  for (std::int64_t bi = 0; bi < ref.batch; ++bi) {
-    if (bi == 0 || g.a.rank() == 3)
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t p = 0; p < k; ++p) a_rows[static_cast<std::size_t>(i * k + p)] = at(g.a, bi, i, p);
-    if (bi == 0 || g.b.rank() == 3)
-      for (std::int64_t p = 0; p < k; ++p)
-        for (std::int64_t j = 0; j < n; ++j) b_cols[static_cast<std::size_t>(j * k + p)] = at(g.b, bi, p, j);
-    for (std::int64_t i = 0; i < m; ++i)
+  ProductRow row;
+  for (std::int64_t bi = 0; bi < ref.batch; ++bi)
+    for (std::int64_t i = 0; i < m; ++i) {
+      row.acc.assign(static_cast<std::size_t>(n), 0.0);
+      row.magnitude.assign(static_cast<std::size_t>(n), 0.0);
+      row.terms = 0;
+      products(bi, i, row);
+      const double summed_terms = int8 ? 0.0 : row.terms;
       for (std::int64_t j = 0; j < n; ++j) {
-        const double* row = a_rows.data() + i * k;
-        const double* col = b_cols.data() + j * k;
-        // Four partial sums (in double, far below the tolerance of f32 kernels; exact for int8 products).
-        double sums[4] = {}, magnitudes[4] = {};
-        std::int64_t p = 0;
-        for (; p + 4 <= k; p += 4)
-          for (int u = 0; u < 4; ++u) {
-            const double product = row[p + u] * col[p + u];
-            sums[u] += product;
-            magnitudes[u] += std::fabs(product);
-          }
-        for (; p < k; ++p) {
-          const double product = row[p] * col[p];
-          sums[0] += product;
-          magnitudes[0] += std::fabs(product);
-        }
-        double acc = (sums[0] + sums[1]) + (sums[2] + sums[3]);
-        const double magnitude = (magnitudes[0] + magnitudes[1]) + (magnitudes[2] + magnitudes[3]);
+        double acc = row.acc[static_cast<std::size_t>(j)];
+        const double magnitude = row.magnitude[static_cast<std::size_t>(j)];
         if (int8) acc = static_cast<float>(acc);
         double inputs_magnitude = 0;
         const double c = c_read ? at(g.c, bi, i, j) : 0.0;
@@ -124,8 +103,50 @@ GemmReference reference_gemm(const GemmArgs& g) {
         ref.tolerance[idx] = (1e-5 + output_eps) * std::fabs(value) + 4 * eps * (summed_terms + 16) * scale +
                              product_eps * magnitude * std::max(1.0, std::fabs(double{g.alpha}));
       }
-  }
+    }
   return ref;
+}
+
+GemmReference reference_gemm(const GemmArgs& g) {
+  const std::size_t ra = g.a.rank() - 2, rb = g.b.rank() - 2, rd = g.d.rank() - 2;
+  const std::int64_t m = g.a.shape[ra], k = g.a.shape[ra + 1], n = g.b.shape[rb + 1];
+  if (g.d.shape[rd] != m || g.d.shape[rd + 1] != n) throw InvalidArgument("d", "shape does not match a·b");
+  // Each matrix's A (by rows) and B (by columns) read once into doubles, so that the inner loop is a contiguous
+  // dot product: read element by element through the strides, 512×4096×4096 took a minute to check.
+  std::vector<double> a_rows(static_cast<std::size_t>(m * k)), b_cols(static_cast<std::size_t>(n * k));
+  std::int64_t gathered = -1;
+  return reference_from_products(g, [&](std::int64_t bi, std::int64_t i, ProductRow& out) {
+    if (bi != gathered) {
+      if (gathered < 0 || g.a.rank() == 3)
+        for (std::int64_t r = 0; r < m; ++r)
+          for (std::int64_t p = 0; p < k; ++p) a_rows[static_cast<std::size_t>(r * k + p)] = at(g.a, bi, r, p);
+      if (gathered < 0 || g.b.rank() == 3)
+        for (std::int64_t p = 0; p < k; ++p)
+          for (std::int64_t j = 0; j < n; ++j) b_cols[static_cast<std::size_t>(j * k + p)] = at(g.b, bi, p, j);
+      gathered = bi;
+    }
+    out.terms = static_cast<double>(k);
+    const double* row = a_rows.data() + i * k;
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double* col = b_cols.data() + j * k;
+      // Four partial sums (in double, far below the tolerance of f32 kernels; exact for int8 products).
+      double sums[4] = {}, magnitudes[4] = {};
+      std::int64_t p = 0;
+      for (; p + 4 <= k; p += 4)
+        for (int u = 0; u < 4; ++u) {
+          const double product = row[p + u] * col[p + u];
+          sums[u] += product;
+          magnitudes[u] += std::fabs(product);
+        }
+      for (; p < k; ++p) {
+        const double product = row[p] * col[p];
+        sums[0] += product;
+        magnitudes[0] += std::fabs(product);
+      }
+      out.acc[static_cast<std::size_t>(j)] = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+      out.magnitude[static_cast<std::size_t>(j)] = (magnitudes[0] + magnitudes[1]) + (magnitudes[2] + magnitudes[3]);
+    }
+  });
 }
 
 Comparison compare_gemm(const GemmReference& ref, const Tensor& d, bool exact) {

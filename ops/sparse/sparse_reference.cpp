@@ -4,6 +4,7 @@
 
 #include "generator/core/expr_eval.hpp"
 #include "generator/core/sparse_format.hpp"
+#include "ops/gemm/product_reference.hpp"
 #include "tessera/reference.hpp"
 
 namespace tessera {
@@ -41,9 +42,9 @@ std::vector<float> densify(const SparseMatrix& m) {
 }
 
 GemmReference reference_spmm(const SpmmArgs& args) {
-  std::vector<float> a = densify(args.a);
+  const SparseMatrix& m = args.a;
   GemmArgs g;
-  g.a = Tensor::matrix(a.data(), args.a.rows, args.a.cols);
+  g.a = Tensor::matrix(nullptr, m.rows, m.cols);  // its dtype (f32: stored values are exact in double) and shape only
   g.b = args.b;
   g.c = args.c;
   g.d = args.d;
@@ -51,7 +52,35 @@ GemmReference reference_spmm(const SpmmArgs& args) {
   g.beta = args.beta;
   g.epilogue = args.epilogue;
   g.inputs = args.inputs;
-  return reference_gemm(g);
+  const std::size_t rb = g.b.rank() - 2, rd = g.d.rank() - 2;
+  const std::int64_t n = g.b.shape[rb + 1];
+  if (g.b.shape[rb] != m.cols) throw InvalidArgument("b", "has not as many rows as a has columns");
+  if (g.d.shape[rd] != m.rows || g.d.shape[rd + 1] != n) throw InvalidArgument("d", "shape does not match a·b");
+  // B read once into doubles by rows; each row of A adds the B rows its stored entries name (a stored zero too: it
+  // multiplies an inf or NaN of B as the kernel does), and only those: a B row no entry names is never read.
+  std::vector<double> b_rows(static_cast<std::size_t>(m.cols * n));
+  for (std::int64_t p = 0; p < m.cols; ++p)
+    for (std::int64_t j = 0; j < n; ++j) b_rows[static_cast<std::size_t>(p * n + j)] = tensor_at(g.b, p, j);
+  const std::int64_t per_block = std::int64_t{m.block_rows} * m.block_cols;
+  return reference_from_products(g, [&](std::int64_t, std::int64_t i, ProductRow& out) {
+    const std::int64_t br = i / m.block_rows, r = i % m.block_rows;
+    for (std::int64_t p = sparse_index_at(m.row_offsets, m.index_bits, br);
+         p < sparse_index_at(m.row_offsets, m.index_bits, br + 1); ++p) {
+      const std::int64_t bc = sparse_index_at(m.col_indices, m.index_bits, p);
+      for (int c = 0; c < m.block_cols; ++c) {
+        const std::int64_t col = bc * m.block_cols + c;
+        if (col >= m.cols) break;  // a partial edge block's columns past the matrix are cut
+        const double a = sparse_value_at(m.values, m.value, p * per_block + r * m.block_cols + c);
+        const double* b = b_rows.data() + col * n;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double product = a * b[j];
+          out.acc[static_cast<std::size_t>(j)] += product;
+          out.magnitude[static_cast<std::size_t>(j)] += std::fabs(product);
+        }
+        ++out.terms;
+      }
+    }
+  });
 }
 
 SddmmReference reference_sddmm(const SddmmArgs& g) {

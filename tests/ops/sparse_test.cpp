@@ -288,6 +288,50 @@ TEST(Spmm, L1PanelsPerTask) {
   }
 }
 
+// The SpMM reference (row by row over the stored entries) against the GEMM reference of the densified matrix, CSR
+// and BSR with partial edge blocks: the same values; only the tolerance differs (it counts the products a row really
+// adds, not K). And a NaN in a B row that no entry names reaches nothing.
+TEST(Spmm, ReferenceAgreesWithTheDensifiedGemm) {
+  // Columns 9-11 (block column 3 of 3-wide blocks) hold no entry.
+  const CooMatrix full = random_coo(61, 83, 0.1, 9);
+  CooMatrix coo{full.rows, full.cols, {}, {}, {}};
+  for (std::size_t x = 0; x < full.row.size(); ++x)
+    if (full.col[x] < 9 || full.col[x] > 11) {
+      coo.row.push_back(full.row[x]);
+      coo.col.push_back(full.col[x]);
+      coo.value.push_back(full.value[x]);
+    }
+  for (auto [br, bc] : std::vector<std::pair<int, int>>{{1, 1}, {4, 3}}) {
+    const SparseMatrixData a = store(coo, br, bc);
+    std::mt19937 rng(4);
+    Matrix b(1, 83, 19, Layout::row_major()), c(1, 61, 19, Layout::row_major()), d(1, 61, 19, Layout::row_major());
+    b.fill_uniform(rng);
+    c.fill_uniform(rng);
+    SpmmArgs args;
+    args.a = a.view();
+    args.b = b.view;
+    args.c = c.view;
+    args.d = d.view;
+    args.alpha = 1.5f, args.beta = 0.5f;
+    args.set_epilogue("tanh(alpha*acc) + beta*c");
+    const GemmReference sparse = reference_spmm(args);
+    std::vector<float> dense = densify(args.a);
+    GemmArgs g;
+    g.a = Tensor::matrix(dense.data(), 61, 83);
+    g.b = b.view, g.c = c.view, g.d = d.view;
+    g.alpha = args.alpha, g.beta = args.beta, g.epilogue = args.epilogue;
+    const GemmReference gemm = reference_gemm(g);
+    ASSERT_EQ(sparse.values.size(), gemm.values.size());
+    for (std::size_t x = 0; x < gemm.values.size(); ++x) {
+      EXPECT_NEAR(sparse.values[x], gemm.values[x], 1e-12) << "element " << x << ", blocks " << br << "x" << bc;
+      EXPECT_LE(sparse.tolerance[x], gemm.tolerance[x]) << "element " << x;
+    }
+    b.at(0, 10, 7) = NAN;
+    for (double v : reference_spmm(args).values) EXPECT_FALSE(std::isnan(v)) << "B row 10 is named by no entry";
+    EXPECT_TRUE(std::isnan(reference_gemm(g).values[7])) << "the dense product multiplies it by zeros";
+  }
+}
+
 // In place (D is C): the partial sums must not go through D, so the call runs unpanelled and still matches.
 TEST(Spmm, InPlaceWithLargeB) {
   const CooMatrix coo = random_coo(400, 2000, 0.05, 5);

@@ -53,8 +53,8 @@ Comparison compare_attention(const AttentionReference& ref, const AttentionArgs&
 
 namespace tessera {
 
-// SpMM through the GEMM reference: A densified from its arrays (the values as stored, partial edge blocks cut),
-// then the plain double loop. Compare args.d with compare_gemm.
+// SpMM in double precision: each row of D from the B rows its stored entries name (partial edge blocks cut), then
+// the GEMM reference's epilogue and tolerance. Compare args.d with compare_gemm.
 GemmReference reference_spmm(const SpmmArgs& args);
 
 // SDDMM in double precision, entry by entry from the pattern's arrays.
