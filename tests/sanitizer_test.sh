@@ -10,12 +10,12 @@
 #            only the test sources that hold them are compiled)
 # Any report fails the test (halt_on_error); the JIT's kernels and LLVM are not instrumented, tessera's code is.
 # Building is most of the time here. -O0: an instrumented -O0 compile takes about half as long as -O1's (the tuning
-# sources' unity batch 57 -> 31 s), and the suites the sanitized library slows most are the references' loops, which
-# read gathered doubles. The library is a unity build (batches of its sources joined: each header parsed and each
-# template instantiated once a batch, not once a source). The address build's test sources are compiled one by one at
-# -O1 and not instrumented (tests/CMakeLists.txt), and UBSan's alignment and null checks are off. On Zen 3, two cores,
-# idle: the address build 330 s and its suites 180 + 47 s at -O0 (at -O1, 432 s and, before the references gathered
-# their rows, 309 s); the thread build 212 s and its tests 24 s (-O1: 239 and 9 s).
+# sources' unity batch 57 -> 31 s; an uninstrumented test source 20 -> 14 s), and the suites ran as fast (the code
+# the sanitized library slows most, the references' loops, reads gathered doubles). The library is a unity build
+# (batches of its sources joined: each header parsed and each template instantiated once a batch, not once a source).
+# The address build's test sources are compiled one by one and not instrumented (tests/CMakeLists.txt), and UBSan's
+# alignment and null checks are off. On Zen 3, two cores, idle: the address suites 181 + 39 s at -O0 (at -O1, before
+# the references gathered their rows, 309 s); the thread build 212 s and its tests 24 s (-O1: 239 and 9 s).
 set -u
 build=$(cd "${1:?usage: sanitizer_test.sh BUILD_DIR address|thread}" && pwd)
 kind=${2:?usage: sanitizer_test.sh BUILD_DIR address|thread}

@@ -529,6 +529,9 @@ void add_model_command(CLI::App& app, int& result) {
                         "where this host's timings are kept (default: beside the model)");
   calibrate->add_option("--out", calibrate_cmd->out,
                         "the model file (default: where the runtime's default model looks for this host's)");
+  calibrate->add_option("--rounds", calibrate_cmd->training.rounds, "the ranker's boosting rounds (as model train)");
+  calibrate->add_option("--slowdown-rounds", calibrate_cmd->training.slowdown_rounds,
+                        "the slowdown regression's boosting rounds (as model train)");
   calibrate->add_flag("--json", calibrate_cmd->json, "print one JSON object");
   calibrate->callback([calibrate_cmd, &result] { result = guarded([&] { return calibrate_cmd->run(); }); });
 }
