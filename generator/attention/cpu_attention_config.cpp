@@ -50,6 +50,8 @@ std::int64_t CpuAttentionConfig::workspace_bytes(const AttentionSignature& s, co
   return round_up(floats * 4, 64) + 64 * 10;  // each of the ten areas starts on a cache line
 }
 
+int tile_vector_registers(int mr, int nv) { return mr * nv + (mr > 1 ? nv : 0) + 1; }
+
 bool keys_outgrow_l2(const AttentionProblem& problem, const CpuTarget& target) {
   const AttentionSignature& s = problem.signature;
   std::int64_t longest_kv = problem.seq_kv;
@@ -133,7 +135,8 @@ CpuAttentionConfig CpuAttentionConfig::default_for(const AttentionProblem& probl
       // A V row whole per tile where the registers allow it: each row is then read once, in order.
       // Else the fewest padded vectors (the widest such tile): 4 of 8 vectors over 2 slivers, not 6 over 2 (12).
       const int row_vectors = static_cast<int>(ceil_div(s.head_dim_v, target.vector_lanes()));
-      const int widest = std::min({8, row_vectors, (target.vector_registers() - 1) / (c.mr + 1)});
+      int widest = std::min(8, row_vectors);
+      while (tile_vector_registers(c.mr, widest) > target.vector_registers()) --widest;
       c.nv = widest;
       for (int nv = widest; nv >= 1; --nv)
         if (round_up(row_vectors, nv) < round_up(row_vectors, c.nv)) c.nv = nv;
@@ -234,9 +237,9 @@ void validate(const AttentionSignature& signature, const CpuAttentionConfig& c, 
           fmt::format("block_kv = {} of an AMX kernel must be a multiple of 32 (a tile row of keys)", c.block_kv));
   } else {
     if (c.mr < 1 || c.mr > 16) throw ConfigError(fmt::format("mr = {} must be in [1, 16]", c.mr));
-    if (c.mr * c.nv + c.nv + 1 > target.vector_registers())
+    if (tile_vector_registers(c.mr, c.nv) > target.vector_registers())
       throw ConfigError(fmt::format("a {}×{} tile needs {} vector registers; {} has {}", c.mr, c.nv,
-                                    c.mr * c.nv + c.nv + 1, target.str(), target.vector_registers()));
+                                    tile_vector_registers(c.mr, c.nv), target.str(), target.vector_registers()));
   }
   if (c.in_place && !(signature.q_unit_d && signature.k_unit_d && signature.v_unit_d))
     throw ConfigError("in_place reads Q, K and V along their head dimension: it needs a unit stride there");

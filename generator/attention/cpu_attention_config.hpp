@@ -65,6 +65,10 @@ bool stacks_query_heads(const AttentionProblem& p, int block_q);
 // Throws ConfigError stating the rule the config breaks for this signature and target.
 void validate(const AttentionSignature& signature, const CpuAttentionConfig& config, const CpuTarget& target);
 
+// Vector registers an mr × nv register tile takes: its accumulators, a broadcast row value, and the nv vectors of the
+// other operand where mr > 1 reuses them (a tile of one row takes each vector once, from memory, as an FMA operand).
+int tile_vector_registers(int mr, int nv);
+
 // Whether one KV head's keys and values (its longest sequence) outgrow twice the L2: every block then reads them from
 // memory or L3, and keys packed once for several blocks leave the caches before those blocks read them.
 bool keys_outgrow_l2(const AttentionProblem& problem, const CpuTarget& target);

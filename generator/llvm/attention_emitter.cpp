@@ -136,10 +136,13 @@ class CpuAttentionEmitter : AmxTiles {
   llvm::Value* tensor_gep(llvm::Value* base, llvm::Value* index) {
     return bf16_ ? b_.CreateGEP(b_.getInt16Ty(), base, index) : gep(base, index);
   }
-  // Every cache line of a row of `elements` tensor elements starting at `row`.
-  void prefetch_row(llvm::Value* row, std::int64_t elements) {
+  // The cache lines of a row of `elements` tensor elements starting at `row`.
+  void prefetch_row(llvm::Value* row, std::int64_t elements) { prefetch_columns(row, 0, elements); }
+  // The cache lines of a row's elements [begin, end): one prefetch a line's worth of elements, and the last element.
+  void prefetch_columns(llvm::Value* row, std::int64_t begin, std::int64_t end) {
     const std::int64_t per_line = bf16_ ? 32 : 16;
-    for (std::int64_t d = 0; d < elements; d += per_line) prefetch(tensor_gep(row, i64c(d)));
+    for (std::int64_t d = begin; d < end; d += per_line) prefetch(tensor_gep(row, i64c(d)));
+    if ((end - begin) % per_line != 0) prefetch(tensor_gep(row, i64c(end - 1)));
   }
   // How dot tiles read Q and K in place: f32; bf16 pairs by vdpbf16ps where the target has it, else widened.
   DotInputs dot_inputs() const {
@@ -755,12 +758,19 @@ class CpuAttentionEmitter : AmxTiles {
       if (cfg_.in_place) {
         // V's row kb + j where it lies; columns past head_dim_v read as zeros.
         llvm::Value* row = tensor_gep(v_base, b_.CreateMul(b_.CreateAdd(kb_, j), v_rs));
-        if (s == 0) {  // V's rows kPrefetchKeys ahead, then the next block's first K rows
-          llvm::Value* t = b_.CreateAdd(j, i64c(kPrefetchKeys));
+        // V's rows ahead, then the next block's first K rows. One column tile: whole rows kPrefetchKeys ahead.
+        // Several (the keys in chunks, emit_body): each tile its own columns of the row a chunk ahead, which it reads
+        // next, so that prefetches issue at one pace through every tile rather than in a burst in the first.
+        const std::int64_t tiles = dv_padded_ / nr_, width = std::max(dqk_, dv_);
+        if (tiles == 1 || s * nr_ < width) {
+          llvm::Value* t = b_.CreateAdd(j, i64c(tiles == 1 ? kPrefetchKeys : kPvChunkKeys));
           llvm::Value* at = b_.CreateAdd(kb_, t);
-          prefetch_row(b_.CreateSelect(b_.CreateICmpSLT(t, kn), tensor_gep(v_base, b_.CreateMul(at, v_rs)),
-                                       tensor_gep(k_base, b_.CreateMul(at, k_rs))),
-                       std::max(dqk_, dv_));
+          llvm::Value* ahead = b_.CreateSelect(b_.CreateICmpSLT(t, kn), tensor_gep(v_base, b_.CreateMul(at, v_rs)),
+                                               tensor_gep(k_base, b_.CreateMul(at, k_rs)));
+          if (tiles == 1)
+            prefetch_row(ahead, width);
+          else
+            prefetch_columns(ahead, s * nr_, s == tiles - 1 ? width : std::min(width, (s + 1) * nr_));
         }
         for (int v = 0; v < nv; ++v) {
           const std::int64_t col = s * nr_ + v * lanes_;

@@ -358,6 +358,27 @@ TEST(Attention, DecodingReadsKeysInPlace) {
   }
 }
 
+// A one-row tile takes each vector of its other operand once, as an FMA's memory operand: on AVX2's 16 registers
+// it holds 8 accumulators and a broadcast, so a decoding head of d 128 reads its V rows in 2 column tiles, not 4.
+// Taller tiles hold the other operand's vectors too.
+TEST(Attention, OneRowTilesTakeTheirVectorsFromMemory) {
+  const CpuTarget avx2 = CpuTarget::named("cpu:avx2");
+  Case c;
+  c.heads = c.kv_heads = 4, c.seq_q = 1, c.seq_kv = 600, c.d = c.dv = 128;
+  auto t = make(c);
+  const AttentionProblem problem = runtime("cpu:avx2").describe(t->args);
+  CpuAttentionConfig one_row = CpuAttentionConfig::default_for(problem, avx2);
+  ASSERT_TRUE(one_row.in_place);
+  EXPECT_EQ(one_row.mr, 1);
+  EXPECT_EQ(one_row.nv, 8);
+  EXPECT_NO_THROW(validate(problem.signature, one_row, avx2));
+  CpuAttentionConfig two_rows = one_row.with_overrides("mr=2,nv=6,block_q=2");  // 12 + 6 + 1 registers
+  EXPECT_THROW(validate(problem.signature, two_rows, avx2), ConfigError);
+  EXPECT_NO_THROW(validate(problem.signature, one_row.with_overrides("mr=2,nv=5,block_q=2,block_kv=240"), avx2));
+  const AttentionReference ref = reference_attention(t->args);
+  expect_config_matches(runtime("cpu:avx2"), problem, one_row, *t, ref, "1x8 in place, avx2");
+}
+
 // Grouped-query decoding stacks a KV head's query heads as one block's rows, `positions` rows per head: the
 // modifier's h and i, the causal bound and the Q, O and LSE rows must follow each row's head and position, in place
 // and packed.
