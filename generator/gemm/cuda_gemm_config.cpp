@@ -78,7 +78,7 @@ std::int64_t CudaGemmConfig::workspace_bytes(const GemmProblem& p, const CudaTar
   if (stream_k > 0) {
     // The pieces' partial sums, then a 4-byte flag per output tile (16-byte aligned).
     const StreamKPlan plan = stream_k_plan(p, *this, target);
-    return stream_k_flags_offset(p, *this, target) + plan.shared_tiles * 4;
+    return stream_k_flags_offset(p, *this, target) + plan.shared_tiles * plan.cluster * 4;
   }
   if (split_k <= 1) return 0;
   return std::int64_t{split_k} * p.batch * p.m * p.n * 4;
@@ -94,22 +94,24 @@ int resident_blocks(const GemmSignature& s, const CudaGemmConfig& c, const CudaT
 
 StreamKPlan stream_k_plan(const GemmProblem& p, const CudaGemmConfig& c, const CudaTarget& t) {
   StreamKPlan plan;
-  plan.tiles = TileGrid{p.m, p.n, c.block_m, c.block_n, p.batch}.count();
+  plan.cluster = std::int64_t{c.cluster_m} * c.cluster_n;
+  plan.tiles = TileGrid{ceil_div(p.m, c.block_m), ceil_div(p.n, c.block_n), c.cluster_m, c.cluster_n, p.batch}.count();
   // A K of 0 still gives each tile one (empty) step, whose epilogue writes D.
   plan.k_tiles = std::max<std::int64_t>(1, ceil_div(p.k, c.block_k));
-  const std::int64_t grid = std::int64_t{t.sm_count} * std::max(1, c.stream_k);
-  // The hybrid: the waves before the last stream_k_waves go whole to the blocks.
+  const std::int64_t grid = std::int64_t{t.sm_count} * std::max(1, c.stream_k) / plan.cluster;
+  // The hybrid: the waves before the last stream_k_waves go whole to the units.
   const std::int64_t whole =
       c.stream_k_waves > 0 ? std::max<std::int64_t>(0, ceil_div(plan.tiles, grid) - c.stream_k_waves) * grid : 0;
   plan.shared_tiles = plan.tiles - whole;
   plan.total = plan.shared_tiles * plan.k_tiles;
-  plan.blocks = whole > 0 ? grid : std::min(plan.total, grid);
-  if (plan.blocks == 0) return plan;
-  plan.iterations = static_cast<double>(plan.total) / static_cast<double>(plan.blocks);
-  // Block b walks [b·total/blocks, (b+1)·total/blocks): at least floor(total/blocks) steps, so a tile of k_tiles
-  // steps meets at most ceil(k_tiles / that) + 1 blocks.
-  const std::int64_t least = std::max<std::int64_t>(1, plan.total / plan.blocks);
-  plan.pieces = std::min(plan.blocks, ceil_div(plan.k_tiles, least) + 1);
+  plan.units = whole > 0 ? grid : std::min(plan.total, grid);
+  plan.blocks = plan.units * plan.cluster;
+  if (plan.units == 0) return plan;
+  plan.iterations = static_cast<double>(plan.total) / static_cast<double>(plan.units);
+  // Unit u walks [u·total/units, (u+1)·total/units): at least floor(total/units) steps, so a tile of k_tiles steps
+  // meets at most ceil(k_tiles / that) + 1 units.
+  const std::int64_t least = std::max<std::int64_t>(1, plan.total / plan.units);
+  plan.pieces = std::min(plan.units, ceil_div(plan.k_tiles, least) + 1);
   return plan;
 }
 
@@ -137,8 +139,10 @@ int CudaGemmConfig::register_estimate() const {
     const int tm = warp_m / 8, tn = warp_n / 4;
     return tm * tn + 2 * (tm + tn) + 40;
   }
-  // A consumer thread holds block_n / 2 accumulators; operands stay in shared memory.
-  if (math == CudaMath::Wgmma) return block_n / 2 + 40;
+  // A consumer thread holds block_n / 2 accumulators; operands stay in shared memory. Stream-K's piece, ring count
+  // and hand-over keep about 16 more live across the main loop (ptxas, sm_90a, 128 x 256 with stream-K at the 168
+  // registers a thread of 384 gets: 528 bytes of spills, the same tile without stream-K none).
+  if (math == CudaMath::Wgmma) return block_n / 2 + 40 + (stream_k > 0 ? 16 : 0);
   const int mi = warp_m / 16, ni = warp_n / 8;
   // Accumulators (4 floats per 16×8 tile), double-buffered A (4 regs per 16×16) and B (2 per 16×8) fragments.
   return mi * ni * 4 + 2 * (mi * 4 + ni * 2) + 40;
@@ -185,13 +189,23 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
               best = seconds, chosen = clustered;
           }
           if (split > 1 || last_wave_idle(p, t, target) <= 0.1) continue;
-          for (int stream = 1; stream <= std::min(2, resident_blocks(s, t, target)); ++stream)
-            for (int waves : {0, 1, 2}) {
-              CudaGemmConfig streamed = t;
-              streamed.stream_k = stream, streamed.stream_k_waves = waves;
-              if (const double seconds = cuda_analytic_seconds(p, streamed, target); seconds < best)
-                best = seconds, chosen = streamed;
-            }
+          // Stream-K, its units blocks or clusters (whose multicast it keeps), where the model finds it faster
+          // than the same tiles without it.
+          for (const auto& [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+            CudaGemmConfig same = t;
+            same.cluster_m = cm, same.cluster_n = cn;
+            if (cm * cn > 1 && !multicast_parts_fit(s, same)) continue;
+            const double without = cuda_analytic_seconds(p, same, target);
+            for (int stream = 1; stream <= std::min(2, resident_blocks(s, t, target)); ++stream)
+              for (int waves : {0, 1, 2}) {
+                CudaGemmConfig streamed = same;
+                streamed.stream_k = stream, streamed.stream_k_waves = waves;
+                if (std::int64_t{streamed.register_estimate()} * streamed.threads() > target.registers_per_sm) continue;
+                if (const double seconds = cuda_analytic_seconds(p, streamed, target);
+                    seconds < best && seconds < without)
+                  best = seconds, chosen = streamed;
+              }
+          }
         }
     c = chosen;
   } else {
@@ -225,7 +239,8 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
   const int out_elem = dtype_bytes(s.d.dtype);
   c.align_c = natural_alignment(s.d.layout.kind() == LayoutKind::RowMajor ? p.n : p.m, out_elem);
   // Hopper stores D's tiles by TMA where its rows allow (row-major, 16-byte aligned).
-  c.tma_store = c.math == CudaMath::Wgmma && s.d.layout.kind() == LayoutKind::RowMajor && c.align_c * out_elem == 16;
+  c.tma_store = c.math == CudaMath::Wgmma && s.d.layout.kind() == LayoutKind::RowMajor && c.align_c * out_elem == 16 &&
+                !(c.stream_k > 0 && c.cluster_m * c.cluster_n > 1);
   // Where the last wave would leave more than a tenth of the SMs idle, the model picks among this grid, the same
   // without split-K, and stream-K with one or two blocks per SM, over every tile or only the last one or two waves'
   // (the tail it removes against its pieces' round trip through L2).
@@ -467,12 +482,16 @@ void validate(const GemmSignature& s, const CudaGemmConfig& c, const CudaTarget&
     if (c.align_c * dtype_bytes(s.d.dtype) != 16)
       fail(fmt::format("tma_store needs D's rows 16-byte aligned (align_c {} of {}-byte elements)", c.align_c,
                        dtype_bytes(s.d.dtype)));
+    // Stream-K over clusters holds its schedule, the cluster's and the TMA boxes' state at once: past the 168
+    // registers a thread of 384 gets (ptxas, 128 x 128 with a fused epilogue: 36 bytes of spills; through the
+    // shared-memory slabs 146 registers, none).
+    if (c.stream_k > 0 && c.cluster_m * c.cluster_n > 1)
+      fail("tma_store with stream_k over clusters spills registers: D goes through the shared-memory slabs there");
   }
   if (c.cluster_m < 1 || c.cluster_m > 2 || c.cluster_n < 1 || c.cluster_n > 2)
     fail(fmt::format("cluster_m and cluster_n ({} and {}) must be 1 or 2", c.cluster_m, c.cluster_n));
   if (c.cluster_m * c.cluster_n > 1) {
     if (c.math != CudaMath::Wgmma) fail("clusters need the wgmma kernel (its TMA loads multicast)");
-    if (c.stream_k > 0) fail("clusters and stream_k exclude each other (a cluster's blocks share whole tiles)");
     // A tile shared over a cluster's extent is loaded in that many equal parts: K-major, rows of 8-row atoms;
     // M/N-major, whole 64-wide slices.
     if (!multicast_parts_fit(s, c))

@@ -67,11 +67,13 @@ struct CudaGemmConfig {
   friend bool operator==(const CudaGemmConfig&, const CudaGemmConfig&) = default;
 };
 
-// How a stream-K grid shares a problem's iterations: `blocks` blocks, each with `iterations` (tile, k-tile) steps
-// of `total` (give or take one) over the first `shared_tiles` of the `tiles`, tiles of `k_tiles` steps each; a
-// tile is shared by at most `pieces` blocks. The other tiles (stream_k_waves > 0) go whole to the blocks in turn.
+// How a stream-K grid shares a problem's iterations: `units` units, each with `iterations` (tile, k-tile) steps of
+// `total` (give or take one) over the first `shared_tiles` of the `tiles`, tiles of `k_tiles` steps each; a tile is
+// shared by at most `pieces` units. The other tiles (stream_k_waves > 0) go whole to the units in turn. A unit is
+// a block and a tile, or with clusters a cluster of `cluster` blocks and a cluster tile (its blocks' tiles, each
+// block over the same k-tiles of its own): `blocks` = units × cluster, and a flag per block's tile.
 struct StreamKPlan {
-  std::int64_t blocks = 0, total = 0, k_tiles = 0, tiles = 0, shared_tiles = 0, pieces = 0;
+  std::int64_t units = 0, blocks = 0, cluster = 1, total = 0, k_tiles = 0, tiles = 0, shared_tiles = 0, pieces = 0;
   double iterations = 0;
 };
 StreamKPlan stream_k_plan(const GemmProblem& problem, const CudaGemmConfig& config, const CudaTarget& target);

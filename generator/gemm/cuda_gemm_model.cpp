@@ -81,10 +81,11 @@ CudaGemmEstimate cuda_gemm_estimate(const GemmProblem& p, const CudaGemmConfig& 
   if (c.stream_k > 0) {
     const StreamKPlan plan = stream_k_plan(p, c, t);
     blocks = static_cast<double>(plan.blocks);
-    const double whole = static_cast<double>(plan.tiles - plan.shared_tiles) / blocks;
+    const double whole = static_cast<double>(plan.tiles - plan.shared_tiles) / static_cast<double>(plan.units);
     k_tiles = plan.iterations + whole * static_cast<double>(plan.k_tiles);
     pieces_per_block = plan.iterations / static_cast<double>(plan.k_tiles) + 1.0 + whole;
-    shared_tiles = std::min(static_cast<double>(plan.shared_tiles), blocks);
+    shared_tiles = std::min(static_cast<double>(plan.shared_tiles), static_cast<double>(plan.units)) *
+                   static_cast<double>(plan.cluster);
   }
   const double depth = k_tiles * c.block_k;
 

@@ -230,18 +230,18 @@ std::vector<CudaGemmConfig> cuda_variants(const GemmProblem& p, const CudaTarget
               c.stages = stages, c.swizzle = swizzle, c.split_k = split, c.stream_k = 0;
               if (split > 1 && p.k < 4 * split * c.block_k) continue;
               if (valid(s, c, target)) add_unique(out, c);
-              // Clusters of 2 along M (B multicast) or N (A multicast), or 2 x 2.
-              for (const auto& [cm, cn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
+              // Clusters of 2 along M (B multicast) or N (A multicast), or 2 x 2; stream-K with each.
+              for (const auto& [cm, cn] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
                 CudaGemmConfig clustered = c;
                 clustered.cluster_m = cm, clustered.cluster_n = cn;
-                if (valid(s, clustered, target)) add_unique(out, clustered);
+                if (cm * cn > 1 && valid(s, clustered, target)) add_unique(out, clustered);
+                if (split == 1)
+                  for (int waves : {0, 1}) {
+                    CudaGemmConfig streamed = clustered;
+                    streamed.stream_k = 1, streamed.stream_k_waves = waves;
+                    if (valid(s, streamed, target)) add_unique(out, streamed);
+                  }
               }
-              if (split == 1)
-                for (int waves : {0, 1}) {
-                  CudaGemmConfig streamed = c;
-                  streamed.stream_k = 1, streamed.stream_k_waves = waves;
-                  if (valid(s, streamed, target)) add_unique(out, streamed);
-                }
             }
   return out;
 }

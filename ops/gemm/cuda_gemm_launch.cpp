@@ -97,7 +97,7 @@ CudaLaunch plan_cuda_launch(const GemmBinding& binding, const CudaGemmSpec& spec
     launch.grid_x = static_cast<unsigned>(plan.blocks);
     launch.grid_z = plan.blocks > 0 ? 1u : 0u;
     launch.flags_offset = stream_k_flags_offset(p, c, spec.target);
-    launch.flags_bytes = plan.shared_tiles * 4;
+    launch.flags_bytes = plan.shared_tiles * plan.cluster * 4;
   }
   if (c.math == CudaMath::Wgmma) {
     // A (M x K) and B (K x N) as rank-3 tensors, contiguous dimension first, then the other, then the batch; a

@@ -136,6 +136,19 @@ inline std::vector<MatrixCase> matrix() {
   cases.push_back({DType::tf32, Layout::row_major(), Layout::col_major(),
                    "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=32,stages=4,cluster_m=2",
                    "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
+  // Stream-K over clusters (a cluster's blocks walk the same k-tiles of their cluster tile), with the hybrid's whole
+  // tiles and M/N-major operands.
+  cases.push_back({DType::f16, Layout::row_major(), Layout::col_major(),
+                   "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=64,stages=4,cluster_m=2,stream_k=1",
+                   "gelu(alpha*acc + bias[n]) + beta*c", "sm_90a"});
+  cases.push_back({DType::bf16, Layout::col_major(), Layout::row_major(),
+                   "wgmma=1,block_m=128,block_n=64,warp_n=64,warp_m=64,block_k=64,stages=3,cluster_n=2,stream_k=1,"
+                   "stream_k_waves=1",
+                   "", "sm_90a"});
+  cases.push_back({DType::f16, Layout::row_major(), Layout::row_major(),
+                   "wgmma=1,block_m=128,block_n=128,warp_n=128,warp_m=64,block_k=64,stages=3,cluster_m=2,cluster_n=2,"
+                   "stream_k=2",
+                   "", "sm_90a"});
   // tf32 (K-major only: f32 in memory, 32-wide K tiles, m64nNk8).
   for (const char* tile :
        {"block_m=128,block_n=128,warp_n=128,stages=4", "block_m=64,block_n=256,warp_n=256,stages=3"}) {

@@ -410,7 +410,8 @@ TEST(EmulatedGemm, StreamKSeededHandOverBugsAreCaught) {
   for (const Kernel& kernel :
        {Kernel{"sm_80", DType::f16, "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=1,stream_k=1"},
         Kernel{"sm_90a", DType::bf16,
-               "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1"}}) {
+               "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1,"
+               "cluster_m=1,cluster_n=1,tma_store=1"}}) {
     // 4 tiles of 64 x 64 over 16 k-tiles each, 10 blocks of 6 or 7: each tile has 3 or 4 pieces, blocks cross tiles.
     MutatedGemm gemm(row_col_spec(kernel.arch, kernel.input), Shape{128, 128, 1024, 1}, 7);
     gemm.set_config(CudaGemmConfig::default_for(gemm.binding().problem, gemm.target()).with_overrides(kernel.config));
@@ -435,13 +436,15 @@ TEST(EmulatedGemm, StreamKSeededHandOverBugsAreCaught) {
 TEST(EmulatedGemm, StreamKHybridSharesTheLastWavesAndRunsTheRestWhole) {
   const std::vector<TemplateBug> bugs{
       {"(control: the template as it is)", "", ""},
-      {"every block's whole tiles from the first", "tile = p.sk_shared_tiles + block;", "tile = p.sk_shared_tiles;"},
-      {"the last whole tile left out", "tile < per_batch * p.batch;", "tile + 1 < per_batch * p.batch;"},
+      {"every block's whole tiles from the first", "unit_tile = p.sk_shared_tiles + unit;",
+       "unit_tile = p.sk_shared_tiles;"},
+      {"the last whole tile left out", "unit_tile < per_batch * p.batch;", "unit_tile + 1 < per_batch * p.batch;"},
   };
   for (const auto& [arch, input, base] :
        {std::tuple{"sm_80", DType::f16, "block_m=64,block_n=64,warp_m=32,warp_n=32,stages=3,split_k=1,stream_k=1"},
         std::tuple{"sm_90a", DType::bf16,
-                   "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1"}})
+                   "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=3,split_k=1,stream_k=1,"
+                   "cluster_m=1,cluster_n=1"}})
     for (const int waves : {1, 2}) {
       MutatedGemm gemm(row_col_spec(arch, input), Shape{200, 136, 512, 1}, 11);
       gemm.target().sm_count = 5;
@@ -477,12 +480,12 @@ TEST(EmulatedGemm, TmaStoreSeededBugsAreCaught) {
        "  fence_proxy_async();  // the boxes' generic-proxy writes before the copy engine's reads"},
   };
   for (const DType out : {DType::f32, DType::bf16})
-    for (const char* config : {"wgmma=1,block_m=128,block_n=128,warp_m=64,warp_n=128,block_k=64,stages=3,split_k=1",
-                               "wgmma=1,block_m=64,block_n=128,warp_m=64,warp_n=128,block_k=64,stages=3,stream_k=1"}) {
+    for (const char* config : {"wgmma=1,block_m=128,block_n=128,warp_m=64,warp_n=128,block_k=64,stages=3,split_k=1,"
+                               "cluster_m=1,cluster_n=1,tma_store=1",
+                               "wgmma=1,block_m=64,block_n=128,warp_m=64,warp_n=128,block_k=64,stages=3,stream_k=1,"
+                               "cluster_m=1,cluster_n=1,tma_store=1"}) {
       MutatedGemm gemm(row_col_spec("sm_90a", DType::f16, out), Shape{200, 136, 704, 1}, 9);
-      CudaGemmConfig c = CudaGemmConfig::default_for(gemm.binding().problem, gemm.target()).with_overrides(config);
-      ASSERT_TRUE(c.tma_store) << "the default for a row-major D with 16-byte rows";
-      gemm.set_config(c);
+      gemm.set_config(CudaGemmConfig::default_for(gemm.binding().problem, gemm.target()).with_overrides(config));
       gemm.target().sm_count = 10;
       for (const TemplateBug& bug : bugs) {
         SCOPED_TRACE(fmt::format("{} out, {}: {}", dtype_name(out), config, bug.what));
@@ -491,16 +494,39 @@ TEST(EmulatedGemm, TmaStoreSeededBugsAreCaught) {
     }
 }
 
+// A seeded bug and what must show it: a phrase of the emulator's report (or "mismatches"; "" for any failure).
+struct ReasonedBug {
+  TemplateBug bug;
+  const char* reason;
+};
+
+// Runs `part` with each bug in grid and in reverse order: the control exact in both, every bug caught in one of them
+// for its reason.
+void expect_each_caught_for_its_reason(MutatedGemm& gemm, const std::string& part,
+                                       const std::vector<ReasonedBug>& bugs) {
+  for (const ReasonedBug& b : bugs) {
+    SCOPED_TRACE(b.bug.what);
+    std::vector<std::string> outcomes;
+    for (const EmuSchedule order : {EmuSchedule::Forward, EmuSchedule::Reverse})
+      outcomes.push_back(gemm.run(part, b.bug, order));
+    if (b.bug.control()) {
+      EXPECT_EQ(outcomes[0], "ok") << "grid order";
+      EXPECT_EQ(outcomes[1], "ok") << "reverse order";
+      continue;
+    }
+    const bool caught = std::any_of(outcomes.begin(), outcomes.end(), [&](const std::string& o) {
+      return o != "ok" && o.find(b.reason) != std::string::npos;
+    });
+    EXPECT_TRUE(caught) << "grid order: " << outcomes[0] << "\nreverse order: " << outcomes[1];
+  }
+}
+
 // Thread-block clusters on the wgmma kernel: 2 x 2 clusters of 64 x 64 tiles, A and B each loaded in halves by the
 // blocks sharing them and multicast, over a 3 x 3 tile grid padded to 4 x 4 (blocks past D's edge still load their
 // parts). Exact in grid order (a cluster's blocks in lockstep) and in reverse (each block running ahead of its
 // peers); each seeded bug caught for its own reason.
 TEST(EmulatedGemm, ClusterMulticastSeededBugsAreCaught) {
-  struct Bug {
-    TemplateBug bug;
-    const char* reason;  // in the emulator's report (or "mismatches")
-  };
-  const std::vector<Bug> bugs{
+  const std::vector<ReasonedBug> bugs{
       {{"(control: the template as it is)", "", ""}, ""},
       {{"no cluster barrier after the barriers' init", "    cluster_sync();\n  else", "    __syncthreads();\n  else"},
        "mbarrier"},
@@ -524,21 +550,43 @@ TEST(EmulatedGemm, ClusterMulticastSeededBugsAreCaught) {
   gemm.set_config(CudaGemmConfig::default_for(gemm.binding().problem, gemm.target())
                       .with_overrides("wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=2,"
                                       "split_k=1,cluster_m=2,cluster_n=2,tma_store=0"));
-  for (const Bug& b : bugs) {
-    SCOPED_TRACE(b.bug.what);
-    std::vector<std::string> outcomes;
-    for (const EmuSchedule order : {EmuSchedule::Forward, EmuSchedule::Reverse})
-      outcomes.push_back(gemm.run("tessera/gemm/gemm_wgmma.cuh", b.bug, order));
-    if (b.bug.control()) {
-      EXPECT_EQ(outcomes[0], "ok") << "grid order";
-      EXPECT_EQ(outcomes[1], "ok") << "reverse order";
-      continue;
-    }
-    const bool caught = std::any_of(outcomes.begin(), outcomes.end(), [&](const std::string& o) {
-      return o != "ok" && o.find(b.reason) != std::string::npos;
-    });
-    EXPECT_TRUE(caught) << "grid order: " << outcomes[0] << "\nreverse order: " << outcomes[1];
-  }
+  expect_each_caught_for_its_reason(gemm, "tessera/gemm/gemm_wgmma.cuh", bugs);
+}
+
+// Stream-K over 2 x 2 clusters of 64 x 64 tiles: a 3 x 3 tile grid padded to 2 x 2 cluster tiles of 16 k-tiles on 12
+// SMs, 3 clusters of 21 or 22 iterations (pieces cross cluster tiles). The peers walk the same k-tiles, so their
+// copies still multicast; each block has its own tile, flag and pieces. Exact in grid and reverse order; each seeded
+// bug caught for its own reason.
+TEST(EmulatedGemm, StreamKOverClustersSeededBugsAreCaught) {
+  const std::vector<ReasonedBug> bugs{
+      {{"(control: the template as it is)", "", ""}, ""},
+      {{"every rank on its cluster tile's first row of tiles", "piece.tile_m = unit_m * kClusterM + rank % kClusterM;",
+        "piece.tile_m = unit_m * kClusterM;"},
+       "mismatches"},
+      {{"pieces counted in blocks, not clusters",
+        "piece.before = static_cast<int>(unit - stream_k_block_of(tile_begin, units, total));",
+        "piece.before = static_cast<int>(blockIdx.x - stream_k_block_of(tile_begin, units, total) * kCluster);"},
+       ""},
+      {{"no cluster barrier between pieces", "      cluster_sync();\n    else", "      __syncthreads();\n    else"},
+       "race"},
+      {{"blocks as the schedule's units", "const i64 units = gridDim.x / kCluster,", "const i64 units = gridDim.x,"},
+       ""},
+  };
+  MutatedGemm gemm(row_col_spec("sm_90a", DType::f16), Shape{192, 136, 1024, 1}, 17);
+  const CudaGemmConfig config =
+      CudaGemmConfig::default_for(gemm.binding().problem, gemm.target())
+          .with_overrides(
+              "wgmma=1,block_m=64,block_n=64,warp_m=64,warp_n=64,block_k=64,stages=2,split_k=1,"
+              "cluster_m=2,cluster_n=2,stream_k=1,stream_k_waves=0,tma_store=0");
+  gemm.set_config(config);
+  gemm.target().sm_count = 12;
+  const StreamKPlan plan = stream_k_plan(gemm.binding().problem, config, gemm.target());
+  ASSERT_EQ(plan.cluster, 4);
+  ASSERT_EQ(plan.tiles, 4);
+  ASSERT_EQ(plan.units, 3);
+  ASSERT_EQ(plan.blocks, 12);
+  ASSERT_NE(plan.total % plan.units, 0) << "pieces must cross cluster tiles";
+  expect_each_caught_for_its_reason(gemm, "tessera/block/stream_k.cuh", bugs);
 }
 
 // Threads asking for the same CUDA spec at once get one build (the runtime's kernels live in the shared KernelCache).

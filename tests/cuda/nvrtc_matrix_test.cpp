@@ -2,6 +2,8 @@
 // memory, fit the architecture's registers and shared memory, and contain the instructions it claims to use.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <fmt/format.h>
 
 #include "generator/core/error.hpp"
@@ -125,6 +127,45 @@ TEST(CudaGemmMainLoop, DefaultKernelsIssueFewInstructionsBesideTheMma) {
           EXPECT_LE(build.ptx.main_loop_other, 2.0 * warps_mma);
           EXPECT_NEAR(model.other, build.ptx.main_loop_other, 0.25 * build.ptx.main_loop_other);
         }
+}
+
+// The configs Hopper's defaults pick (data-parallel tiles, clusters, stream-K, with them both) compile without spills,
+// plain and with a fused epilogue: squares, deep K on few tiles, a flat K, skinny M.
+TEST(CudaGemmDefaults, HopperDefaultsCompileWithoutSpills) {
+  const CudaTarget target = CudaTarget::parse("cuda:sm_90a");
+  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{4096, 4096, 4096},
+                                                                        {8192, 8192, 8192},
+                                                                        {1024, 1024, 8192},
+                                                                        {6144, 6144, 2048},
+                                                                        {3072, 4096, 4096},
+                                                                        {16, 4096, 4096}})
+    for (const bool fused : {false, true}) {
+      CudaGemmSpec spec;
+      spec.target = target;
+      GemmProblem p;
+      p.m = m, p.n = n, p.k = k;
+      p.signature.a = {DType::f16, Layout::row_major()};
+      p.signature.b = {DType::f16, Layout::col_major()};
+      p.signature.d = {DType::f32, Layout::row_major()};
+      p.signature.c = {DType::f32, fused ? Layout::row_major() : Layout::zero()};
+      if (fused) {
+        p.signature.epilogue = Epilogue::parse("gelu(alpha*acc + bias[n]) + beta*c");
+        p.signature.inputs = {{"bias", IndexForm::N, {DType::f32, Layout::row_major()}}};
+      }
+      spec.signature = p.signature;
+      spec.config = CudaGemmConfig::default_for(p, target);
+      CudaGemmBuild build;
+      try {
+        build = build_cuda_gemm(spec, true);
+      } catch (const Unavailable& e) {
+        GTEST_SKIP() << "NVRTC is not installed here: " << e.what();
+      }
+      SCOPED_TRACE(fmt::format("{}x{}x{}{}: {}", m, n, k, fused ? " fused" : "", build.source.kernel));
+      EXPECT_GT(build.gemm.registers, 0);
+      EXPECT_EQ(build.gemm.spill_store_bytes, 0);
+      EXPECT_EQ(build.gemm.spill_load_bytes, 0);
+      EXPECT_EQ(build.gemm.stack_bytes, 0);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuda, NvrtcMatrix, ::testing::ValuesIn(matrix()),

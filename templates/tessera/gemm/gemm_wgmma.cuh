@@ -7,10 +7,10 @@
 // operands K-major; 16-bit operands in either layout: a K-major tile is block_k wide (its 128-byte rows along K), an
 // M/N-major one is loaded as 64-wide slices of M (N), each block_k rows of K, which wgmma reads with its transpose bit.
 // The tiles' edges beyond M, N and K are TMA's zeros. Grid: x = rasterised output tiles, z = batch (x split); stream-K:
-// one row of blocks sharing the (tile, k-tile) iterations. Clusters (ClusterM x ClusterN blocks, consecutive along x,
-// as CUTLASS 3's): blocks of a cluster column share their B tile and blocks of a cluster row their A tile; each loads
-// its part of a shared tile once from L2 and multicasts it to the blocks that share it, and releases every stage to
-// all the blocks that write into it.
+// one row of blocks (of clusters) sharing the (tile, k-tile) iterations. Clusters (ClusterM x ClusterN blocks,
+// consecutive along x, as CUTLASS 3's): blocks of a cluster column share their B tile and blocks of a cluster row their
+// A tile; each loads its part of a shared tile once from L2 and multicasts it to the blocks that share it, and releases
+// every stage to all the blocks that write into it.
 #pragma once
 
 #include "tessera/arch.cuh"
@@ -258,11 +258,13 @@ TESSERA_DEVICE void gemm_wgmma(const GemmParams& p) {
 }
 
 // Stream-K on the Hopper kernel (tessera/block/stream_k.cuh): one ring of stages carries all of a block's k-tiles.
+// In a cluster, the peers walk the same k-tiles of their cluster tile, so every piece's copies multicast as a
+// whole tile's do.
 template <class T, class Epi>
 TESSERA_DEVICE void gemm_wgmma_stream_k(const GemmParams& p) {
   wgmma_init_ring<T>();
   i64 ring = 0;
-  stream_k_for_each_piece<T::BM, T::BN, T::Swizzle>(p, [&](const StreamKPiece& piece) {
+  stream_k_for_each_piece<T::BM, T::BN, T::Swizzle, T::ClusterM, T::ClusterN>(p, [&](const StreamKPiece& piece) {
     float d[T::BN / 2];
     wgmma_accumulate<T>(p, piece.tile_m, piece.tile_n, piece.batch, piece.first, piece.last - piece.first, ring, d);
     ring += piece.last - piece.first;
