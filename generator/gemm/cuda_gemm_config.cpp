@@ -179,12 +179,14 @@ CudaGemmConfig CudaGemmConfig::default_for(const GemmProblem& p, const CudaTarge
           t.swizzle = TileGrid{p.m, p.n, bm, bn, p.batch}.rows() >= 8 ? 8 : 1;
           if (const double seconds = cuda_analytic_seconds(p, t, target); seconds < best) best = seconds, chosen = t;
           // Clusters of two along M or N (or 2 x 2), whose multicast halves the L2 reads of the shared operand, where
-          // their grid (padded to whole clusters) leaves at most a tenth of the SMs idle in its last wave; else the
-          // fillers below (stream-K) compete without them.
+          // their grid (padded to whole clusters) leaves at most a tenth of the SMs idle in its last wave, or no more
+          // than the same tiles without clusters (a candidate above) leave; the fillers below (stream-K, over
+          // blocks or clusters) compete with them.
+          const double idle = std::max(0.1, last_wave_idle(p, t, target));
           for (const auto& [cm, cn] : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}}) {
             CudaGemmConfig clustered = t;
             clustered.cluster_m = cm, clustered.cluster_n = cn;
-            if (!multicast_parts_fit(s, clustered) || last_wave_idle(p, clustered, target) > 0.1) continue;
+            if (!multicast_parts_fit(s, clustered) || last_wave_idle(p, clustered, target) > idle) continue;
             if (const double seconds = cuda_analytic_seconds(p, clustered, target); seconds < best)
               best = seconds, chosen = clustered;
           }
