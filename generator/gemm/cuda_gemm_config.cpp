@@ -98,7 +98,9 @@ StreamKPlan stream_k_plan(const GemmProblem& p, const CudaGemmConfig& c, const C
   plan.tiles = TileGrid{ceil_div(p.m, c.block_m), ceil_div(p.n, c.block_n), c.cluster_m, c.cluster_n, p.batch}.count();
   // A K of 0 still gives each tile one (empty) step, whose epilogue writes D.
   plan.k_tiles = std::max<std::int64_t>(1, ceil_div(p.k, c.block_k));
-  const std::int64_t grid = std::int64_t{t.sm_count} * std::max(1, c.stream_k) / plan.cluster;
+  // At least one unit: a target of fewer SMs than a cluster's blocks still runs the problem.
+  const std::int64_t grid =
+      std::max<std::int64_t>(1, std::int64_t{t.sm_count} * std::max(1, c.stream_k) / plan.cluster);
   // The hybrid: the waves before the last stream_k_waves go whole to the units.
   const std::int64_t whole =
       c.stream_k_waves > 0 ? std::max<std::int64_t>(0, ceil_div(plan.tiles, grid) - c.stream_k_waves) * grid : 0;

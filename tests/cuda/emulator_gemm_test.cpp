@@ -587,6 +587,11 @@ TEST(EmulatedGemm, StreamKOverClustersSeededBugsAreCaught) {
   ASSERT_EQ(plan.blocks, 12);
   ASSERT_NE(plan.total % plan.units, 0) << "pieces must cross cluster tiles";
   expect_each_caught_for_its_reason(gemm, "tessera/block/stream_k.cuh", bugs);
+  // Fewer SMs than a cluster's blocks: one cluster runs every iteration.
+  gemm.target().sm_count = 3;
+  ASSERT_EQ(stream_k_plan(gemm.binding().problem, config, gemm.target()).units, 1);
+  EXPECT_EQ(gemm.run("tessera/block/stream_k.cuh", {"(control: the template as it is)", "", ""}, EmuSchedule::Forward),
+            "ok");
 }
 
 // Threads asking for the same CUDA spec at once get one build (the runtime's kernels live in the shared KernelCache).
